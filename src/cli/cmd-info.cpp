@@ -1,0 +1,230 @@
+// `minfer info MODEL [--json] [--tensors] [-c N] [--kv-type f16|f32]`
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "gguf/reader.h"
+
+namespace minfer::cli {
+namespace {
+
+using nlohmann::json;
+
+json to_json(const GgufValue& v) {
+  return std::visit(
+      [](const auto& x) -> json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, GgufArray>) {
+          json a = json::array();
+          for (const GgufValue& item : x.items) a.push_back(to_json(item));
+          return a;
+        } else if constexpr (std::is_same_v<T, float>) {
+          // Print the float's shortest decimal form, not its widened double (1e-05, not 9.99e-06).
+          return json(std::stod(fmt::format("{}", x)));
+        } else {
+          return json(x);
+        }
+      },
+      v.storage());
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) { b /= 1024; ++u; }
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
+}
+
+std::string human_count(double n) {
+  if (n >= 1e9) return fmt::format("{:.2f} B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.2f} M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.2f} K", n / 1e3);
+  return fmt::format("{:.0f}", n);
+}
+
+struct Summary {
+  std::string arch, name;
+  int64_t n_ctx_train = 0, n_embd = 0, n_layer = 0, n_ff = 0, n_head = 0, n_head_kv = 0;
+  int64_t head_dim_k = 0, head_dim_v = 0, n_vocab = 0;
+  double rope_base = 0, rms_eps = 0;
+  uint64_t n_params = 0, weight_bytes = 0;
+  std::map<std::string, std::pair<size_t, uint64_t>> types;  // name -> (tensors, bytes)
+};
+
+int64_t get_i(const GgufFile& f, const std::string& key) {
+  const GgufValue* v = f.find(key);
+  if (!v) return 0;
+  if (auto i = v->as_int()) return *i;
+  if (const GgufArray* a = v->as_array(); a && !a->items.empty())  // per-layer arrays
+    return a->items[0].as_int().value_or(0);
+  return 0;
+}
+
+Summary summarize(const GgufFile& f) {
+  Summary s;
+  s.arch = f.get_string("general.architecture").has_value() ? *f.get_string("general.architecture") : "";
+  s.name = f.get_string("general.name").has_value() ? *f.get_string("general.name") : "";
+  const std::string a = s.arch + ".";
+  s.n_ctx_train = get_i(f, a + "context_length");
+  s.n_embd = get_i(f, a + "embedding_length");
+  s.n_layer = get_i(f, a + "block_count");
+  s.n_ff = get_i(f, a + "feed_forward_length");
+  s.n_head = get_i(f, a + "attention.head_count");
+  s.n_head_kv = f.find(a + "attention.head_count_kv") ? get_i(f, a + "attention.head_count_kv") : s.n_head;
+  const int64_t hd = s.n_head > 0 ? s.n_embd / s.n_head : 0;
+  s.head_dim_k = f.find(a + "attention.key_length") ? get_i(f, a + "attention.key_length") : hd;
+  s.head_dim_v = f.find(a + "attention.value_length") ? get_i(f, a + "attention.value_length") : hd;
+  if (const GgufValue* v = f.find(a + "rope.freq_base")) s.rope_base = v->as_float().value_or(0);
+  if (const GgufValue* v = f.find(a + "attention.layer_norm_rms_epsilon")) s.rms_eps = v->as_float().value_or(0);
+  if (const GgufValue* v = f.find("tokenizer.ggml.tokens"); v && v->as_array())
+    s.n_vocab = static_cast<int64_t>(v->as_array()->items.size());
+  for (const GgufTensor& t : f.tensors()) {
+    s.n_params += static_cast<uint64_t>(t.n_elements());
+    s.weight_bytes += t.n_bytes;
+    auto& e = s.types[std::string(dtype_name(t.type))];
+    e.first++;
+    e.second += t.n_bytes;
+  }
+  return s;
+}
+
+std::string token_text(const GgufFile& f, int64_t id) {
+  const GgufValue* v = f.find("tokenizer.ggml.tokens");
+  if (!v || !v->as_array() || id < 0 || id >= static_cast<int64_t>(v->as_array()->items.size())) return "?";
+  const std::string* s = v->as_array()->items[static_cast<size_t>(id)].as_string();
+  return s ? *s : "?";
+}
+
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+  CLI::App app{"Show a GGUF model's architecture, hyperparameters, tokenizer, tensors and memory needs",
+               "minfer info"};
+  std::string model;
+  bool as_json = false, tensors = false;
+  int64_t n_ctx = 4096;
+  std::string kv_type = "f16";
+  app.add_option("MODEL", model, "GGUF file (first part of a split model) or cached model name")->required();
+  app.add_flag("--json", as_json, "print one JSON object (metadata in full, tensors, summary)");
+  app.add_flag("--tensors", tensors, "list every tensor");
+  app.add_option("-c,--ctx-size", n_ctx, "context size for the KV-cache memory estimate")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--kv-type", kv_type, "KV cache element type for the estimate")
+      ->check(CLI::IsMember({"f16", "f32"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const std::string path = resolve_model(model);
+  if (path.empty()) return 1;
+  auto file = GgufFile::open(path);
+  if (!file) {
+    std::fprintf(stderr, "minfer: %s\n", file.error().message.c_str());
+    return 1;
+  }
+  const GgufFile& f = *file;
+  const Summary s = summarize(f);
+  const uint64_t kv_elem = kv_type == "f32" ? 4 : 2;
+  const uint64_t kv_bytes = static_cast<uint64_t>(s.n_layer) * static_cast<uint64_t>(n_ctx) *
+                            static_cast<uint64_t>(s.n_head_kv) *
+                            static_cast<uint64_t>(s.head_dim_k + s.head_dim_v) * kv_elem;
+
+  if (as_json) {
+    json j;
+    j["file"] = path;
+    j["version"] = f.version();
+    j["alignment"] = f.alignment();
+    json parts = json::array();
+    for (const GgufPart& p : f.parts())
+      parts.push_back({{"path", p.path}, {"size", p.file_size}, {"n_tensors", p.n_tensors},
+                       {"data_offset", p.data_offset}});
+    j["parts"] = parts;
+    json md = json::object();
+    for (const GgufKV& kv : f.metadata()) md[kv.key] = to_json(kv.value);
+    j["metadata"] = md;
+    json ts = json::array();
+    for (const GgufTensor& t : f.tensors())
+      ts.push_back({{"name", t.name}, {"type", std::string(dtype_name(t.type))}, {"shape", t.shape},
+                    {"offset", t.offset}, {"part", t.part}, {"n_bytes", t.n_bytes},
+                    {"data_offset", f.parts()[t.part].data_offset + t.offset}});
+    j["tensors"] = ts;
+    json types = json::object();
+    for (const auto& [name, e] : s.types) types[name] = {{"n_tensors", e.first}, {"n_bytes", e.second}};
+    j["summary"] = {{"architecture", s.arch}, {"name", s.name}, {"n_params", s.n_params},
+                    {"n_vocab", s.n_vocab}, {"n_ctx_train", s.n_ctx_train}, {"n_embd", s.n_embd},
+                    {"n_layer", s.n_layer}, {"n_ff", s.n_ff}, {"n_head", s.n_head},
+                    {"n_head_kv", s.n_head_kv}, {"head_dim_k", s.head_dim_k},
+                    {"head_dim_v", s.head_dim_v}, {"types", types},
+                    {"chat_template", f.find("tokenizer.chat_template") != nullptr}};
+    j["memory"] = {{"n_ctx", n_ctx}, {"kv_type", kv_type}, {"weights_bytes", s.weight_bytes},
+                   {"kv_bytes", kv_bytes}, {"total_bytes", s.weight_bytes + kv_bytes}};
+    std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    return 0;
+  }
+
+  std::string out;
+  auto line = [&out](std::string_view k, const std::string& v) { out += fmt::format("{:<16} {}\n", k, v); };
+  line("file", fmt::format("{} (GGUF v{}, {})", path, f.version(), human_bytes(static_cast<double>(f.total_file_size()))));
+  if (f.parts().size() > 1)
+    for (size_t i = 0; i < f.parts().size(); ++i)
+      line(i == 0 ? "parts" : "", fmt::format("{}: {} ({}, {} tensors)", i + 1, f.parts()[i].path,
+                                              human_bytes(static_cast<double>(f.parts()[i].file_size)), f.parts()[i].n_tensors));
+  line("architecture", s.arch.empty() ? "(missing general.architecture)" : s.arch);
+  if (!s.name.empty()) line("name", s.name);
+  line("parameters", fmt::format("{} ({})", human_count(static_cast<double>(s.n_params)), s.n_params));
+  line("context", fmt::format("{} (trained)", s.n_ctx_train));
+  line("layers", fmt::format("{}  embd {}  ff {}", s.n_layer, s.n_embd, s.n_ff));
+  line("attention", fmt::format("{} heads, {} KV heads, head dim {} (k) / {} (v)", s.n_head,
+                                s.n_head_kv, s.head_dim_k, s.head_dim_v));
+  line("rope", fmt::format("freq base {}", s.rope_base));
+  line("rms norm eps", fmt::format("{}", s.rms_eps));
+  {
+    std::string tok = f.get_string("tokenizer.ggml.model").has_value() ? *f.get_string("tokenizer.ggml.model") : "(none)";
+    if (auto pre = f.get_string("tokenizer.ggml.pre")) tok += fmt::format(" (pre {})", *pre);
+    tok += fmt::format(", {} tokens", s.n_vocab);
+    if (const GgufValue* m = f.find("tokenizer.ggml.merges"); m && m->as_array())
+      tok += fmt::format(", {} merges", m->as_array()->items.size());
+    line("tokenizer", tok);
+    std::string special;
+    for (const char* k : {"bos", "eos", "eot", "eom", "unknown", "padding", "sep"}) {
+      const GgufValue* v = f.find(fmt::format("tokenizer.ggml.{}_token_id", k));
+      if (!v) continue;
+      const int64_t id = v->as_int().value_or(-1);
+      special += fmt::format("{}{}={} '{}'", special.empty() ? "" : ", ", k, id, token_text(f, id));
+    }
+    if (!special.empty()) line("special tokens", special);
+    if (const GgufValue* v = f.find("tokenizer.ggml.add_bos_token"))
+      line("add bos", v->as_bool().value_or(false) ? "yes" : "no");
+  }
+  if (const GgufValue* t = f.find("tokenizer.chat_template"); t && t->as_string())
+    line("chat template", fmt::format("present ({} bytes)", t->as_string()->size()));
+  else
+    line("chat template", "absent (ChatML will be used)");
+  std::string types;
+  for (const auto& [name, e] : s.types)
+    types += fmt::format("{}{}: {} tensors, {}", types.empty() ? "" : "; ", name, e.first,
+                         human_bytes(static_cast<double>(e.second)));
+  line("tensor types", types);
+  line("tensors", fmt::format("{} ({})", f.tensors().size(), human_bytes(static_cast<double>(s.weight_bytes))));
+  line("memory", fmt::format("weights {} + KV cache {} (ctx {}, {}) = {}", human_bytes(static_cast<double>(s.weight_bytes)),
+                             human_bytes(static_cast<double>(kv_bytes)), n_ctx, kv_type,
+                             human_bytes(static_cast<double>(s.weight_bytes + kv_bytes))));
+  if (tensors) {
+    out += fmt::format("\n{:<40} {:<7} {:<24} {:>12} {:>12}\n", "tensor", "type", "shape", "offset", "bytes");
+    for (const GgufTensor& t : f.tensors()) {
+      std::string shape;
+      for (size_t i = 0; i < t.shape.size(); ++i) shape += fmt::format("{}{}", i ? " x " : "", t.shape[i]);
+      out += fmt::format("{:<40} {:<7} {:<24} {:>#12x} {:>12}\n", t.name, dtype_name(t.type), shape,
+                         t.offset, t.n_bytes);
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace minfer::cli

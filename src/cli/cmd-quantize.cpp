@@ -1,0 +1,87 @@
+// `minfer quantize IN.gguf OUT.gguf TYPE [-t N] [--pure] [--split-max-tensors N]`
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "core/thread-pool.h"
+#include "quantize/quantize-model.h"
+
+namespace minfer::cli {
+
+int cmd_quantize(int argc, char** argv) {
+  CLI::App app{"Convert a GGUF model to another type mix (requantizes through F32)", "minfer quantize"};
+  std::string in, out, type;
+  int n_threads = hardware_threads();
+  bool pure = false;
+  size_t split_max_tensors = 0;
+  app.add_option("IN", in, "input GGUF (any supported type; first part of a split model)")->required();
+  app.add_option("OUT", out, "output GGUF")->required();
+  app.add_option("TYPE", type, "target: " + file_type_names() + " (Q3_K, Q4_K, Q5_K mean the _M mixes)")
+      ->required();
+  app.add_option("-t,--threads", n_threads, "worker threads")->check(CLI::Range(1, 1024));
+  app.add_flag("--pure", pure, "no mix: every weight matrix gets TYPE");
+  app.add_option("--split-max-tensors", split_max_tensors,
+                 "write OUT as NAME-0000i-of-0000N.gguf parts of at most N tensors");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const auto ft = file_type_from_name(type);
+  if (!ft || *ft == FileType::F32) {
+    std::fprintf(stderr, "minfer quantize: unknown type '%s'; expected one of %s\n", type.c_str(),
+                 file_type_names().c_str());
+    return 1;
+  }
+  const std::string in_path = resolve_model(in);
+  if (in_path.empty()) return 1;
+  std::error_code ec;
+  if (std::filesystem::equivalent(in_path, out, ec)) {
+    std::fprintf(stderr, "minfer quantize: output '%s' is the input file\n", out.c_str());
+    return 1;
+  }
+
+  QuantizeOptions opt;
+  opt.file_type = *ft;
+  opt.n_threads = n_threads;
+  opt.pure = pure;
+  opt.split_max_tensors = split_max_tensors;
+  const bool tty = isatty(fileno(stderr)) != 0;
+  int last_decile = -1;
+  opt.on_tensor = [&](size_t i, size_t n, const std::string& name, std::string_view t) {
+    const double frac = static_cast<double>(i + 1) / static_cast<double>(n);
+    const int width = 30;
+    const int fill = static_cast<int>(frac * width);
+    const std::string bar = std::string(static_cast<size_t>(fill), '#') + std::string(static_cast<size_t>(width - fill), '.');
+    if (tty) {
+      std::fprintf(stderr, "\r[%s] %3d%% %zu/%zu %-32.32s %-6s", bar.c_str(), static_cast<int>(frac * 100), i + 1, n,
+                   name.c_str(), std::string(t).c_str());
+      if (i + 1 == n) std::fputc('\n', stderr);
+    } else if (static_cast<int>(frac * 10) != last_decile || i + 1 == n) {
+      last_decile = static_cast<int>(frac * 10);
+      std::fprintf(stderr, "[%s] %3d%% %zu/%zu %s -> %s\n", bar.c_str(), static_cast<int>(frac * 100), i + 1, n,
+                   name.c_str(), std::string(t).c_str());
+    }
+  };
+  auto r = quantize_model(in_path, out, opt);
+  if (!r) {
+    if (tty) std::fputc('\n', stderr);
+    std::fprintf(stderr, "minfer quantize: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  const double mb_in = static_cast<double>(r->in_bytes) / 1e6;
+  std::fprintf(stderr,
+               "quantized %s -> %s (%s): %zu tensors (%zu converted), %.1f MB -> %.1f MB in %.2f s "
+               "(%.1f MB/s of input, %.1f M weights/s, %d threads)\n",
+               in_path.c_str(), out.c_str(), std::string(file_type_name(*ft)).c_str(), r->n_tensors,
+               r->n_quantized, mb_in, static_cast<double>(r->out_bytes) / 1e6, r->seconds,
+               mb_in / r->seconds, static_cast<double>(r->n_elements) / 1e6 / r->seconds, n_threads);
+  return 0;
+}
+
+}  // namespace minfer::cli

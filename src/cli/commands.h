@@ -1,0 +1,18 @@
+// Entry points of the minfer subcommands. Each takes the arguments after its name
+// (args[0] is "minfer <cmd>" for messages) and returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace minfer::cli {
+
+int cmd_info(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+
+// Resolves MODEL: an existing path, else a name in the model cache ($MINFER_MODEL_DIR, else
+// ~/.cache/minfer/models): exact file name (with or without .gguf), then a unique prefix.
+// On failure prints a helpful error and returns "".
+std::string resolve_model(const std::string& model);
+
+}  // namespace minfer::cli

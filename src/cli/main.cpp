@@ -1,0 +1,48 @@
+// minfer command-line entry: dispatches to subcommands.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+constexpr Command kCommands[] = {
+    {"info", minfer::cli::cmd_info, "show a model's architecture, hyperparameters, tensors, memory"},
+    {"quantize", minfer::cli::cmd_quantize, "convert a GGUF model to another tensor type mix"},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "minfer %s: local LLM inference from GGUF files\n\n"
+               "usage: minfer COMMAND [options]   (minfer COMMAND --help for details)\n\ncommands:\n",
+               MINFER_VERSION);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
+  std::fprintf(out, "\nMODEL is a path or the name of a model in $MINFER_MODEL_DIR (default ~/.cache/minfer/models).\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 1 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("minfer %s\n", MINFER_VERSION);
+    return 0;
+  }
+  for (const Command& c : kCommands)
+    if (std::string_view(argv[1]) == c.name) return c.run(argc - 1, argv + 1);
+  std::fprintf(stderr,
+               "minfer: unknown command '%s'. Text generation (minfer MODEL PROMPT) is not "
+               "available in this build yet; available commands: info, quantize (see minfer --help)\n",
+               argv[1]);
+  return 1;
+}
