@@ -144,9 +144,15 @@ int cmd_info(int argc, char** argv) {
       parts.push_back({{"path", p.path}, {"size", p.file_size}, {"n_tensors", p.n_tensors},
                        {"data_offset", p.data_offset}});
     j["parts"] = parts;
-    json md = json::object();
-    for (const GgufKV& kv : f.metadata()) md[kv.key] = to_json(kv.value);
+    json md = json::object(), md_types = json::object();
+    for (const GgufKV& kv : f.metadata()) {
+      md[kv.key] = to_json(kv.value);
+      std::string type(gguf_type_name(kv.value.type()));
+      if (const GgufArray* a = kv.value.as_array()) type += fmt::format("[{}]", gguf_type_name(a->elem_type));
+      md_types[kv.key] = type;
+    }
     j["metadata"] = md;
+    j["metadata_types"] = md_types;
     json ts = json::array();
     for (const GgufTensor& t : f.tensors())
       ts.push_back({{"name", t.name}, {"type", std::string(dtype_name(t.type))}, {"shape", t.shape},

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# run-fuzz.sh FUZZ_BUILD_DIR TARGET SECONDS: runs a libFuzzer target for SECONDS over a scratch
+# run-fuzz.sh FUZZ_BUILD_DIR TARGET [SECONDS, default $MINFER_FUZZ_SECONDS or 60]: runs a libFuzzer target for SECONDS over a scratch
 # copy of its seed corpus, prints executions and crashes, and fails on any crash or leak.
 set -euo pipefail
-build=$1 target=$2 seconds=$3
+build=$1 target=$2 seconds=${3:-${MINFER_FUZZ_SECONDS:-60}}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$build/bin/fuzz-$target
 [ -x "$bin" ] || { echo "run-fuzz: $bin not built (cmake --preset fuzz && cmake --build --preset fuzz)"; exit 1; }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: builds Release and the fuzz targets, then ctest (unit tests, kernel
+# and format tests, oracle comparisons against gguf-py / llama.cpp, and a 60 s libFuzzer run per
+# parser). Needs scripts/setup.sh to have run once. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export MINFER_FUZZ_SECONDS=${MINFER_FUZZ_SECONDS:-60}
+./scripts/build.sh || { echo "0 passed, 1 failed (build)"; exit 1; }
+if [ ! -f build-fuzz/build.ninja ]; then cmake --preset fuzz >/dev/null || exit 1; fi
+cmake --build build-fuzz || { echo "0 passed, 1 failed (fuzz build)"; exit 1; }
+cd build
+ctest --output-on-failure -j2 --timeout 1200 2>&1 | tee ctest.log
+rc=${PIPESTATUS[0]}
+total=$(grep -Eo 'tests failed out of [0-9]+' ctest.log | grep -Eo '[0-9]+$' || echo 0)
+failed=$(grep -Eo '[0-9]+ tests failed out of' ctest.log | grep -Eo '^[0-9]+' || echo 0)
+[ "$total" -gt 0 ] || { echo "0 passed, 1 failed (no tests ran)"; exit 1; }
+echo "$((total - failed)) passed, $failed failed"
+exit $rc
