@@ -1,5 +1,14 @@
-// Scalar half-precision conversions, bit-exact with IEEE 754 round-to-nearest-even (as numpy's
-// float16 and ggml's fp32->fp16) and with ggml's bf16 rounding (nearest-even, NaN kept quiet).
+// Scalar half-precision conversions.
+//   fp16_to_fp32: exact; NaN payloads are kept as they are (a signalling NaN stays signalling),
+//                 as numpy's float16 -> float32 cast does (gcc's _Float16 quiets them instead).
+//   fp32_to_fp16: IEEE 754 round-to-nearest-even, overflow to inf; a NaN becomes a quiet NaN
+//                 keeping the top 10 mantissa bits, exactly as gcc's _Float16 conversion. numpy
+//                 agrees on every input but signalling NaNs (it keeps them signalling); ggml's
+//                 scalar path returns 0x7e00 for every NaN.
+//   bf16_to_fp32: exact (the bf16 bits are the top half of the fp32 bits).
+//   fp32_to_bf16: round-to-nearest-even on the top 16 bits, NaN forced quiet (| 0x40), as ggml
+//                 and gguf-py.
+// All four are checked in tests/unit/test-fp16.cpp.
 //
 //   uint16_t h = fp32_to_fp16(1.5f);   // 0x3e00
 //   float f = fp16_to_fp32(h);

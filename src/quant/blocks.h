@@ -52,30 +52,35 @@ struct BlockQ8_1 {
 };
 
 // 16 sub-blocks of 16. scales[j]: low nibble = scale, high nibble = min of sub-block j.
-// x = d * scale * q - dmin * min, q 2 bits. Element order: see docs/formats.md.
+// x = (d * scale) * q - (dmin * min), q 2 bits: element 128h + 32s + l is bits 2s+1..2s of
+// qs[32h + l] (h < 2, s < 4, l < 32).
 struct BlockQ2_K {
   uint8_t scales[kQKK / 16];
   uint8_t qs[kQKK / 4];
   half d;
   half dmin;
 };
-// 16 sub-blocks of 16. q 3 bits: 2 low bits in qs, high bit in hmask (set = no -4 offset).
-// 16 scales of 6 bits packed in 12 bytes, stored with +32 offset. x = d * (scale - 32) * q.
+// 16 sub-blocks of 16. q 3 bits: 2 low bits in qs (as Q2_K), high bit of element 32b + l in
+// bit b of hmask[l] (set = no -4 offset). 16 scales of 6 bits packed in 12 bytes (low nibbles
+// in bytes 0-7, top 2 bits in bytes 8-11), stored with +32 offset.
+// x = (d * (scale - 32)) * q.
 struct BlockQ3_K {
   uint8_t hmask[kQKK / 8];
   uint8_t qs[kQKK / 4];
   uint8_t scales[12];
   half d;
 };
-// 8 sub-blocks of 32. 6-bit scale and min per sub-block, packed in 12 bytes.
-// x = d * scale * q - dmin * min, q 4 bits.
+// 8 sub-blocks of 32. 6-bit scale and min per sub-block, packed in 12 bytes (j < 4: scale =
+// scales[j] & 63, min = scales[j+4] & 63; j >= 4: low 4 bits from scales[j+4], top 2 bits from
+// bits 7-6 of scales[j-4] (scale) / scales[j] (min)). x = (d * scale) * q - (dmin * min),
+// q 4 bits: element 64c + l is the low nibble of qs[32c + l], element 64c + 32 + l the high.
 struct BlockQ4_K {
   half d;
   half dmin;
   uint8_t scales[kKScaleBytes];
   uint8_t qs[kQKK / 2];
 };
-// As Q4_K with a fifth bit per element in qh.
+// As Q4_K with a fifth bit per element: bit 4 of element 32j + l is bit j of qh[l].
 struct BlockQ5_K {
   half d;
   half dmin;
@@ -83,7 +88,10 @@ struct BlockQ5_K {
   uint8_t qh[kQKK / 8];
   uint8_t qs[kQKK / 2];
 };
-// 16 sub-blocks of 16, int8 scales. q 6 bits: low 4 in ql, high 2 in qh. x = d * scale * (q - 32).
+// 16 sub-blocks of 16, int8 scales. q 6 bits; per half h of 128 elements: low 4 bits of
+// element 128h + l (l < 64) = low nibble of ql[64h + l], of 128h + 64 + l = its high nibble;
+// top 2 bits of element 128h + 32s + l (l < 32) = bits 2s+1..2s of qh[32h + l].
+// x = (d * scale) * (q - 32).
 struct BlockQ6_K {
   uint8_t ql[kQKK / 2];
   uint8_t qh[kQKK / 4];
@@ -101,8 +109,9 @@ struct BlockIQ4_NL {
   half d;
   uint8_t qs[kQK / 2];
 };
-// 8 sub-blocks of 32, 6-bit scales: low 4 bits in scales_l (nibble per sub-block), high 2 bits
-// in scales_h (2 bits per sub-block). x = d * (scale - 32) * kIq4nlValues[q].
+// 8 sub-blocks of 32, 6-bit scales: low 4 bits in scales_l (nibble j%2 of byte j/2), high 2
+// bits in scales_h (bits 2j+1..2j). Sub-block j's quants are qs[16j .. 16j+15], ordered as in
+// IQ4_NL. x = (d * (scale - 32)) * kIq4nlValues[q].
 struct BlockIQ4_XS {
   half d;
   uint16_t scales_h;
