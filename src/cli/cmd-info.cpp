@@ -187,8 +187,8 @@ int cmd_info(int argc, char** argv) {
   line("layers", fmt::format("{}  embd {}  ff {}", s.n_layer, s.n_embd, s.n_ff));
   line("attention", fmt::format("{} heads, {} KV heads, head dim {} (k) / {} (v)", s.n_head,
                                 s.n_head_kv, s.head_dim_k, s.head_dim_v));
-  line("rope", fmt::format("freq base {}", s.rope_base));
-  line("rms norm eps", fmt::format("{}", s.rms_eps));
+  line("rope", fmt::format("freq base {}", static_cast<float>(s.rope_base)));
+  line("rms norm eps", fmt::format("{}", static_cast<float>(s.rms_eps)));
   {
     std::string tok = f.get_string("tokenizer.ggml.model").has_value() ? *f.get_string("tokenizer.ggml.model") : "(none)";
     if (auto pre = f.get_string("tokenizer.ggml.pre")) tok += fmt::format(" (pre {})", *pre);

@@ -46,6 +46,31 @@ def same_value(ours, ref, vtype):
     return ours == ref
 
 
+def nested_contents(field):
+    """Decodes an array of arrays from gguf-py's raw field parts (key len, key, type, then the
+    value's parts in file order)."""
+    parts = field.parts[3:]
+    pos = 0
+
+    def take():
+        nonlocal pos
+        pos += 1
+        return parts[pos - 1]
+
+    def value(vtype):
+        if vtype == gguf.GGUFValueType.STRING:
+            take()  # length
+            return bytes(take()).decode("utf-8")
+        if vtype == gguf.GGUFValueType.ARRAY:
+            elem = gguf.GGUFValueType(int(take()[0]))
+            n = int(take()[0])
+            return [value(elem) for _ in range(n)]
+        v = take()[0]
+        return bool(v) if vtype == gguf.GGUFValueType.BOOL else v.item()
+
+    return value(gguf.GGUFValueType.ARRAY)
+
+
 def compare_file(path, expect_parts=1):
     """Compares minfer's view of `path` (all parts) with gguf-py's, key by key, tensor by tensor."""
     ours = minfer_info(path)
@@ -65,6 +90,8 @@ def compare_file(path, expect_parts=1):
         if len(field.types) > 1 or field.types[0] != gguf.GGUFValueType.ARRAY:
             assert got_type == want_type, f"{key}: type {got_type} != {want_type}"
         ref = field.contents()
+        if len(field.types) > 1 and field.types[1] == gguf.GGUFValueType.ARRAY:
+            ref = nested_contents(field)  # gguf-py's contents() flattens arrays of arrays
         assert same_value(ours["metadata"][key], ref, field.types[-1]), f"{key}: {ours['metadata'][key]!r} != {ref!r}"
         n_keys += 1
     assert n_keys == len(ours["metadata"]), "minfer shows keys gguf-py does not"
@@ -87,7 +114,7 @@ def compare_file(path, expect_parts=1):
 def write_reference_file(path, alignment=None, split_max_tensors=0):
     w = gguf.GGUFWriter(path, "llama", split_max_tensors=split_max_tensors)
     if alignment:
-        w.add_uint32("general.alignment", alignment)
+        w.add_custom_alignment(alignment)
     w.add_uint8("t.u8", 250)
     w.add_int8("t.i8", -7)
     w.add_uint16("t.u16", 65000)
@@ -112,7 +139,7 @@ def write_reference_file(path, alignment=None, split_max_tensors=0):
                      ("e.q6_k", gguf.GGMLQuantizationType.Q6_K), ("f.iq4_xs", gguf.GGMLQuantizationType.IQ4_XS)]:
         bs, ts = gguf.GGML_QUANT_SIZES[qt]
         raw = rng.integers(0, 255, size=(4, 512 // bs * ts), dtype=np.uint8)
-        w.add_tensor(name, raw, raw_shape=(4, 512), raw_dtype=qt)
+        w.add_tensor(name, raw, raw_dtype=qt)  # byte shape (4, row bytes) -> (4, 512) elements
     w.add_tensor("g.norm", np.ones(64, dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
