@@ -1,0 +1,362 @@
+// llama-oracle: a small program of ours that links the prebuilt llama.cpp (libllama from
+// node-llama-cpp, see scripts/setup.sh) through its public llama.h, so tests can compare minfer
+// against an independent implementation. No llama.cpp code is compiled into it.
+//
+//   llama-oracle quantize IN.gguf OUT.gguf TYPE [-t N]          # TYPE as in llama-quantize
+//   llama-oracle logits MODEL --tokens 1,2,3 --out L.f32 [-t N] [-c N]
+//        -> L.f32 = float32 [n_tokens][n_vocab] row-major; stdout {"n_tokens":3,"n_vocab":49152}
+//   llama-oracle greedy MODEL --tokens 1,2,3 -n 16 [-t N] [-c N]
+//        -> {"greedy":[ids...]}   (exactly N argmax tokens; end-of-generation does not stop it)
+//   llama-oracle tokenize MODEL TEXT [--special] [--bos]      # TEXT "-" reads stdin
+//        -> {"tokens":[ids...]}
+//
+// Common flags: -t N threads (default 1 for logits/greedy, since ggml's workers spin at
+// barriers and stall badly on a loaded 2-core machine; all hardware threads for quantize),
+// -v shows llama.cpp's log (otherwise only its errors), --bins DIR where the ggml CPU backends
+// live. The backends directory is, in order: --bins, $MINFER_LLAMA_BINS, the directory holding
+// the loaded libllama (dladdr), the compile-time default. Every failure prints
+// "llama-oracle: ..." and exits with status 1.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "llama.h"
+
+#ifndef MINFER_LLAMA_BINS_DEFAULT
+#define MINFER_LLAMA_BINS_DEFAULT ""
+#endif
+
+namespace {
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "llama-oracle: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+bool g_verbose = false;
+
+void log_callback(ggml_log_level level, const char* text, void*) {
+  if (g_verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+// Command-line arguments after the subcommand: positionals plus the flags we know.
+struct Args {
+  std::vector<std::string> pos;
+  std::string tokens;  // "1,2,3"
+  std::string out;
+  std::string bins;
+  int threads = 0;  // 0 = the subcommand's default
+  int n_ctx = 0;
+  int n_predict = -1;
+  bool special = false;
+  bool bos = false;
+};
+
+int parse_int(const std::string& flag, const std::string& v, int lo, int hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi) {
+    die("flag " + flag + ": '" + v + "' is not an integer in [" + std::to_string(lo) + ", " +
+        std::to_string(hi) + "]");
+  }
+  return static_cast<int>(x);
+}
+
+Args parse_args(int argc, char** argv, int first) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) die("flag " + s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--tokens") a.tokens = value();
+    else if (s == "--out" || s == "-o") a.out = value();
+    else if (s == "--bins") a.bins = value();
+    else if (s == "-t" || s == "--threads") a.threads = parse_int(s, value(), 1, 1024);
+    else if (s == "-c" || s == "--ctx") a.n_ctx = parse_int(s, value(), 1, 1 << 24);
+    else if (s == "-n") a.n_predict = parse_int(s, value(), 0, 1 << 20);
+    else if (s == "--special") a.special = true;
+    else if (s == "--bos") a.bos = true;
+    else if (s == "-v" || s == "--verbose") g_verbose = true;
+    else if (s.size() > 1 && s[0] == '-') die("unknown flag '" + s + "'");
+    else a.pos.push_back(s);
+  }
+  return a;
+}
+
+// "1,2,3" or "[1, 2, 3]" -> ids; each must be a non-negative integer.
+std::vector<llama_token> parse_tokens(const std::string& s) {
+  std::vector<llama_token> ids;
+  std::string cur;
+  auto flush = [&]() {
+    if (cur.empty()) return;
+    ids.push_back(parse_int("--tokens", cur, 0, 0x7fffffff));
+    cur.clear();
+  };
+  for (char c : s) {
+    if (c >= '0' && c <= '9') cur += c;
+    else if (c == ',' || c == ' ' || c == '[' || c == ']' || c == '\n') flush();
+    else die(std::string("--tokens: unexpected character '") + c + "' in '" + s + "'");
+  }
+  flush();
+  if (ids.empty()) die("--tokens: no token ids given");
+  return ids;
+}
+
+std::string json_ids(const char* key, const std::vector<llama_token>& ids) {
+  std::string s = std::string("{\"") + key + "\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s + "]}";
+}
+
+std::string bins_dir(const Args& a) {
+  if (!a.bins.empty()) return a.bins;
+  if (const char* e = std::getenv("MINFER_LLAMA_BINS"); e && *e) return e;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&llama_backend_init), &info) && info.dli_fname) {
+    std::string p = info.dli_fname;
+    const size_t slash = p.rfind('/');
+    if (slash != std::string::npos) return p.substr(0, slash);
+  }
+  return MINFER_LLAMA_BINS_DEFAULT;
+}
+
+void init_backends(const Args& a) {
+  llama_log_set(log_callback, nullptr);
+  const std::string dir = bins_dir(a);
+  ggml_backend_load_all_from_path(dir.c_str());
+  if (ggml_backend_dev_count() == 0) die("no ggml backend could be loaded from '" + dir + "'");
+  llama_backend_init();
+}
+
+// Owns a model and (optionally) a context; frees them on scope exit.
+struct Session {
+  llama_model* model = nullptr;
+  llama_context* ctx = nullptr;
+  const llama_vocab* vocab = nullptr;
+  int n_vocab = 0;
+  ~Session() {
+    if (ctx) llama_free(ctx);
+    if (model) llama_model_free(model);
+  }
+};
+
+void load_model(Session& s, const std::string& path, bool vocab_only) {
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.vocab_only = vocab_only;
+  s.model = llama_model_load_from_file(path.c_str(), mp);
+  if (!s.model) die("failed to load model '" + path + "' (run with -v for llama.cpp's log)");
+  s.vocab = llama_model_get_vocab(s.model);
+  s.n_vocab = llama_vocab_n_tokens(s.vocab);
+}
+
+// A context whose single batch holds every prompt token (n_batch = n_ubatch = n_tokens), so
+// all positions are computed in one graph as a batched prefill.
+void make_context(Session& s, const Args& a, int n_tokens, int n_ctx_needed) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(std::max(a.n_ctx, n_ctx_needed));
+  cp.n_batch = static_cast<uint32_t>(std::max(n_tokens, 1));
+  cp.n_ubatch = cp.n_batch;
+  cp.n_seq_max = 1;
+  cp.n_threads = std::max(a.threads, 1);
+  cp.n_threads_batch = cp.n_threads;
+  cp.no_perf = true;
+  s.ctx = llama_init_from_model(s.model, cp);
+  if (!s.ctx) die("failed to create a context of " + std::to_string(cp.n_ctx) + " tokens");
+}
+
+void check_ids(const Session& s, const std::vector<llama_token>& ids) {
+  for (llama_token t : ids) {
+    if (t >= s.n_vocab) {
+      die("token id " + std::to_string(t) + " is out of range: n_vocab " + std::to_string(s.n_vocab));
+    }
+  }
+}
+
+// Decodes ids at positions pos0.. in one batch; logits requested for every position (all) or
+// only the last one.
+void decode(Session& s, const std::vector<llama_token>& ids, int pos0, bool all) {
+  const int n = static_cast<int>(ids.size());
+  llama_batch b = llama_batch_init(n, 0, 1);
+  for (int i = 0; i < n; ++i) {
+    b.token[i] = ids[i];
+    b.pos[i] = pos0 + i;
+    b.n_seq_id[i] = 1;
+    b.seq_id[i][0] = 0;
+    b.logits[i] = (all || i == n - 1) ? 1 : 0;
+  }
+  b.n_tokens = n;
+  const int32_t rc = llama_decode(s.ctx, b);
+  llama_batch_free(b);
+  if (rc != 0) die("llama_decode failed with status " + std::to_string(rc));
+}
+
+int cmd_quantize(const Args& a) {
+  if (a.pos.size() != 3) die("usage: llama-oracle quantize IN.gguf OUT.gguf TYPE [-t N]");
+  struct Named { const char* name; llama_ftype ftype; };
+  static const Named kTypes[] = {
+      {"F32", LLAMA_FTYPE_ALL_F32},         {"F16", LLAMA_FTYPE_MOSTLY_F16},
+      {"BF16", LLAMA_FTYPE_MOSTLY_BF16},    {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},
+      {"Q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},    {"Q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},
+      {"Q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},    {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+      {"Q2_K", LLAMA_FTYPE_MOSTLY_Q2_K},    {"Q2_K_S", LLAMA_FTYPE_MOSTLY_Q2_K_S},
+      {"Q3_K_S", LLAMA_FTYPE_MOSTLY_Q3_K_S}, {"Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M},
+      {"Q3_K_L", LLAMA_FTYPE_MOSTLY_Q3_K_L}, {"Q4_K_S", LLAMA_FTYPE_MOSTLY_Q4_K_S},
+      {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q5_K_S", LLAMA_FTYPE_MOSTLY_Q5_K_S},
+      {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M}, {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},
+      {"IQ4_NL", LLAMA_FTYPE_MOSTLY_IQ4_NL}, {"IQ4_XS", LLAMA_FTYPE_MOSTLY_IQ4_XS},
+  };
+  std::string type = a.pos[2];
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::toupper(c); });
+  const Named* hit = nullptr;
+  for (const Named& n : kTypes) {
+    if (type == n.name) hit = &n;
+  }
+  if (!hit) {
+    std::string names;
+    for (const Named& n : kTypes) names += std::string(names.empty() ? "" : " ") + n.name;
+    die("unknown quantization type '" + a.pos[2] + "'; known: " + names);
+  }
+  llama_model_quantize_params qp = llama_model_quantize_default_params();
+  qp.nthread = a.threads > 0 ? a.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  qp.ftype = hit->ftype;
+  qp.allow_requantize = true;
+  const uint32_t rc = llama_model_quantize(a.pos[0].c_str(), a.pos[1].c_str(), &qp);
+  if (rc != 0) die("llama_model_quantize('" + a.pos[0] + "' -> '" + a.pos[1] + "', " + type + ") failed");
+  std::printf("{\"quantized\":\"%s\",\"type\":\"%s\"}\n", a.pos[1].c_str(), type.c_str());
+  return 0;
+}
+
+int cmd_logits(const Args& a) {
+  if (a.pos.size() != 1 || a.tokens.empty() || a.out.empty()) {
+    die("usage: llama-oracle logits MODEL --tokens 1,2,3 --out FILE.f32 [-t N] [-c N]");
+  }
+  const std::vector<llama_token> ids = parse_tokens(a.tokens);
+  Session s;
+  load_model(s, a.pos[0], false);
+  check_ids(s, ids);
+  const int n = static_cast<int>(ids.size());
+  make_context(s, a, n, n);
+  decode(s, ids, 0, true);
+
+  FILE* f = std::fopen(a.out.c_str(), "wb");
+  if (!f) die("cannot open '" + a.out + "' for writing: " + std::strerror(errno));
+  size_t n_bad = 0;
+  for (int i = 0; i < n; ++i) {
+    const float* row = llama_get_logits_ith(s.ctx, i);  // [n_vocab]
+    if (!row) die("no logits for position " + std::to_string(i));
+    for (int v = 0; v < s.n_vocab; ++v) n_bad += std::isfinite(row[v]) ? 0 : 1;
+    if (std::fwrite(row, sizeof(float), s.n_vocab, f) != static_cast<size_t>(s.n_vocab)) {
+      std::fclose(f);
+      die("short write to '" + a.out + "'");
+    }
+  }
+  if (std::fclose(f) != 0) die("cannot close '" + a.out + "': " + std::strerror(errno));
+  std::printf("{\"n_tokens\":%d,\"n_vocab\":%d,\"n_nonfinite\":%zu}\n", n, s.n_vocab, n_bad);
+  return 0;
+}
+
+int cmd_greedy(const Args& a) {
+  if (a.pos.size() != 1 || a.tokens.empty() || a.n_predict < 0) {
+    die("usage: llama-oracle greedy MODEL --tokens 1,2,3 -n N [-t N] [-c N]");
+  }
+  const std::vector<llama_token> ids = parse_tokens(a.tokens);
+  Session s;
+  load_model(s, a.pos[0], false);
+  check_ids(s, ids);
+  const int n = static_cast<int>(ids.size());
+  make_context(s, a, n, n + a.n_predict);
+  std::vector<llama_token> out;
+  int pos = 0;
+  std::vector<llama_token> next = ids;
+  for (int step = 0; step < a.n_predict; ++step) {
+    decode(s, next, pos, false);
+    pos += static_cast<int>(next.size());
+    const float* row = llama_get_logits_ith(s.ctx, -1);  // [n_vocab]
+    if (!row) die("no logits after position " + std::to_string(pos - 1));
+    // First maximum on ties, so the choice is reproducible.
+    const llama_token best = static_cast<llama_token>(std::max_element(row, row + s.n_vocab) - row);
+    out.push_back(best);
+    next.assign(1, best);
+  }
+  std::printf("%s\n", json_ids("greedy", out).c_str());
+  return 0;
+}
+
+int cmd_tokenize(const Args& a) {
+  if (a.pos.size() != 2) die("usage: llama-oracle tokenize MODEL TEXT [--special] [--bos]");
+  std::string text = a.pos[1];
+  if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  Session s;
+  load_model(s, a.pos[0], true);
+  const int32_t len = static_cast<int32_t>(text.size());
+  std::vector<llama_token> ids(text.size() + 8);
+  int32_t n = llama_tokenize(s.vocab, text.data(), len, ids.data(), static_cast<int32_t>(ids.size()),
+                             a.bos, a.special);
+  if (n < 0 && n != INT32_MIN) {
+    ids.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(s.vocab, text.data(), len, ids.data(), static_cast<int32_t>(ids.size()), a.bos,
+                       a.special);
+  }
+  if (n < 0) die("llama_tokenize failed (" + std::to_string(n) + ") on " + std::to_string(len) + " bytes");
+  ids.resize(static_cast<size_t>(n));
+  std::printf("%s\n", json_ids("tokens", ids).c_str());
+  return 0;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: llama-oracle quantize IN.gguf OUT.gguf TYPE [-t N]\n"
+               "       llama-oracle logits MODEL --tokens 1,2,3 --out FILE.f32 [-t N] [-c N]\n"
+               "       llama-oracle greedy MODEL --tokens 1,2,3 -n N [-t N] [-c N]\n"
+               "       llama-oracle tokenize MODEL TEXT [--special] [--bos]\n"
+               "common: -v (llama.cpp log), --bins DIR (ggml backends; env MINFER_LLAMA_BINS)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage();
+    return 1;
+  }
+  const std::string_view cmd = argv[1];
+  if (cmd == "-h" || cmd == "--help") {
+    usage();
+    return 0;
+  }
+  const Args a = parse_args(argc, argv, 2);
+  init_backends(a);
+  int rc = 1;
+  if (cmd == "quantize") rc = cmd_quantize(a);
+  else if (cmd == "logits") rc = cmd_logits(a);
+  else if (cmd == "greedy") rc = cmd_greedy(a);
+  else if (cmd == "tokenize") rc = cmd_tokenize(a);
+  else {
+    usage();
+    die("unknown subcommand '" + std::string(cmd) + "'");
+  }
+  llama_backend_free();
+  return rc;
+}
