@@ -31,8 +31,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # 2. Python oracles (pinned): gguf-py is the bit-exact reference for GGUF and (de)quantization.
-PY_PKGS=(gguf==0.19.0 numpy pytest)
-if ! python3 -c "import gguf, numpy, pytest" 2>/dev/null \
+PY_PKGS=(gguf==0.19.0 numpy pytest jinja2==3.1.6 tokenizers==0.23.3)
+if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers" 2>/dev/null \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ]; then
   log "pip install ${PY_PKGS[*]}"
   python3 -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}" 2>&1 | grep -v "WARNING: Running pip as" || true

@@ -9,6 +9,9 @@ namespace minfer::cli {
 
 int cmd_info(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);        // cmd-tokenize.cpp
+int cmd_detokenize(int argc, char** argv);      // cmd-tokenize.cpp
+int cmd_chat_template(int argc, char** argv);   // cmd-chat-template.cpp
 
 // Resolves MODEL: an existing path, else a name in the model cache ($MINFER_MODEL_DIR, else
 // ~/.cache/minfer/models): exact file name (with or without .gguf), then a unique prefix.

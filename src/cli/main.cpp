@@ -16,6 +16,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"info", minfer::cli::cmd_info, "show a model's architecture, hyperparameters, tensors, memory"},
     {"quantize", minfer::cli::cmd_quantize, "convert a GGUF model to another tensor type mix"},
+    {"tokenize", minfer::cli::cmd_tokenize, "print the token ids of a text"},
+    {"detokenize", minfer::cli::cmd_detokenize, "print the text of token ids"},
+    {"chat-template", minfer::cli::cmd_chat_template, "render a chat template like transformers' apply_chat_template"},
 };
 
 void usage(std::FILE* out) {
@@ -23,7 +26,7 @@ void usage(std::FILE* out) {
                "minfer %s: local LLM inference from GGUF files\n\n"
                "usage: minfer COMMAND [options]   (minfer COMMAND --help for details)\n\ncommands:\n",
                MINFER_VERSION);
-  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.help);
   std::fprintf(out, "\nMODEL is a path or the name of a model in $MINFER_MODEL_DIR (default ~/.cache/minfer/models).\n");
 }
 

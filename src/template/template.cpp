@@ -1,0 +1,1 @@
+// placeholder: the template work replaces this file

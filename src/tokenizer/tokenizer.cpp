@@ -1,0 +1,1 @@
+// placeholder: the tokenizer work replaces this file
