@@ -9,10 +9,13 @@ export MINFER_FUZZ_SECONDS=${MINFER_FUZZ_SECONDS:-60}
 if [ ! -f build-fuzz/build.ninja ]; then cmake --preset fuzz >/dev/null || exit 1; fi
 cmake --build build-fuzz || { echo "0 passed, 1 failed (fuzz build)"; exit 1; }
 cd build
+export MINFER_FUZZ_SUMMARY=$PWD/fuzz-summary.txt
+rm -f "$MINFER_FUZZ_SUMMARY"
 ctest --output-on-failure -j2 --timeout 1200 2>&1 | tee ctest.log
 rc=${PIPESTATUS[0]}
 total=$(grep -Eo 'tests failed out of [0-9]+' ctest.log | grep -Eo '[0-9]+$' || echo 0)
 failed=$(grep -Eo '[0-9]+ tests failed out of' ctest.log | grep -Eo '^[0-9]+' || echo 0)
 [ "$total" -gt 0 ] || { echo "0 passed, 1 failed (no tests ran)"; exit 1; }
+[ -f "$MINFER_FUZZ_SUMMARY" ] && cat "$MINFER_FUZZ_SUMMARY"
 echo "$((total - failed)) passed, $failed failed"
 exit $rc

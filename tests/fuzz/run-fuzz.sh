@@ -17,7 +17,10 @@ rc=$?
 set -e
 execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$work/log" | grep -Eo '[0-9]+$' || echo 0)
 crashes=$(ls "$work/artifacts" | wc -l)
-echo "fuzz-$target: ${seconds}s, $execs executions, $crashes crashes, exit $rc"
+summary="fuzz-$target: ${seconds}s, $execs executions, $crashes crashes, exit $rc"
+echo "$summary"
+# scripts/test.sh collects these lines for its final report.
+[ -n "${MINFER_FUZZ_SUMMARY:-}" ] && echo "$summary" >> "$MINFER_FUZZ_SUMMARY"
 if [ $rc -ne 0 ] || [ "$crashes" -ne 0 ]; then
   tail -40 "$work/log"
   mkdir -p "$here/../../fuzz-out" && cp -r "$work/artifacts/." "$here/../../fuzz-out/" 2>/dev/null || true
