@@ -9,6 +9,9 @@
 //        -> {"greedy":[ids...]}   (exactly N argmax tokens; end-of-generation does not stop it)
 //   llama-oracle tokenize MODEL TEXT [--special] [--bos]      # TEXT "-" reads stdin
 //        -> {"tokens":[ids...]}
+//   llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]
+//        -> "PPL = x +/- y" on stderr, {"ppl":x,"ppl_err":y,"n_chunks":..,"n_scored":..} on stdout
+//        (chunks of -c tokens, the second half of each chunk scored, as llama-perplexity does)
 //
 // Common flags: -t N threads (default 1 for logits/greedy, since ggml's workers spin at
 // barriers and stall badly on a loaded 2-core machine; all hardware threads for quantize),
@@ -59,6 +62,8 @@ struct Args {
   std::string tokens;  // "1,2,3"
   std::string out;
   std::string bins;
+  std::string file;     // -f
+  int n_chunks = 0;     // --chunks (0 = all)
   int threads = 0;  // 0 = the subcommand's default
   int n_ctx = 0;
   int n_predict = -1;
@@ -88,6 +93,8 @@ Args parse_args(int argc, char** argv, int first) {
     if (s == "--tokens") a.tokens = value();
     else if (s == "--out" || s == "-o") a.out = value();
     else if (s == "--bins") a.bins = value();
+    else if (s == "-f" || s == "--file") a.file = value();
+    else if (s == "--chunks") a.n_chunks = parse_int(s, value(), 0, 1 << 20);
     else if (s == "-t" || s == "--threads") a.threads = parse_int(s, value(), 1, 1024);
     else if (s == "-c" || s == "--ctx") a.n_ctx = parse_int(s, value(), 1, 1 << 24);
     else if (s == "-n") a.n_predict = parse_int(s, value(), 0, 1 << 20);
@@ -325,12 +332,75 @@ int cmd_tokenize(const Args& a) {
   return 0;
 }
 
+// Perplexity over chunks of n_ctx tokens: each chunk is evaluated from an empty cache and the
+// tokens of its second half are scored (position j predicts token j+1). With a vocab that adds
+// BOS, the chunk's first token is replaced by BOS, as llama-perplexity does.
+int cmd_perplexity(const Args& a) {
+  if (a.pos.size() != 1 || a.file.empty()) {
+    die("usage: llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]");
+  }
+  FILE* f = std::fopen(a.file.c_str(), "rb");
+  if (!f) die("cannot open '" + a.file + "': " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
+  std::fclose(f);
+
+  Session s;
+  load_model(s, a.pos[0], false);
+  const bool add_bos = llama_vocab_get_add_bos(s.vocab);
+  std::vector<llama_token> ids(text.size() + 8);
+  const int32_t n_tok = llama_tokenize(s.vocab, text.data(), static_cast<int32_t>(text.size()),
+                                       ids.data(), static_cast<int32_t>(ids.size()), add_bos, false);
+  if (n_tok < 0) die("llama_tokenize failed on '" + a.file + "'");
+  ids.resize(static_cast<size_t>(n_tok));
+  const int n_ctx = a.n_ctx > 0 ? a.n_ctx : 512;
+  int n_chunks = n_tok / n_ctx;
+  if (a.n_chunks > 0) n_chunks = std::min(n_chunks, a.n_chunks);
+  if (n_chunks < 1) die("text has " + std::to_string(n_tok) + " tokens, fewer than one chunk of " + std::to_string(n_ctx));
+  Args ca = a;
+  ca.n_ctx = n_ctx;
+  if (ca.threads == 0) ca.threads = 1;
+  make_context(s, ca, n_ctx, n_ctx);
+  const int first = n_ctx / 2;
+  double nll = 0, nll2 = 0;
+  long count = 0;
+  for (int c = 0; c < n_chunks; ++c) {
+    std::vector<llama_token> chunk(ids.begin() + static_cast<long>(c) * n_ctx, ids.begin() + static_cast<long>(c + 1) * n_ctx);
+    if (add_bos) chunk[0] = llama_vocab_bos(s.vocab);
+    llama_memory_clear(llama_get_memory(s.ctx), true);
+    decode(s, chunk, 0, true);
+    for (int j = first; j < n_ctx - 1; ++j) {
+      const float* row = llama_get_logits_ith(s.ctx, j);  // [n_vocab]
+      double mx = row[0];
+      for (int v = 1; v < s.n_vocab; ++v) mx = std::max<double>(mx, row[v]);
+      double sum = 0;
+      for (int v = 0; v < s.n_vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - mx);
+      const double lp = static_cast<double>(row[chunk[j + 1]]) - mx - std::log(sum);
+      nll -= lp;
+      nll2 += lp * lp;
+      ++count;
+    }
+    std::fprintf(stderr, "[%d/%d] ppl so far %.4f\n", c + 1, n_chunks, std::exp(nll / static_cast<double>(count)));
+  }
+  const double mean = nll / static_cast<double>(count);
+  const double var = nll2 / static_cast<double>(count) - mean * mean;
+  const double ppl = std::exp(mean);
+  const double err = count > 1 ? ppl * std::sqrt(std::max(var, 0.0) / static_cast<double>(count - 1)) : 0.0;
+  std::fprintf(stderr, "PPL = %.4f +/- %.5f\n", ppl, err);
+  std::printf("{\"ppl\":%.6f,\"ppl_err\":%.6f,\"n_chunks\":%d,\"n_ctx\":%d,\"n_tokens\":%d,\"n_scored\":%ld}\n",
+              ppl, err, n_chunks, n_ctx, n_tok, count);
+  return 0;
+}
+
 void usage() {
   std::fprintf(stderr,
                "usage: llama-oracle quantize IN.gguf OUT.gguf TYPE [-t N]\n"
                "       llama-oracle logits MODEL --tokens 1,2,3 --out FILE.f32 [-t N] [-c N]\n"
                "       llama-oracle greedy MODEL --tokens 1,2,3 -n N [-t N] [-c N]\n"
                "       llama-oracle tokenize MODEL TEXT [--special] [--bos]\n"
+               "       llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]\n"
                "common: -v (llama.cpp log), --bins DIR (ggml backends; env MINFER_LLAMA_BINS)\n");
 }
 
@@ -353,6 +423,7 @@ int main(int argc, char** argv) {
   else if (cmd == "logits") rc = cmd_logits(a);
   else if (cmd == "greedy") rc = cmd_greedy(a);
   else if (cmd == "tokenize") rc = cmd_tokenize(a);
+  else if (cmd == "perplexity") rc = cmd_perplexity(a);
   else {
     usage();
     die("unknown subcommand '" + std::string(cmd) + "'");
