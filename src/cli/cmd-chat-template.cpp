@@ -1,8 +1,113 @@
-// placeholder until the template engine lands: the command refuses clearly.
+// `minfer chat-template (MODEL | --template FILE.jinja) --input CASE.json [--now DATE] [--mutable]`
+// Prints exactly the prompt the chat template renders for CASE.json (no added newline).
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "gguf/reader.h"
+#include "template/chat.h"
 
 namespace minfer::cli {
-int cmd_chat_template(int, char**) { std::fprintf(stderr, "minfer chat-template: not available in this build\n"); return 1; }
+namespace {
+
+bool read_file(const std::string& path, std::string& out) {
+  if (path == "-") {
+    out.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return true;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+std::string token_text(const GgufFile& f, const char* id_key) {
+  const GgufValue* id = f.find(id_key);
+  const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
+  if (!id || !tokens || !tokens->as_array() || !id->as_int()) return "";
+  const auto& items = tokens->as_array()->items;
+  const int64_t i = *id->as_int();
+  if (i < 0 || i >= static_cast<int64_t>(items.size())) return "";
+  const std::string* s = items[static_cast<size_t>(i)].as_string();
+  return s ? *s : "";
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "minfer chat-template: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int cmd_chat_template(int argc, char** argv) {
+  CLI::App app{"Render a chat template like transformers' apply_chat_template and print the prompt exactly "
+               "(no added newline)",
+               "minfer chat-template"};
+  std::string model, template_path, input_path, now;
+  bool mutable_lists = false;
+  app.add_option("MODEL", model, "GGUF model whose tokenizer.chat_template is used (ChatML when it has none)");
+  app.add_option("--template", template_path, "a Jinja template file instead of a model's");
+  app.add_option("--input", input_path,
+                 "CASE.json: {\"messages\": [...], \"tools\": [...], \"add_generation_prompt\": bool, "
+                 "\"bos_token\": ..., \"eos_token\": ..., extra kwargs...} ('-' reads stdin)")
+      ->required();
+  app.add_option("--now", now, "fixed date for strftime_now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS "
+                               "(default: the current local time)");
+  app.add_flag("--mutable", mutable_lists,
+               "allow list.append/dict.update... in templates (jinja2 SandboxedEnvironment); the default "
+               "refuses them like transformers' ImmutableSandboxedEnvironment");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (model.empty() == template_path.empty()) return fail("give either MODEL or --template FILE.jinja");
+
+  std::string case_text;
+  if (!read_file(input_path, case_text)) return fail("cannot read input '" + input_path + "'");
+  auto inputs = jinja::chat_inputs_from_json(case_text);
+  if (!inputs) return fail(input_path + ": " + inputs.error().message);
+
+  std::string source;
+  if (!template_path.empty()) {
+    if (!read_file(template_path, source)) return fail("cannot read template '" + template_path + "'");
+  } else {
+    const std::string path = resolve_model(model);
+    if (path.empty()) return 1;
+    auto file = GgufFile::open(path);
+    if (!file) return fail(file.error().message);
+    auto tmpl = file->get_string("tokenizer.chat_template");
+    if (tmpl) {
+      source = *tmpl;
+    } else {
+      std::fprintf(stderr, "minfer: %s has no tokenizer.chat_template; using ChatML\n", path.c_str());
+      source = jinja::kChatmlTemplate;
+    }
+    // Like transformers' special_tokens_map: the model's BOS/EOS text unless the case sets them.
+    if (std::string bos = token_text(*file, "tokenizer.ggml.bos_token_id"); !bos.empty())
+      jinja::set_default_token(*inputs, "bos_token", bos);
+    if (std::string eos = token_text(*file, "tokenizer.ggml.eos_token_id"); !eos.empty())
+      jinja::set_default_token(*inputs, "eos_token", eos);
+  }
+
+  jinja::RenderOptions opts;
+  opts.immutable = !mutable_lists;
+  if (!now.empty()) {
+    auto tm = jinja::parse_now(now);
+    if (!tm) return fail(tm.error().message);
+    opts.now = *tm;
+  }
+  auto out = jinja::render_chat(source, *inputs, opts);
+  if (!out) return fail(out.error().message);
+  std::fwrite(out->data(), 1, out->size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
 }  // namespace minfer::cli

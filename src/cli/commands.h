@@ -12,6 +12,10 @@ int cmd_quantize(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);        // cmd-tokenize.cpp
 int cmd_detokenize(int argc, char** argv);      // cmd-tokenize.cpp
 int cmd_chat_template(int argc, char** argv);   // cmd-chat-template.cpp
+int cmd_logits(int argc, char** argv);          // cmd-logits.cpp
+int cmd_perplexity(int argc, char** argv);      // cmd-perplexity.cpp
+// The main command, `minfer MODEL [PROMPT...]`: argv[0] is the program, argv[1] the model.
+int cmd_generate(int argc, char** argv);        // cmd-generate.cpp
 
 // Resolves MODEL: an existing path, else a name in the model cache ($MINFER_MODEL_DIR, else
 // ~/.cache/minfer/models): exact file name (with or without .gguf), then a unique prefix.

@@ -19,12 +19,15 @@ constexpr Command kCommands[] = {
     {"tokenize", minfer::cli::cmd_tokenize, "print the token ids of a text"},
     {"detokenize", minfer::cli::cmd_detokenize, "print the text of token ids"},
     {"chat-template", minfer::cli::cmd_chat_template, "render a chat template like transformers' apply_chat_template"},
+    {"logits", minfer::cli::cmd_logits, "write the logits of a token sequence (and greedy continuations)"},
+    {"perplexity", minfer::cli::cmd_perplexity, "perplexity of a model on a text file (llama-perplexity's method)"},
 };
 
 void usage(std::FILE* out) {
   std::fprintf(out,
                "minfer %s: local LLM inference from GGUF files\n\n"
-               "usage: minfer COMMAND [options]   (minfer COMMAND --help for details)\n\ncommands:\n",
+               "usage: minfer MODEL [PROMPT...] [options]   generate a reply (minfer MODEL --help for options)\n"
+               "       minfer COMMAND [options]            (minfer COMMAND --help for details)\n\ncommands:\n",
                MINFER_VERSION);
   for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.help);
   std::fprintf(out, "\nMODEL is a path or the name of a model in $MINFER_MODEL_DIR (default ~/.cache/minfer/models).\n");
@@ -43,9 +46,6 @@ int main(int argc, char** argv) {
   }
   for (const Command& c : kCommands)
     if (std::string_view(argv[1]) == c.name) return c.run(argc - 1, argv + 1);
-  std::fprintf(stderr,
-               "minfer: unknown command '%s'. Text generation (minfer MODEL PROMPT) is not "
-               "available in this build yet; available commands: info, quantize (see minfer --help)\n",
-               argv[1]);
-  return 1;
+  // Anything else is the main command: minfer MODEL [PROMPT...] [options].
+  return minfer::cli::cmd_generate(argc, argv);
 }

@@ -9,6 +9,12 @@
 //        -> {"greedy":[ids...]}   (exactly N argmax tokens; end-of-generation does not stop it)
 //   llama-oracle tokenize MODEL TEXT [--special] [--bos]      # TEXT "-" reads stdin
 //        -> {"tokens":[ids...]}
+//   llama-oracle tokenize-lines MODEL [--special] [--bos]
+//        stdin: one text per line, hex-encoded bytes -> stdout: one JSON array of ids per line
+//   llama-oracle tokenize-bench MODEL FILE [--special] [-n REPEATS]
+//        -> {"bytes":N,"n_tokens":T,"seconds":[...]}  (each repeat times llama_tokenize only)
+//   llama-oracle vocab-info MODEL
+//        -> {"n_vocab":N,"bos":B,"eos":E,"eot":T,"add_bos":b,"add_eos":b,"eog":[ids...]}
 //   llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]
 //        -> "PPL = x +/- y" on stderr, {"ppl":x,"ppl_err":y,"n_chunks":..,"n_scored":..} on stdout
 //        (chunks of -c tokens, the second half of each chunk scored, as llama-perplexity does)
@@ -20,6 +26,9 @@
 // the loaded libllama (dladdr), the compile-time default. Every failure prints
 // "llama-oracle: ..." and exits with status 1.
 #include <dlfcn.h>
+
+#include <chrono>
+#include <fstream>
 
 #include <algorithm>
 #include <cctype>
@@ -394,12 +403,89 @@ int cmd_perplexity(const Args& a) {
   return 0;
 }
 
+std::vector<llama_token> tokenize_text(const Session& s, const std::string& text, bool bos, bool special) {
+  const int32_t len = static_cast<int32_t>(text.size());
+  std::vector<llama_token> ids(text.size() + 8);
+  int32_t n = llama_tokenize(s.vocab, text.data(), len, ids.data(), static_cast<int32_t>(ids.size()), bos, special);
+  if (n < 0 && n != INT32_MIN) {
+    ids.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(s.vocab, text.data(), len, ids.data(), static_cast<int32_t>(ids.size()), bos, special);
+  }
+  if (n < 0) die("llama_tokenize failed (" + std::to_string(n) + ") on " + std::to_string(len) + " bytes");
+  ids.resize(static_cast<size_t>(n));
+  return ids;
+}
+
+int cmd_tokenize_lines(const Args& a) {
+  if (a.pos.size() != 1) die("usage: llama-oracle tokenize-lines MODEL [--special] [--bos] < HEX_LINES");
+  Session s;
+  load_model(s, a.pos[0], true);
+  std::string line;
+  size_t line_no = 0;
+  auto nibble = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    die("stdin line " + std::to_string(line_no) + ": '" + std::string(1, c) + "' is not a hex digit");
+  };
+  while (std::getline(std::cin, line)) {
+    ++line_no;
+    if (line.size() % 2) die("stdin line " + std::to_string(line_no) + ": odd number of hex digits");
+    std::string text(line.size() / 2, '\0');
+    for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>(nibble(line[2 * i]) * 16 + nibble(line[2 * i + 1]));
+    const std::vector<llama_token> ids = text.empty() ? std::vector<llama_token>() : tokenize_text(s, text, a.bos, a.special);
+    std::string out = "[";
+    for (size_t i = 0; i < ids.size(); ++i) out.append(i ? "," : "").append(std::to_string(ids[i]));
+    std::printf("%s]\n", out.c_str());
+  }
+  return 0;
+}
+
+int cmd_tokenize_bench(const Args& a) {
+  if (a.pos.size() != 2) die("usage: llama-oracle tokenize-bench MODEL FILE [--special] [-n REPEATS]");
+  std::ifstream in(a.pos[1], std::ios::binary);
+  if (!in) die("cannot open '" + a.pos[1] + "'");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Session s;
+  load_model(s, a.pos[0], true);
+  const int repeats = a.n_predict > 0 ? a.n_predict : 5;
+  std::string secs;
+  size_t n_tokens = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    n_tokens = tokenize_text(s, text, false, a.special).size();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    secs.append(r ? "," : "").append(std::to_string(dt));
+  }
+  std::printf("{\"bytes\":%zu,\"n_tokens\":%zu,\"seconds\":[%s]}\n", text.size(), n_tokens, secs.c_str());
+  return 0;
+}
+
+int cmd_vocab_info(const Args& a) {
+  if (a.pos.size() != 1) die("usage: llama-oracle vocab-info MODEL");
+  Session s;
+  load_model(s, a.pos[0], true);
+  std::vector<llama_token> eog;
+  for (llama_token t = 0; t < s.n_vocab; ++t) {
+    if (llama_vocab_is_eog(s.vocab, t)) eog.push_back(t);
+  }
+  std::string e = json_ids("eog", eog);  // {"eog":[...]}
+  std::printf("{\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"eot\":%d,\"add_bos\":%s,\"add_eos\":%s,%s\n", s.n_vocab,
+              llama_vocab_bos(s.vocab), llama_vocab_eos(s.vocab), llama_vocab_eot(s.vocab),
+              llama_vocab_get_add_bos(s.vocab) ? "true" : "false", llama_vocab_get_add_eos(s.vocab) ? "true" : "false",
+              e.substr(1).c_str());
+  return 0;
+}
+
 void usage() {
   std::fprintf(stderr,
                "usage: llama-oracle quantize IN.gguf OUT.gguf TYPE [-t N]\n"
                "       llama-oracle logits MODEL --tokens 1,2,3 --out FILE.f32 [-t N] [-c N]\n"
                "       llama-oracle greedy MODEL --tokens 1,2,3 -n N [-t N] [-c N]\n"
                "       llama-oracle tokenize MODEL TEXT [--special] [--bos]\n"
+               "       llama-oracle tokenize-lines MODEL [--special] [--bos] < HEX_LINES\n"
+               "       llama-oracle tokenize-bench MODEL FILE [--special] [-n REPEATS]\n"
+               "       llama-oracle vocab-info MODEL\n"
                "       llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]\n"
                "common: -v (llama.cpp log), --bins DIR (ggml backends; env MINFER_LLAMA_BINS)\n");
 }
@@ -423,6 +509,9 @@ int main(int argc, char** argv) {
   else if (cmd == "logits") rc = cmd_logits(a);
   else if (cmd == "greedy") rc = cmd_greedy(a);
   else if (cmd == "tokenize") rc = cmd_tokenize(a);
+  else if (cmd == "tokenize-lines") rc = cmd_tokenize_lines(a);
+  else if (cmd == "tokenize-bench") rc = cmd_tokenize_bench(a);
+  else if (cmd == "vocab-info") rc = cmd_vocab_info(a);
   else if (cmd == "perplexity") rc = cmd_perplexity(a);
   else {
     usage();

@@ -1,0 +1,59 @@
+// Helpers shared by the AVX2 kernel files (compiled with -mavx2 -mfma -mf16c only). Internal.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace minfer::cpu::avx2 {
+
+inline float hsum_f32(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// 16 bytes of packed nibbles -> 32 bytes: elements 0..15 = low nibbles, 16..31 = high nibbles
+// (the order of Q4_0, Q4_1, Q5_*, IQ4_NL blocks).
+inline __m256i nibbles_32(const uint8_t* qs) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i v = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+// 32 bits -> 32 bytes, byte i = 0xff when bit i is set.
+inline __m256i bytes_from_bits_32(const uint8_t* p) {
+  uint32_t x;
+  std::memcpy(&x, p, 4);
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                        2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bits = _mm256_set1_epi64x(0x8040201008040201LL);
+  const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf), bits);
+  return _mm256_cmpeq_epi8(v, bits);
+}
+
+// Pairwise products of unsigned u (0..127) and signed s bytes summed to 16 int16 values; the
+// inputs here never saturate (|u| <= 63 or |s| <= 127 with |u| <= 128 via sign tricks).
+inline __m256i madd_us8(__m256i u, __m256i s) { return _mm256_maddubs_epi16(u, s); }
+
+// Signed x signed bytes -> 8 int32 sums (4 products each).
+inline __m256i dot_i8_i32(__m256i x, __m256i y) {
+  const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+// Unsigned x signed bytes -> 8 int32 sums.
+inline __m256i dot_u8_i32(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+}  // namespace minfer::cpu::avx2

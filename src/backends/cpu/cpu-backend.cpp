@@ -1,0 +1,134 @@
+#include "backends/cpu/cpu-backend.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cpu/ops.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu {
+
+CpuBackend::CpuBackend(int n_threads, const CpuKernels* kernels)
+    : pool_(n_threads), k_(kernels ? kernels : &cpu_kernels()) {
+  const char* p = std::getenv("MINFER_CPU_PROFILE");
+  profile_ = p && *p && std::strcmp(p, "0") != 0;
+}
+
+CpuBackend::~CpuBackend() {
+  if (!profile_) return;
+  double total = 0;
+  for (double s : op_seconds_) total += s;
+  std::fprintf(stderr, "cpu backend profile (isa %s, %d threads): %.3f s\n", std::string(k_->isa).c_str(),
+               pool_.n_threads(), total);
+  for (int i = 0; i < kOpCount; ++i) {
+    if (op_calls_[static_cast<size_t>(i)] == 0) continue;
+    std::fprintf(stderr, "  %-14s %8lld calls %9.3f ms %5.1f%%\n", std::string(op_name(static_cast<Op>(i))).c_str(),
+                 static_cast<long long>(op_calls_[static_cast<size_t>(i)]), op_seconds_[static_cast<size_t>(i)] * 1e3,
+                 100.0 * op_seconds_[static_cast<size_t>(i)] / (total > 0 ? total : 1));
+  }
+}
+
+bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
+  auto src = [&](size_t i) -> const Node& { return g.nodes[static_cast<size_t>(n.src[i])]; };
+  auto f32_srcs = [&] {
+    for (size_t i = 0; i < n.src.size(); ++i)
+      if (src(i).type != DType::F32) return false;
+    return n.type == DType::F32;
+  };
+  switch (n.op) {
+    case Op::kInput:
+    case Op::kWeight:
+    case Op::kKvCache:
+    case Op::kReshape:
+    case Op::kCopy: return true;
+    case Op::kGetRows: return can_dequantize(src(0).type) && src(1).type == DType::I32 && n.type == DType::F32;
+    case Op::kMatmul: {
+      const DType w = src(0).type;
+      if (!matmul_supported(w) || !k_->vec_dot[type_slot(w)]) return false;
+      return src(1).type == DType::F32 && src(0).ne[0] % dtype_info(activation_type(w)).block_elems == 0;
+    }
+    case Op::kKvStore:
+      return (n.type == DType::F16 || n.type == DType::F32) && src(1).type == DType::F32 && src(2).type == DType::I32;
+    case Op::kAttn: {
+      const bool caches = (src(1).type == DType::F16 || src(1).type == DType::F32) &&
+                          (src(2).type == DType::F16 || src(2).type == DType::F32);
+      return caches && src(0).type == DType::F32 && src(0).ne[0] <= kMaxHeadDim &&
+             src(2).ne[0] / n.params.n_head_kv <= kMaxHeadDim && src(3).type == DType::I32;
+    }
+    case Op::kRope:
+      return src(0).type == DType::F32 && src(1).type == DType::I32 && n.params.n_rot / 2 <= kMaxHeadDim &&
+             (n.src.size() < 3 || src(2).type == DType::F32);
+    case Op::kRmsNorm:
+    case Op::kRmsNormMul:
+    case Op::kAdd:
+    case Op::kMul:
+    case Op::kSilu:
+    case Op::kSwiglu: return f32_srcs();
+  }
+  return false;
+}
+
+Expected<BackendBuffer> CpuBackend::alloc(size_t bytes) {
+  const size_t size = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, size);
+  if (!p) return make_error("cpu: out of memory allocating {} bytes", bytes);
+  std::memset(p, 0, size);
+  return BackendBuffer{p, bytes};
+}
+
+void CpuBackend::free(BackendBuffer b) { std::free(b.base); }
+void CpuBackend::write(void* dst, const void* host, size_t n) { std::memcpy(dst, host, n); }
+void CpuBackend::read(void* host, const void* src, size_t n) { std::memcpy(host, src, n); }
+
+Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
+  size_t need = 0;
+  for (int id : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    const Node* s0 = n.src.size() > 0 ? &g.nodes[static_cast<size_t>(n.src[0])] : nullptr;
+    const Node* s1 = n.src.size() > 1 ? &g.nodes[static_cast<size_t>(n.src[1])] : nullptr;
+    need = std::max(need, op_work_size(n, s0, s1));
+  }
+  if (need > work_.size()) work_.resize(need);
+  return Status::ok();
+}
+
+Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) {
+  OpContext ctx{pool_, *k_, work_.data(), work_.size()};
+  for (int id : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    OpArgs a;
+    a.dst = {&n, addrs[static_cast<size_t>(id)]};
+    MINFER_ASSERT(n.src.size() <= 4);
+    for (size_t i = 0; i < n.src.size(); ++i)
+      a.src[i] = {&g.nodes[static_cast<size_t>(n.src[i])], addrs[static_cast<size_t>(n.src[i])]};
+    const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    switch (n.op) {
+      case Op::kGetRows: op_get_rows(ctx, a); break;
+      case Op::kKvStore: op_kv_store(ctx, a); break;
+      case Op::kRmsNorm: op_rms_norm(ctx, a); break;
+      case Op::kRmsNormMul: op_rms_norm_mul(ctx, a); break;
+      case Op::kAdd: op_add(ctx, a); break;
+      case Op::kMul: op_mul(ctx, a); break;
+      case Op::kSilu: op_silu(ctx, a); break;
+      case Op::kSwiglu: op_swiglu(ctx, a); break;
+      case Op::kMatmul: op_matmul(ctx, a); break;
+      case Op::kRope: op_rope(ctx, a); break;
+      case Op::kAttn: op_attn(ctx, a); break;
+      case Op::kReshape: break;  // a view: same bytes
+      case Op::kInput:
+      case Op::kWeight:
+      case Op::kKvCache:
+      case Op::kCopy: return make_error("cpu: node '{}' ({}) is not executable here", n.name, op_name(n.op));
+    }
+    if (profile_) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      op_seconds_[static_cast<size_t>(n.op)] += s;
+      ++op_calls_[static_cast<size_t>(n.op)];
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,50 @@
+// The CPU backend: host memory, every op of graph/ops.h for every weight type in kernels.h,
+// multi-threaded through a persistent ThreadPool (each op splits its own work).
+//
+//   CpuBackend cpu(/*n_threads=*/2);                 // kernels: cpu_kernels() (cpuid/MINFER_ISA)
+//   Scheduler sched({&cpu});
+//
+// MINFER_CPU_PROFILE=1 prints the time spent per op (and per matmul weight type) when the
+// backend is destroyed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/kernels.h"
+#include "core/thread-pool.h"
+#include "graph/backend.h"
+
+namespace minfer::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int n_threads, const CpuKernels* kernels = nullptr);
+  ~CpuBackend() override;
+
+  std::string_view name() const override { return "cpu"; }
+  int priority() const override { return 100; }
+  bool supports_op(const Graph& g, const Node& n) const override;
+
+  Expected<BackendBuffer> alloc(size_t bytes) override;
+  void free(BackendBuffer b) override;
+  void write(void* dst, const void* host, size_t n_bytes) override;
+  void read(void* host, const void* src, size_t n_bytes) override;
+
+  Status prepare(const Graph& g, std::span<const int> nodes) override;
+  Status compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) override;
+
+  int n_threads() const { return pool_.n_threads(); }
+  const CpuKernels& kernels() const { return *k_; }
+
+ private:
+  ThreadPool pool_;
+  const CpuKernels* k_;
+  std::vector<uint8_t> work_;  // scratch shared by the ops, sized in prepare()
+  bool profile_ = false;
+  std::array<double, kOpCount> op_seconds_{};
+  std::array<int64_t, kOpCount> op_calls_{};
+};
+
+}  // namespace minfer::cpu

@@ -1,0 +1,49 @@
+// The "avx2" table: AVX2/FMA/F16C dot products where they exist, the reference elsewhere
+// (the activation quantizers stay the reference ones, so every ISA sees the same activation
+// bytes and only the order of float additions differs).
+#include "backends/cpu/kernels-avx2.h"
+#include "backends/cpu/kernels.h"
+
+namespace minfer::cpu {
+namespace {
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+CpuKernels make_avx2() {
+  CpuKernels k = cpu_kernels_ref();
+  k.isa = "avx2";
+  k.vec_dot[type_slot(DType::F32)] = avx2::vec_dot_f32;
+  k.vec_dot[type_slot(DType::F16)] = avx2::vec_dot_f16;
+  k.vec_dot[type_slot(DType::BF16)] = avx2::vec_dot_bf16;
+  k.vec_dot[type_slot(DType::Q4_0)] = avx2::vec_dot_q4_0;
+  k.vec_dot[type_slot(DType::Q4_1)] = avx2::vec_dot_q4_1;
+  k.vec_dot[type_slot(DType::Q5_0)] = avx2::vec_dot_q5_0;
+  k.vec_dot[type_slot(DType::Q5_1)] = avx2::vec_dot_q5_1;
+  k.vec_dot[type_slot(DType::Q8_0)] = avx2::vec_dot_q8_0;
+  k.vec_dot[type_slot(DType::IQ4_NL)] = avx2::vec_dot_iq4_nl;
+  k.vec_dot[type_slot(DType::Q2_K)] = avx2::vec_dot_q2_k;
+  k.vec_dot[type_slot(DType::Q3_K)] = avx2::vec_dot_q3_k;
+  k.vec_dot[type_slot(DType::Q4_K)] = avx2::vec_dot_q4_k;
+  k.vec_dot[type_slot(DType::Q5_K)] = avx2::vec_dot_q5_k;
+  k.vec_dot[type_slot(DType::Q6_K)] = avx2::vec_dot_q6_k;
+  k.vec_dot[type_slot(DType::IQ4_XS)] = avx2::vec_dot_iq4_xs;
+  k.kq_dot_f16 = avx2::kq_dot_f16;
+  k.kq_dot_f32 = avx2::kq_dot_f32;
+  k.v_axpy_f16 = avx2::v_axpy_f16;
+  k.v_axpy_f32 = avx2::v_axpy_f32;
+  return k;
+}
+
+}  // namespace
+
+const CpuKernels* cpu_kernels_avx2() {
+  static const bool ok = cpu_has_avx2();
+  if (!ok) return nullptr;
+  static const CpuKernels k = make_avx2();
+  return &k;
+}
+
+}  // namespace minfer::cpu

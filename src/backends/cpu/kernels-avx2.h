@@ -1,0 +1,31 @@
+// The AVX2 + FMA + F16C kernels (namespace cpu::avx2), gathered into the "avx2" table by
+// kernels-avx2.cpp. Defined in files compiled with those flags; call only after cpuid says so.
+#pragma once
+
+#include <cstdint>
+
+namespace minfer::cpu::avx2 {
+
+// vec-dot-avx2.cpp
+float vec_dot_f32(int64_t n, const void* w, const void* x);
+float vec_dot_f16(int64_t n, const void* w, const void* x);
+float vec_dot_bf16(int64_t n, const void* w, const void* x);
+float vec_dot_q4_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1(int64_t n, const void* w, const void* x);
+float vec_dot_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x);
+float kq_dot_f16(int64_t n, const void* k, const float* q);
+float kq_dot_f32(int64_t n, const void* k, const float* q);
+void v_axpy_f16(int64_t n, float* acc, float p, const void* v);
+void v_axpy_f32(int64_t n, float* acc, float p, const void* v);
+// vec-dot-kquant-avx2.cpp
+float vec_dot_q2_k(int64_t n, const void* w, const void* x);
+float vec_dot_q3_k(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* x);
+
+}  // namespace minfer::cpu::avx2

@@ -1,0 +1,43 @@
+// The scalar reference kernels (namespace cpu::ref), gathered into the "ref" table by
+// kernels.cpp. Internal to the CPU backend; use kernels.h.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/kernels.h"
+
+namespace minfer::cpu::ref {
+
+// vec-dot-ref.cpp
+float vec_dot_f32(int64_t n, const void* w, const void* x);
+float vec_dot_f16(int64_t n, const void* w, const void* x);
+float vec_dot_bf16(int64_t n, const void* w, const void* x);
+float vec_dot_q4_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1(int64_t n, const void* w, const void* x);
+float vec_dot_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x);
+// vec-dot-kquant-ref.cpp
+float vec_dot_q2_k(int64_t n, const void* w, const void* x);
+float vec_dot_q3_k(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* x);
+
+// Attention inner loops (vec-dot-ref.cpp).
+float kq_dot_f16(int64_t n, const void* k, const float* q);
+float kq_dot_f32(int64_t n, const void* k, const float* q);
+void v_axpy_f16(int64_t n, float* acc, float p, const void* v);
+void v_axpy_f32(int64_t n, float* acc, float p, const void* v);
+
+// Activation quantizers (vec-dot-ref.cpp).
+void quantize_f32(const float* x, void* y, int64_t n);
+void quantize_f16(const float* x, void* y, int64_t n);
+void quantize_bf16(const float* x, void* y, int64_t n);
+void quantize_q8_0(const float* x, void* y, int64_t n);
+void quantize_q8_1(const float* x, void* y, int64_t n);
+void quantize_q8_k(const float* x, void* y, int64_t n);
+
+}  // namespace minfer::cpu::ref

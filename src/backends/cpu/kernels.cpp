@@ -1,0 +1,113 @@
+// Kernel tables and their selection (once, from cpuid and MINFER_ISA).
+#include "backends/cpu/kernels.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "backends/cpu/kernels-ref.h"
+#include "core/fp16.h"
+
+namespace minfer::cpu {
+namespace {
+
+// X(weight type, activation type, ref dot)
+#define MINFER_CPU_MATMUL_TYPES(X) \
+  X(F32, F32, vec_dot_f32)         \
+  X(F16, F16, vec_dot_f16)         \
+  X(BF16, BF16, vec_dot_bf16)      \
+  X(Q4_0, Q8_0, vec_dot_q4_0)      \
+  X(Q4_1, Q8_1, vec_dot_q4_1)      \
+  X(Q5_0, Q8_0, vec_dot_q5_0)      \
+  X(Q5_1, Q8_1, vec_dot_q5_1)      \
+  X(Q8_0, Q8_0, vec_dot_q8_0)      \
+  X(Q2_K, Q8_K, vec_dot_q2_k)      \
+  X(Q3_K, Q8_K, vec_dot_q3_k)      \
+  X(Q4_K, Q8_K, vec_dot_q4_k)      \
+  X(Q5_K, Q8_K, vec_dot_q5_k)      \
+  X(Q6_K, Q8_K, vec_dot_q6_k)      \
+  X(IQ4_NL, Q8_0, vec_dot_iq4_nl)  \
+  X(IQ4_XS, Q8_K, vec_dot_iq4_xs)
+
+CpuKernels make_ref() {
+  CpuKernels k;
+  k.isa = "ref";
+#define MINFER_X(w, a, fn) k.vec_dot[type_slot(DType::w)] = ref::fn;
+  MINFER_CPU_MATMUL_TYPES(MINFER_X)
+#undef MINFER_X
+  k.quantize[type_slot(DType::F32)] = ref::quantize_f32;
+  k.quantize[type_slot(DType::F16)] = ref::quantize_f16;
+  k.quantize[type_slot(DType::BF16)] = ref::quantize_bf16;
+  k.quantize[type_slot(DType::Q8_0)] = ref::quantize_q8_0;
+  k.quantize[type_slot(DType::Q8_1)] = ref::quantize_q8_1;
+  k.quantize[type_slot(DType::Q8_K)] = ref::quantize_q8_k;
+  k.kq_dot_f16 = ref::kq_dot_f16;
+  k.kq_dot_f32 = ref::kq_dot_f32;
+  k.v_axpy_f16 = ref::v_axpy_f16;
+  k.v_axpy_f32 = ref::v_axpy_f32;
+  return k;
+}
+
+struct F16Table {
+  float v[65536];
+  F16Table() {
+    for (uint32_t i = 0; i < 65536; ++i) v[i] = fp16_to_fp32(static_cast<uint16_t>(i));
+  }
+};
+const F16Table kF16Table;
+
+const CpuKernels* select() {
+  const CpuKernels* avx2 = cpu_kernels_avx2();
+  const CpuKernels* best = avx2 ? avx2 : &cpu_kernels_ref();
+  const char* env = std::getenv("MINFER_ISA");
+  if (!env || !*env) return best;
+  const std::string want = env;
+  if (want == "ref") return &cpu_kernels_ref();
+  if (want == "avx2" && avx2) return avx2;
+  std::fprintf(stderr, "minfer: MINFER_ISA=%s is not available here (have: ref%s); using %s\n", env,
+               avx2 ? ", avx2" : "", std::string(best->isa).c_str());
+  return best;
+}
+
+}  // namespace
+
+float f16_lookup(uint16_t h) { return kF16Table.v[h]; }
+
+DType activation_type(DType weight) {
+  switch (weight) {
+#define MINFER_X(w, a, fn) \
+  case DType::w: return DType::a;
+    MINFER_CPU_MATMUL_TYPES(MINFER_X)
+#undef MINFER_X
+    default: return DType::F32;
+  }
+}
+
+bool matmul_supported(DType weight) {
+  switch (weight) {
+#define MINFER_X(w, a, fn) case DType::w:
+    MINFER_CPU_MATMUL_TYPES(MINFER_X)
+#undef MINFER_X
+    return true;
+    default: return false;
+  }
+}
+
+const CpuKernels& cpu_kernels_ref() {
+  static const CpuKernels k = make_ref();
+  return k;
+}
+
+const CpuKernels& cpu_kernels() {
+  static const CpuKernels* k = select();
+  return *k;
+}
+
+int cpu_kernel_variants(const CpuKernels** out, int max) {
+  int n = 0;
+  if (n < max) out[n++] = &cpu_kernels_ref();
+  if (const CpuKernels* a = cpu_kernels_avx2(); a && n < max) out[n++] = a;
+  return n;
+}
+
+}  // namespace minfer::cpu

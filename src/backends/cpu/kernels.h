@@ -1,0 +1,59 @@
+// The CPU kernel seam: dot products of one weight row with one activation row, and the
+// activation quantizers, per ISA. The scalar reference ("ref") is the spec and the oracle of
+// every ISA version; a table is chosen once from cpuid, and MINFER_ISA=ref|avx2 forces one.
+//
+//   const CpuKernels& k = cpu_kernels();                 // the selected ISA
+//   DType act = activation_type(DType::Q4_K);            // Q8_K
+//   k.quantize[act_slot(act)](x, xq, n);                 // x: [n] f32 -> n/256 Q8_K blocks
+//   float s = k.vec_dot[type_slot(DType::Q4_K)](n, w_row, xq);
+//
+// Weight type -> activation type (as llama.cpp does, so results are comparable):
+//   F32 -> F32, F16 -> F16, BF16 -> BF16 (products of the rounded activations, f32 sums);
+//   Q4_0, Q5_0, Q8_0, IQ4_NL -> Q8_0;  Q4_1, Q5_1 -> Q8_1 (carries d * sum(q) for the mins);
+//   Q2_K ... Q6_K, IQ4_XS -> Q8_K (carries 16-element sums for the mins).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace minfer::cpu {
+
+// s = sum_i w[i] * x[i] over n elements (n a multiple of both block sizes).
+using VecDotFn = float (*)(int64_t n, const void* w, const void* x);
+// x: [n] f32 -> the activation type's blocks.
+using QuantizeFn = void (*)(const float* x, void* y, int64_t n);
+// Attention: s = sum_i k[i] * q[i] with k in the cache type (f16 or f32) and q f32.
+using KqDotFn = float (*)(int64_t n, const void* k, const float* q);
+// Attention: acc[i] += p * v[i] with v in the cache type.
+using VAxpyFn = void (*)(int64_t n, float* acc, float p, const void* v);
+
+constexpr int kTypeSlots = 40;  // > every GGML type id used
+inline int type_slot(DType t) { return static_cast<int>(t); }
+
+struct CpuKernels {
+  std::string_view isa;                  // "ref", "avx2"
+  VecDotFn vec_dot[kTypeSlots] = {};     // by weight type; null = unsupported
+  QuantizeFn quantize[kTypeSlots] = {};  // by activation type
+  KqDotFn kq_dot_f16 = nullptr, kq_dot_f32 = nullptr;
+  VAxpyFn v_axpy_f16 = nullptr, v_axpy_f32 = nullptr;
+};
+
+// The activation type a weight type's dot product takes; F32 for unsupported types.
+DType activation_type(DType weight);
+bool matmul_supported(DType weight);
+
+const CpuKernels& cpu_kernels_ref();
+// nullptr when this build or this machine has no such ISA.
+const CpuKernels* cpu_kernels_avx2();
+// The table used by the backend: MINFER_ISA if set (an unknown or unavailable value is
+// reported once on stderr and ignored), else the best the CPU supports.
+const CpuKernels& cpu_kernels();
+// Every table this machine can run, reference first (tests iterate over it).
+int cpu_kernel_variants(const CpuKernels** out, int max);
+
+// f16 -> f32 through a 64 Ki-entry table (exact; faster than the bit-twiddling conversion).
+float f16_lookup(uint16_t h);
+
+}  // namespace minfer::cpu

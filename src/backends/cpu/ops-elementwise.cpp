@@ -1,0 +1,111 @@
+// Row-wise and element-wise f32 ops. The fused forms (rms_norm_mul, swiglu) evaluate exactly
+// the expressions of the unfused pair, through the same helpers, so fusion never changes a bit.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/ops.h"
+#include "core/status.h"
+
+namespace minfer::cpu {
+namespace {
+
+// 1 / sqrt(mean(x^2) + eps): the f32 squares summed in double (as llama.cpp does, so the
+// scale agrees with it to the last bit and long rows lose nothing to summation order).
+inline float rms_scale(const float* x, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  return 1.0f / std::sqrt(mean + eps);
+}
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// Rows per task: enough work per chunk that waking a thread pays.
+int64_t min_rows(int64_t row_len) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_len)); }
+
+// src1 row for dst row r: the same row, or row 0 when src1 is a single broadcast row.
+inline const float* bcast_row(const TensorArg& b, int64_t r, int64_t ne0) {
+  return b.f32() + (b.node->n_rows() == 1 ? 0 : r * ne0);
+}
+
+}  // namespace
+
+void op_rms_norm(const OpContext& c, const OpArgs& a) {
+  const int64_t ne0 = a.dst.node->ne[0];
+  const float eps = a.dst.node->params.eps;
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * ne0;
+      float* yr = y + r * ne0;
+      const float s = rms_scale(xr, ne0, eps);
+      for (int64_t i = 0; i < ne0; ++i) yr[i] = xr[i] * s;
+    }
+  }, min_rows(ne0));
+}
+
+void op_rms_norm_mul(const OpContext& c, const OpArgs& a) {
+  const int64_t ne0 = a.dst.node->ne[0];
+  const float eps = a.dst.node->params.eps;
+  const float* x = a.src[0].f32();
+  const float* w = a.src[1].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * ne0;
+      float* yr = y + r * ne0;
+      const float s = rms_scale(xr, ne0, eps);
+      for (int64_t i = 0; i < ne0; ++i) {
+        const float normed = xr[i] * s;  // = rms_norm's output
+        yr[i] = normed * w[i];           // = mul's output
+      }
+    }
+  }, min_rows(ne0));
+}
+
+void op_add(const OpContext& c, const OpArgs& a) {
+  const int64_t ne0 = a.dst.node->ne[0];
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* b = bcast_row(a.src[1], r, ne0);
+      for (int64_t i = 0; i < ne0; ++i) y[r * ne0 + i] = x[r * ne0 + i] + b[i];
+    }
+  }, min_rows(ne0));
+}
+
+void op_mul(const OpContext& c, const OpArgs& a) {
+  const int64_t ne0 = a.dst.node->ne[0];
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* b = bcast_row(a.src[1], r, ne0);
+      for (int64_t i = 0; i < ne0; ++i) y[r * ne0 + i] = x[r * ne0 + i] * b[i];
+    }
+  }, min_rows(ne0));
+}
+
+void op_silu(const OpContext& c, const OpArgs& a) {
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(a.dst.node->n_elements(), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = silu(x[i]);
+  }, 16384);
+}
+
+void op_swiglu(const OpContext& c, const OpArgs& a) {
+  const float* g = a.src[0].f32();
+  const float* u = a.src[1].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(a.dst.node->n_elements(), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float s = silu(g[i]);  // = silu's output
+      y[i] = s * u[i];             // = mul's output
+    }
+  }, 16384);
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,53 @@
+// Rotary position embedding. For pair i of a head (i < n_rot/2) at position p:
+//   theta_i = freq_scale * p * base^(-2i/n_rot) / factor_i
+//   (a, b) -> (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i)
+// NORM pairs elements (2i, 2i+1); NEOX pairs (i, i + n_rot/2). Elements past n_rot are kept.
+// theta_i is built by repeated multiplication with base^(-2/n_rot), in f32, as llama.cpp does:
+// the angles then agree to the last bit on the positions that matter for comparisons.
+#include <cmath>
+
+#include "backends/cpu/ops.h"
+#include "core/status.h"
+
+namespace minfer::cpu {
+
+void op_rope(const OpContext& c, const OpArgs& a) {
+  const Node& n = *a.dst.node;
+  const int64_t hd = n.ne[0], n_head = n.ne[1], n_tokens = n.ne[2];
+  const int n_rot = n.params.n_rot;
+  const bool neox = n.params.rope_mode == RopeMode::kNeox;
+  const float freq_scale = n.params.rope_freq_scale;
+  const float theta_scale = std::pow(n.params.rope_freq_base, -2.0f / static_cast<float>(n_rot));
+  const float* factors = a.src[2].node ? a.src[2].f32() : nullptr;  // [n_rot/2] or none
+  const float* x = a.src[0].f32();
+  const int32_t* pos = a.src[1].i32();
+  float* y = a.dst.f32();
+  MINFER_ASSERT(n_rot <= 2 * kMaxHeadDim);
+  c.pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
+    float cos_t[kMaxHeadDim], sin_t[kMaxHeadDim];  // [n_rot/2] per token, shared by its heads
+    for (int64_t t = t0; t < t1; ++t) {
+      float theta = static_cast<float>(pos[t]);
+      for (int i = 0; i < n_rot / 2; ++i) {
+        const float th = freq_scale * (factors ? theta / factors[i] : theta);
+        cos_t[i] = std::cos(th);
+        sin_t[i] = std::sin(th);
+        theta *= theta_scale;
+      }
+      for (int64_t h = 0; h < n_head; ++h) {
+        const float* xr = x + (t * n_head + h) * hd;
+        float* yr = y + (t * n_head + h) * hd;
+        for (int i = 0; i < n_rot / 2; ++i) {
+          const int64_t i0 = neox ? i : 2 * i;
+          const int64_t i1 = neox ? i + n_rot / 2 : 2 * i + 1;
+          const float x0 = xr[i0], x1 = xr[i1];
+          yr[i0] = x0 * cos_t[i] - x1 * sin_t[i];
+          yr[i1] = x0 * sin_t[i] + x1 * cos_t[i];
+        }
+        if (yr != xr)
+          for (int64_t i = n_rot; i < hd; ++i) yr[i] = xr[i];
+      }
+    }
+  }, 1);
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,50 @@
+// Row gathers and scatters: get_rows (embedding lookup, tail gather) and kv_store.
+#include <cstring>
+
+#include "backends/cpu/ops.h"
+#include "core/fp16.h"
+#include "core/status.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu {
+
+// dst [ne0, n] f32: row r = table row ids[r], dequantized from the table's type.
+void op_get_rows(const OpContext& c, const OpArgs& a) {
+  const Node& t = *a.src[0].node;
+  const int64_t ne0 = t.ne[0];
+  const size_t rb = row_bytes(t.type, ne0);
+  const auto* table = static_cast<const uint8_t*>(a.src[0].data);
+  const int32_t* ids = a.src[1].i32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(a.dst.node->ne[1], [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int32_t id = ids[r];
+      MINFER_ASSERT(id >= 0 && id < t.n_rows());  // callers validate token ids
+      dequantize_row(t.type, table + static_cast<size_t>(id) * rb, y + r * ne0, ne0);
+    }
+  }, 8);
+}
+
+// cache [n_embd_kv, n_ctx] (f16 or f32): row pos[t] = x row t, converted to the cache type.
+// The node aliases the cache (a view), so dst == src0.
+void op_kv_store(const OpContext& c, const OpArgs& a) {
+  const Node& cache = *a.dst.node;
+  const int64_t ne0 = cache.ne[0];
+  const int64_t n_tokens = a.src[2].node->ne[0];
+  const float* x = a.src[1].f32();
+  const int32_t* pos = a.src[2].i32();
+  c.pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      MINFER_ASSERT(pos[t] >= 0 && pos[t] < cache.ne[1]);  // the session keeps positions < n_ctx
+      const float* xr = x + t * ne0;
+      if (cache.type == DType::F32) {
+        std::memcpy(a.dst.f32() + pos[t] * ne0, xr, static_cast<size_t>(ne0) * sizeof(float));
+      } else {
+        uint16_t* yr = static_cast<uint16_t*>(a.dst.data) + pos[t] * ne0;
+        for (int64_t i = 0; i < ne0; ++i) yr[i] = fp32_to_fp16(xr[i]);
+      }
+    }
+  }, 4);
+}
+
+}  // namespace minfer::cpu

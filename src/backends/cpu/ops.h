@@ -1,0 +1,55 @@
+// The CPU implementation of each graph op. Every function reads its sources and writes its
+// destination as described in graph/ops.h; tensors are contiguous row-major.
+//
+//   OpArgs a{{&node, dst}, {{&src0, p0}, {&src1, p1}}};
+//   OpContext ctx{pool, cpu_kernels(), work.data(), work.size()};
+//   op_matmul(ctx, a);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/kernels.h"
+#include "core/thread-pool.h"
+#include "graph/graph.h"
+
+namespace minfer::cpu {
+
+struct TensorArg {
+  const Node* node = nullptr;
+  void* data = nullptr;
+
+  float* f32() const { return static_cast<float*>(data); }
+  const int32_t* i32() const { return static_cast<const int32_t*>(data); }
+};
+
+struct OpArgs {
+  TensorArg dst;
+  TensorArg src[4];
+};
+
+struct OpContext {
+  ThreadPool& pool;
+  const CpuKernels& k;
+  uint8_t* work = nullptr;  // scratch of op_work_size() bytes
+  size_t work_size = 0;
+};
+
+// Scratch bytes the op needs (matmul: the quantized activations).
+size_t op_work_size(const Node& n, const Node* src0, const Node* src1);
+
+void op_get_rows(const OpContext& c, const OpArgs& a);      // ops-rows.cpp
+void op_kv_store(const OpContext& c, const OpArgs& a);      // ops-rows.cpp
+void op_rms_norm(const OpContext& c, const OpArgs& a);      // ops-elementwise.cpp
+void op_rms_norm_mul(const OpContext& c, const OpArgs& a);  // ops-elementwise.cpp
+void op_add(const OpContext& c, const OpArgs& a);           // ops-elementwise.cpp
+void op_mul(const OpContext& c, const OpArgs& a);           // ops-elementwise.cpp
+void op_silu(const OpContext& c, const OpArgs& a);          // ops-elementwise.cpp
+void op_swiglu(const OpContext& c, const OpArgs& a);        // ops-elementwise.cpp
+void op_matmul(const OpContext& c, const OpArgs& a);        // ops-matmul.cpp
+void op_rope(const OpContext& c, const OpArgs& a);          // ops-rope.cpp
+void op_attn(const OpContext& c, const OpArgs& a);          // ops-attn.cpp
+
+constexpr int64_t kMaxHeadDim = 512;  // attention keeps a head's accumulator on the stack
+
+}  // namespace minfer::cpu

@@ -1,0 +1,173 @@
+// AVX2 + FMA + F16C dot products of the float types and the 32-element block types, and the
+// attention inner loops; the K-quants are in vec-dot-kquant-avx2.cpp. Each computes what its
+// scalar reference (vec-dot-ref.cpp) computes: integer block sums exactly, float steps in a
+// different order (vector lanes), so results agree to float rounding (tests/unit/test-cpu-ops).
+// This file alone is compiled with -mavx2 -mfma -mf16c; kernels.cpp calls it only after cpuid.
+#include "backends/cpu/avx2-common.h"
+#include "backends/cpu/kernels-avx2.h"
+#include "backends/cpu/kernels-ref.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+
+namespace minfer::cpu::avx2 {
+namespace {
+
+inline __m256 load_f16x8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+inline __m256 load_bf16x8(const uint16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+// sum_i a(i) * b(i) with four 8-lane accumulators; the tail goes through the reference.
+template <typename LoadA, typename LoadB>
+float dot_f32x8(int64_t n, LoadA la, LoadB lb, float tail) {
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(la(i + 8 * k), lb(i + 8 * k), acc[k]);
+  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(la(i), lb(i), acc[0]);
+  return hsum_f32(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) + tail;
+}
+
+inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
+
+// Q8_0 / Q8_1 activation block: d at offset 0, qs at the end.
+template <typename B>
+inline __m256i load_q8(const B& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+
+}  // namespace
+
+float vec_dot_f32(int64_t n, const void* w, const void* x) {
+  const float* a = static_cast<const float*>(w);
+  const float* b = static_cast<const float*>(x);
+  const int64_t nv = n / 8 * 8;
+  float tail = 0.0f;
+  for (int64_t i = nv; i < n; ++i) tail += a[i] * b[i];
+  return dot_f32x8(nv, [&](int64_t i) { return _mm256_loadu_ps(a + i); }, [&](int64_t i) { return _mm256_loadu_ps(b + i); }, tail);
+}
+
+float vec_dot_f16(int64_t n, const void* w, const void* x) {
+  const uint16_t* a = static_cast<const uint16_t*>(w);
+  const uint16_t* b = static_cast<const uint16_t*>(x);
+  const int64_t nv = n / 8 * 8;
+  float tail = 0.0f;
+  for (int64_t i = nv; i < n; ++i) tail += fp16(a[i]) * fp16(b[i]);
+  return dot_f32x8(nv, [&](int64_t i) { return load_f16x8(a + i); }, [&](int64_t i) { return load_f16x8(b + i); }, tail);
+}
+
+float vec_dot_bf16(int64_t n, const void* w, const void* x) {
+  const uint16_t* a = static_cast<const uint16_t*>(w);
+  const uint16_t* b = static_cast<const uint16_t*>(x);
+  const int64_t nv = n / 8 * 8;
+  float tail = 0.0f;
+  for (int64_t i = nv; i < n; ++i) tail += bf16_to_fp32(a[i]) * bf16_to_fp32(b[i]);
+  return dot_f32x8(nv, [&](int64_t i) { return load_bf16x8(a + i); }, [&](int64_t i) { return load_bf16x8(b + i); }, tail);
+}
+
+float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ4_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    const __m256i q = _mm256_sub_epi8(nibbles_32(a[ib].qs), _mm256_set1_epi8(8));
+    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+  }
+  return hsum_f32(acc);
+}
+
+float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ4_1*>(w);
+  const auto* b = static_cast<const BlockQ8_1*>(x);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i32(nibbles_32(a[ib].qs), load_q8(b[ib]))), acc);
+    mins += fp16(a[ib].m) * fp16(b[ib].s);
+  }
+  return hsum_f32(acc) + mins;
+}
+
+float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ5_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    // q - 16 as a signed byte: the nibble with 0xf0 set where the fifth bit is clear.
+    const __m256i hi = _mm256_andnot_si256(bytes_from_bits_32(a[ib].qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
+    const __m256i q = _mm256_or_si256(nibbles_32(a[ib].qs), hi);
+    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+  }
+  return hsum_f32(acc);
+}
+
+float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ5_1*>(w);
+  const auto* b = static_cast<const BlockQ8_1*>(x);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    const __m256i hi = _mm256_and_si256(bytes_from_bits_32(a[ib].qh), _mm256_set1_epi8(0x10));
+    const __m256i q = _mm256_or_si256(nibbles_32(a[ib].qs), hi);
+    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i32(q, load_q8(b[ib]))), acc);
+    mins += fp16(a[ib].m) * fp16(b[ib].s);
+  }
+  return hsum_f32(acc) + mins;
+}
+
+float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ8_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(load_q8(a[ib]), load_q8(b[ib]))), acc);
+  }
+  return hsum_f32(acc);
+}
+
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockIQ4_NL*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
+  const __m256i table = _mm256_set_m128i(t, t);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    const __m256i q = _mm256_shuffle_epi8(table, nibbles_32(a[ib].qs));
+    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+  }
+  return hsum_f32(acc);
+}
+
+float kq_dot_f16(int64_t n, const void* k, const float* q) {
+  const uint16_t* a = static_cast<const uint16_t*>(k);
+  const int64_t nv = n / 8 * 8;
+  float tail = 0.0f;
+  for (int64_t i = nv; i < n; ++i) tail += fp16(a[i]) * q[i];
+  return dot_f32x8(nv, [&](int64_t i) { return load_f16x8(a + i); }, [&](int64_t i) { return _mm256_loadu_ps(q + i); }, tail);
+}
+
+float kq_dot_f32(int64_t n, const void* k, const float* q) { return vec_dot_f32(n, k, q); }
+
+void v_axpy_f16(int64_t n, float* acc, float p, const void* v) {
+  const uint16_t* a = static_cast<const uint16_t*>(v);
+  const __m256 pv = _mm256_set1_ps(p);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, load_f16x8(a + i), _mm256_loadu_ps(acc + i)));
+  for (; i < n; ++i) acc[i] += p * fp16(a[i]);
+}
+
+void v_axpy_f32(int64_t n, float* acc, float p, const void* v) {
+  const float* a = static_cast<const float*>(v);
+  const __m256 pv = _mm256_set1_ps(p);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(a + i), _mm256_loadu_ps(acc + i)));
+  for (; i < n; ++i) acc[i] += p * a[i];
+}
+
+}  // namespace minfer::cpu::avx2

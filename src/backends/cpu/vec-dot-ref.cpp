@@ -1,0 +1,198 @@
+// Scalar reference dot products of the float types and the 32-element block types, and the
+// activation quantizers. These are the spec of the ISA versions: integer sums per block are
+// exact, and the float steps (one scale product per block, accumulated in block order) are
+// what every faster version must reproduce to within float rounding.
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/kernels-ref.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu::ref {
+namespace {
+
+// Plain f32 sum with 8 interleaved partial sums (element i goes to sum i % 8; the partial sums
+// are added pairwise at the end). The fixed order makes the reference deterministic and lets
+// the compiler keep the partial sums in vector registers.
+template <typename Load>
+float dot_f32_order(int64_t n, Load load) {
+  float acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += load(i + k);
+  for (; i < n; ++i) acc[i % 8] += load(i);
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// Low nibble of byte i for elements 0..15 of a block, high nibble for 16..31 (Q4_0 order).
+inline int nibble(const uint8_t* qs, int i) { return i < 16 ? (qs[i] & 0x0f) : (qs[i - 16] >> 4); }
+
+// Bit i of a Q5 block's 32-bit high-bit mask (little-endian bytes).
+inline int high_bit(const uint8_t* qh, int i) { return (qh[i / 8] >> (i % 8)) & 1; }
+
+}  // namespace
+
+float vec_dot_f32(int64_t n, const void* w, const void* x) {
+  const float* a = static_cast<const float*>(w);
+  const float* b = static_cast<const float*>(x);
+  return dot_f32_order(n, [&](int64_t i) { return a[i] * b[i]; });
+}
+
+float vec_dot_f16(int64_t n, const void* w, const void* x) {
+  const uint16_t* a = static_cast<const uint16_t*>(w);
+  const uint16_t* b = static_cast<const uint16_t*>(x);
+  return dot_f32_order(n, [&](int64_t i) { return f16_lookup(a[i]) * f16_lookup(b[i]); });
+}
+
+float vec_dot_bf16(int64_t n, const void* w, const void* x) {
+  const uint16_t* a = static_cast<const uint16_t*>(w);
+  const uint16_t* b = static_cast<const uint16_t*>(x);
+  return dot_f32_order(n, [&](int64_t i) { return bf16_to_fp32(a[i]) * bf16_to_fp32(b[i]); });
+}
+
+// sum_b d_w * d_x * sum_i (q_i - 8) * x_i
+float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ4_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  float s = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += (nibble(a[ib].qs, i) - 8) * b[ib].qs[i];
+    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+  }
+  return s;
+}
+
+// sum_b d_w * d_x * sum_i q_i * x_i + m_w * s_x   (s_x = d_x * sum_i x_i, stored in the Q8_1 block)
+float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ4_1*>(w);
+  const auto* b = static_cast<const BlockQ8_1*>(x);
+  float s = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += nibble(a[ib].qs, i) * b[ib].qs[i];
+    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum) +
+         fp16_to_fp32(a[ib].m) * fp16_to_fp32(b[ib].s);
+  }
+  return s;
+}
+
+float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ5_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  float s = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += ((nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4)) - 16) * b[ib].qs[i];
+    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+  }
+  return s;
+}
+
+float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ5_1*>(w);
+  const auto* b = static_cast<const BlockQ8_1*>(x);
+  float s = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += (nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4)) * b[ib].qs[i];
+    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum) +
+         fp16_to_fp32(a[ib].m) * fp16_to_fp32(b[ib].s);
+  }
+  return s;
+}
+
+float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ8_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  float s = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += a[ib].qs[i] * b[ib].qs[i];
+    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+  }
+  return s;
+}
+
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockIQ4_NL*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  float s = 0.0f;
+  for (int64_t ib = 0; ib < n / kQK; ++ib) {
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += kIq4nlValues[nibble(a[ib].qs, i)] * b[ib].qs[i];
+    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+  }
+  return s;
+}
+
+// ---- attention ------------------------------------------------------------------------------
+
+float kq_dot_f16(int64_t n, const void* k, const float* q) {
+  const uint16_t* a = static_cast<const uint16_t*>(k);
+  return dot_f32_order(n, [&](int64_t i) { return f16_lookup(a[i]) * q[i]; });
+}
+
+float kq_dot_f32(int64_t n, const void* k, const float* q) {
+  const float* a = static_cast<const float*>(k);
+  return dot_f32_order(n, [&](int64_t i) { return a[i] * q[i]; });
+}
+
+void v_axpy_f16(int64_t n, float* acc, float p, const void* v) {
+  const uint16_t* a = static_cast<const uint16_t*>(v);
+  for (int64_t i = 0; i < n; ++i) acc[i] += p * f16_lookup(a[i]);
+}
+
+void v_axpy_f32(int64_t n, float* acc, float p, const void* v) {
+  const float* a = static_cast<const float*>(v);
+  for (int64_t i = 0; i < n; ++i) acc[i] += p * a[i];
+}
+
+// ---- activation quantizers ----------------------------------------------------------------
+
+void quantize_f32(const float* x, void* y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }
+
+void quantize_f16(const float* x, void* y, int64_t n) {
+  uint16_t* o = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) o[i] = fp32_to_fp16(x[i]);
+}
+
+void quantize_bf16(const float* x, void* y, int64_t n) {
+  uint16_t* o = static_cast<uint16_t*>(y);
+  for (int64_t i = 0; i < n; ++i) o[i] = fp32_to_bf16(x[i]);
+}
+
+// Q8_0 / Q8_1 activations: d = max|x| / 127 stored as f16, q = round-half-even(x * 127 / max|x|)
+// with the f32 reciprocal 127 / max (not 1 / d). This is the rounding of llama.cpp's x86 path;
+// the weight quantizer (quant/legacy.cpp) rounds half away from zero and scales by 1 / d, as
+// gguf-py does. A different choice here flips about one element in 10^5, and with quantized
+// activations one flip can move a random model's logits by ~0.1 (see docs/design-cpu-numerics.md).
+template <typename Block>
+void quantize_q8_blocks(const float* x, Block* b, int64_t n, bool with_sum) {
+  for (int64_t ib = 0; ib < n / kQK; ++ib, x += kQK) {
+    float amax = 0.0f;
+    for (int i = 0; i < kQK; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) {
+      const int q = static_cast<int>(std::nearbyint(x[i] * id));
+      b[ib].qs[i] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    b[ib].d = fp32_to_fp16(d);
+    if constexpr (requires { b[ib].s; }) {
+      if (with_sum) b[ib].s = fp32_to_fp16(static_cast<float>(sum) * d);
+    }
+  }
+}
+
+void quantize_q8_0(const float* x, void* y, int64_t n) { quantize_q8_blocks(x, static_cast<BlockQ8_0*>(y), n, false); }
+
+void quantize_q8_1(const float* x, void* y, int64_t n) { quantize_q8_blocks(x, static_cast<BlockQ8_1*>(y), n, true); }
+
+void quantize_q8_k(const float* x, void* y, int64_t n) { quantize_row(DType::Q8_K, x, y, n); }
+
+}  // namespace minfer::cpu::ref

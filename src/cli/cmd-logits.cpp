@@ -1,0 +1,184 @@
+// `minfer logits MODEL --tokens ID,ID,... --out FILE [--greedy N] [-t N] [-b N] [-c N]
+//                [--kv-type f16|f32] [--dump-graph F.dot] [--dump-graph-json F.json] [--no-fuse]`
+//
+// Writes float32 logits for every position, [n_tokens][n_vocab] row-major, to FILE. With
+// --greedy N, prints {"greedy": [ids...]} on stdout: N argmax tokens after the given ones (the
+// first maximum on ties; end-of-generation tokens do not stop it). Timings go to stderr.
+// --dump-graph / --dump-graph-json write the graph of the prompt's first batch (after backend
+// assignment, fusion and memory planning; JSON format in docs/graph.md).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "graph/export.h"
+#include "runtime/session.h"
+
+namespace minfer::cli {
+namespace {
+
+Expected<std::vector<int32_t>> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::string cur;
+  auto flush = [&]() -> Status {
+    if (cur.empty()) return Status::ok();
+    if (cur.size() > 10 || std::stoll(cur) > INT32_MAX) return make_error("--tokens: '{}' is out of range", cur);
+    ids.push_back(static_cast<int32_t>(std::stoll(cur)));
+    cur.clear();
+    return Status::ok();
+  };
+  for (char c : s) {
+    if (c >= '0' && c <= '9') {
+      cur += c;
+    } else if (c == ',' || c == ' ' || c == '[' || c == ']' || c == '\n') {
+      MINFER_TRY(flush());
+    } else {
+      return make_error("--tokens: unexpected character '{}' in '{}' (expected ids like 1,2,3)", c, s);
+    }
+  }
+  MINFER_TRY(flush());
+  if (ids.empty()) return make_error("--tokens: no token ids given");
+  return ids;
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) return make_error("cannot write '{}'", path);
+  return Status::ok();
+}
+
+Status dump_graphs(Session& s, int n_tokens, int n_out, const std::string& dot, const std::string& json) {
+  auto pg = s.graph(n_tokens, n_out);
+  if (!pg) return pg.error();
+  const std::vector<std::string> backends = s.backend_names();
+  const ModelHparams& hp = s.model().hparams();
+  size_t n_live = 0;
+  for (const Node& n : (*pg)->graph.nodes) n_live += n.dead ? 0 : 1;
+  if (!dot.empty()) {
+    MINFER_TRY(write_file(dot, graph_to_dot((*pg)->graph, &(*pg)->plan, backends)));
+    std::fprintf(stderr, "graph DOT written to %s (%zu nodes)\n", dot.c_str(), n_live);
+  }
+  if (!json.empty()) {
+    GraphExportInfo info;
+    info.model = hp.name;
+    info.arch = hp.arch;
+    info.kind = n_tokens > 1 ? "prefill" : "decode";
+    info.params = {{"n_tokens", std::to_string(n_tokens)},
+                   {"n_out", std::to_string(n_out)},
+                   {"n_ctx", std::to_string(s.n_ctx())},
+                   {"n_batch", std::to_string(s.n_batch())},
+                   {"kv_type", s.params().kv_type == DType::F16 ? "\"f16\"" : "\"f32\""},
+                   {"fuse", s.params().fuse ? "true" : "false"}};
+    MINFER_TRY(write_file(json, graph_to_json((*pg)->graph, &(*pg)->plan, backends, info)));
+    std::fprintf(stderr, "graph JSON written to %s (%zu nodes)\n", json.c_str(), n_live);
+  }
+  return Status::ok();
+}
+
+int32_t argmax(std::span<const float> row) {
+  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "minfer logits: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int cmd_logits(int argc, char** argv) {
+  CLI::App app{"Write the logits of every position of a token sequence (and greedy continuations)",
+               "minfer logits"};
+  std::string model, tokens, out, dump_dot, dump_json, kv = "f16";
+  int greedy = 0, n_threads = 0, n_batch = 512, n_ctx = 0;
+  bool no_fuse = false;
+  app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
+  app.add_option("--tokens", tokens, "token ids, comma-separated")->required();
+  app.add_option("--out", out, "float32 logits file [n_tokens][n_vocab]");
+  app.add_option("--greedy", greedy, "print {\"greedy\": [ids]} for N argmax steps")->check(CLI::Range(0, 1 << 20));
+  app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
+  app.add_option("-b,--batch-size", n_batch, "most tokens per graph")->check(CLI::Range(1, 1 << 20));
+  app.add_option("-c,--ctx-size", n_ctx, "KV cache positions (default: the tokens plus --greedy)")
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--kv-type", kv, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  app.add_option("--dump-graph", dump_dot, "write the prompt graph as Graphviz DOT");
+  app.add_option("--dump-graph-json", dump_json, "write the prompt graph as JSON (docs/graph.md)");
+  app.add_flag("--no-fuse", no_fuse, "skip the fusion pass");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (out.empty() && greedy == 0 && dump_dot.empty() && dump_json.empty())
+    return fail("nothing to do: give --out, --greedy or a --dump-graph option");
+  auto ids = parse_ids(tokens);
+  if (!ids) return fail(ids.error().message);
+  const std::string path = resolve_model(model);
+  if (path.empty()) return 1;
+  auto m = Model::load(path);
+  if (!m) return fail(m.error().message);
+
+  const int n = static_cast<int>(ids->size());
+  SessionParams sp;
+  sp.n_ctx = n_ctx > 0 ? n_ctx : n + std::max(greedy - 1, 0);
+  sp.n_batch = n_batch;
+  sp.n_threads = n_threads;
+  sp.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  sp.fuse = !no_fuse;
+  if (sp.n_ctx < n + std::max(greedy - 1, 0))
+    return fail(fmt::format("-c {} is too small for {} tokens plus {} greedy steps", sp.n_ctx, n, greedy));
+  auto s = Session::create(*m, sp);
+  if (!s) return fail(s.error().message);
+  Session& session = **s;
+
+  if (!dump_dot.empty() || !dump_json.empty()) {
+    const int first = std::min(n, session.n_batch());
+    if (Status st = dump_graphs(session, first, first, dump_dot, dump_json); !st) return fail(st.error().message);
+  }
+
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto logits = session.decode(*ids, n);  // every position
+  if (!logits) return fail(logits.error().message);
+  const double prompt_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const size_t n_vocab = static_cast<size_t>(session.n_vocab());
+  if (!out.empty()) {
+    std::FILE* f = std::fopen(out.c_str(), "wb");
+    if (!f) return fail(fmt::format("cannot open '{}' for writing", out));
+    const size_t wrote = std::fwrite(logits->data(), sizeof(float), logits->size(), f);
+    if (std::fclose(f) != 0 || wrote != logits->size()) return fail(fmt::format("short write to '{}'", out));
+  }
+  std::fprintf(stderr, "logits: %d tokens in %.1f ms (%.1f tok/s, %d threads, batch %d)\n", n, prompt_s * 1e3,
+               n / prompt_s, session.n_threads(), session.n_batch());
+
+  if (greedy > 0) {
+    std::vector<int32_t> gen;
+    int32_t next = argmax(logits->subspan(static_cast<size_t>(n - 1) * n_vocab, n_vocab));
+    gen.push_back(next);
+    const auto t1 = Clock::now();
+    for (int i = 1; i < greedy; ++i) {
+      auto l = session.decode({&next, 1}, 1);
+      if (!l) return fail(l.error().message);
+      next = argmax(*l);
+      gen.push_back(next);
+    }
+    const double gen_s = std::chrono::duration<double>(Clock::now() - t1).count();
+    std::string js = "{\"greedy\": [";
+    for (size_t i = 0; i < gen.size(); ++i) js += fmt::format("{}{}", i ? ", " : "", gen[i]);
+    std::printf("%s]}\n", js.c_str());
+    if (greedy > 1)
+      std::fprintf(stderr, "greedy: %d decode steps in %.1f ms (%.2f tok/s)\n", greedy - 1, gen_s * 1e3,
+                   (greedy - 1) / gen_s);
+  }
+  return 0;
+}
+
+}  // namespace minfer::cli

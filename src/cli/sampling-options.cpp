@@ -1,0 +1,96 @@
+#include "cli/sampling-options.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace minfer::cli {
+
+void add_sampling_options(CLI::App& app, SamplingOptions& o) {
+  SamplerParams& p = o.p;
+  const char* g = "Sampling";
+  app.add_option("--temp", p.temp, "temperature; 0 = greedy")->capture_default_str()->group(g);
+  app.add_flag("--greedy", o.greedy, "same as --temp 0")->group(g);
+  app.add_option("--top-k", p.top_k, "keep the K most likely tokens; 0 = off")->capture_default_str()->group(g);
+  app.add_option("--top-p", p.top_p, "nucleus sampling mass; 1 = off")->capture_default_str()->group(g);
+  app.add_option("--min-p", p.min_p, "drop tokens below P x the top probability; 0 = off")->capture_default_str()->group(g);
+  app.add_option("--typical", p.typical_p, "locally typical sampling; 1 = off")->capture_default_str()->group(g);
+  app.add_option("--repeat-penalty", p.repeat_penalty, "penalty for repeated tokens; 1 = off")->capture_default_str()->group(g);
+  app.add_option("--repeat-last-n", p.repeat_last_n, "penalty window in tokens; -1 = all, 0 = off")->capture_default_str()->group(g);
+  app.add_option("--frequency-penalty", p.frequency_penalty, "subtract count x N")->capture_default_str()->group(g);
+  app.add_option("--presence-penalty", p.presence_penalty, "subtract N once per present token")->capture_default_str()->group(g);
+  app.add_option("--dry-multiplier", p.dry_multiplier, "DRY penalty multiplier; 0 = off")->capture_default_str()->group(g);
+  app.add_option("--dry-base", p.dry_base, "DRY exponent base")->capture_default_str()->group(g);
+  app.add_option("--dry-allowed-length", p.dry_allowed_length, "DRY: repeats up to this length are free")->capture_default_str()->group(g);
+  app.add_option("--dry-penalty-last-n", p.dry_penalty_last_n, "DRY window; -1 = all")->capture_default_str()->group(g);
+  app.add_option("--dry-sequence-breakers", o.dry_sequence_breakers, "token-id sequences DRY may not cross: '198;13,2'")->group(g);
+  app.add_option("--xtc-probability", p.xtc_probability, "XTC probability; 0 = off")->capture_default_str()->group(g);
+  app.add_option("--xtc-threshold", p.xtc_threshold, "XTC threshold (<= 0.5)")->capture_default_str()->group(g);
+  app.add_option("--mirostat", p.mirostat, "0 = off, 1 or 2 = mirostat v1/v2")->capture_default_str()->group(g);
+  app.add_option("--mirostat-tau", p.mirostat_tau, "mirostat target surprise")->capture_default_str()->group(g);
+  app.add_option("--mirostat-eta", p.mirostat_eta, "mirostat learning rate")->capture_default_str()->group(g);
+  app.add_option("--mirostat-m", p.mirostat_m, "mirostat v1 tokens for the Zipf estimate")->capture_default_str()->group(g);
+  app.add_option("--logit-bias", o.logit_bias, "ID:BIAS[,ID:BIAS...], repeatable; BIAS -inf bans")->group(g);
+  app.add_option("--seed", p.seed, "RNG seed; -1 = random")->capture_default_str()->group(g);
+}
+
+namespace {
+
+Expected<int32_t> parse_id(std::string_view s, std::string_view what) {
+  int32_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size())
+    return make_error("{}: '{}' is not a token id", what, s);
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i)
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+}  // namespace
+
+Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
+  SamplerParams q = p;
+  if (greedy) q.temp = 0.0f;
+  for (const std::string& arg : logit_bias) {
+    for (std::string_view item : split(arg, ',')) {
+      const size_t colon = item.find(':');
+      if (colon == std::string_view::npos)
+        return make_error("--logit-bias: '{}' is not ID:BIAS", item);
+      auto id = parse_id(item.substr(0, colon), "--logit-bias");
+      if (!id) return id.error();
+      const std::string bias(item.substr(colon + 1));
+      float b = 0;
+      if (bias == "-inf" || bias == "-infinity") {
+        b = -INFINITY;
+      } else {
+        char* end = nullptr;
+        b = std::strtof(bias.c_str(), &end);
+        if (bias.empty() || *end != '\0') return make_error("--logit-bias: '{}' is not a number", bias);
+      }
+      q.logit_bias[*id] = b;
+    }
+  }
+  if (!dry_sequence_breakers.empty()) {
+    for (std::string_view seq : split(dry_sequence_breakers, ';')) {
+      std::vector<int32_t> ids;
+      for (std::string_view s : split(seq, ',')) {
+        auto id = parse_id(s, "--dry-sequence-breakers");
+        if (!id) return id.error();
+        ids.push_back(*id);
+      }
+      q.dry_sequence_breakers.push_back(std::move(ids));
+    }
+  }
+  if (Status st = validate(q, n_vocab); !st) return st.error();
+  return q;
+}
+
+}  // namespace minfer::cli

@@ -1,0 +1,81 @@
+#include "graph/fusion.h"
+
+#include "core/status.h"
+
+namespace minfer {
+namespace {
+
+const Node& at(const Graph& g, int id) { return g.nodes[static_cast<size_t>(id)]; }
+
+// The producer p can disappear into its only consumer c.
+bool absorbable(const Graph& g, const std::vector<int>& uses, int p, int c) {
+  const Node& pn = at(g, p);
+  return !pn.dead && uses[static_cast<size_t>(p)] == 1 && pn.backend == at(g, c).backend;
+}
+
+}  // namespace
+
+std::optional<FusionMatch> match_swiglu(const Graph& g, const std::vector<int>& uses, int root) {
+  const Node& m = at(g, root);
+  if (m.dead || m.op != Op::kMul || m.src.size() != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const int s = m.src[static_cast<size_t>(side)];
+    const int other = m.src[static_cast<size_t>(1 - side)];
+    const Node& silu = at(g, s);
+    if (silu.op != Op::kSilu || s == other || !absorbable(g, uses, s, root)) continue;
+    const Node& x = at(g, silu.src[0]);
+    const Node& y = at(g, other);
+    if (x.ne != m.ne || y.ne != m.ne || x.type != DType::F32 || y.type != DType::F32) continue;
+    FusionMatch r{FusionRule::kSwiglu, root, s, m};
+    r.fused.op = Op::kSwiglu;
+    r.fused.src = {silu.src[0], other};
+    r.fused.fused = true;
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<FusionMatch> match_rms_norm_mul(const Graph& g, const std::vector<int>& uses, int root) {
+  const Node& m = at(g, root);
+  if (m.dead || m.op != Op::kMul || m.src.size() != 2) return std::nullopt;
+  const int s = m.src[0];
+  const Node& norm = at(g, s);
+  const Node& w = at(g, m.src[1]);
+  if (norm.op != Op::kRmsNorm || m.src[1] == s || !absorbable(g, uses, s, root)) return std::nullopt;
+  if (w.type != DType::F32 || w.n_rows() != 1 || w.ne[0] != norm.ne[0]) return std::nullopt;
+  FusionMatch r{FusionRule::kRmsNormMul, root, s, m};
+  r.fused.op = Op::kRmsNormMul;
+  r.fused.src = {norm.src[0], m.src[1]};
+  r.fused.params.eps = norm.params.eps;
+  r.fused.fused = true;
+  return r;
+}
+
+void apply_fusion(Graph& g, const FusionMatch& m) {
+  Node& root = g.nodes[static_cast<size_t>(m.root)];
+  Node& gone = g.nodes[static_cast<size_t>(m.absorbed)];
+  MINFER_ASSERT(root.id == m.fused.id && !gone.dead);
+  root = m.fused;
+  gone.dead = true;
+  gone.src.clear();
+}
+
+int fuse_graph(Graph& g, const std::function<bool(const Node&)>& allowed) {
+  using Rule = std::optional<FusionMatch> (*)(const Graph&, const std::vector<int>&, int);
+  constexpr Rule kRules[] = {match_swiglu, match_rms_norm_mul};
+  int n = 0;
+  std::vector<int> uses = use_counts(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (Rule rule : kRules) {
+      auto m = rule(g, uses, static_cast<int>(i));
+      if (!m || !allowed(m->fused)) continue;
+      apply_fusion(g, *m);
+      uses = use_counts(g);
+      ++n;
+      break;
+    }
+  }
+  return n;
+}
+
+}  // namespace minfer

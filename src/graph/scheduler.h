@@ -1,0 +1,89 @@
+// The scheduler: assign -> fuse -> cross-backend copies -> plan -> allocate, then execute the
+// graph as contiguous single-backend splits. One scheduler per session: it owns the persistent
+// regions (the two KV caches of every layer), which survive across graphs, so a graph rebuilt
+// for a new shape finds the cache it left.
+//
+//   CpuBackend cpu(n_threads);
+//   Scheduler sched({&cpu});
+//   auto pg = sched.prepare(std::move(graph), {.fuse = true});     // once per shape
+//   sched.set_input(**pg, tokens_id, ids.data(), ids.size() * 4);  // every step
+//   sched.compute(**pg);
+//   sched.get_output(**pg, logits_id, out.data(), out.size() * 4);
+//
+// Backend choice per node: the highest priority() whose supports_op() accepts it; a node no
+// backend accepts is an error naming it. There is no silent fallback at execution time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/backend.h"
+#include "graph/graph.h"
+#include "graph/planner.h"
+
+namespace minfer {
+
+struct SchedulerOptions {
+  bool fuse = true;
+};
+
+// A contiguous run of nodes executed by one backend.
+struct Split {
+  int backend = -1;
+  std::vector<int> nodes;   // live compute nodes, build order
+  std::vector<int> copies;  // kCopy nodes run (by the scheduler) before this split
+};
+
+struct PreparedGraph {
+  PreparedGraph() = default;
+  ~PreparedGraph();  // frees the arenas
+  PreparedGraph(const PreparedGraph&) = delete;
+  PreparedGraph& operator=(const PreparedGraph&) = delete;
+
+  Graph graph;
+  MemoryPlan plan;
+  std::vector<Split> splits;
+  std::vector<BackendBuffer> arenas;  // [n_backends]
+  std::vector<void*> addrs;           // [n_nodes] each node's data address in its backend
+  int n_fused = 0;
+  std::vector<Backend*> owners;  // [n_backends] who allocated the arenas
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(std::vector<Backend*> backends);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  const std::vector<Backend*>& backends() const { return backends_; }
+
+  Expected<std::unique_ptr<PreparedGraph>> prepare(Graph g, const SchedulerOptions& opt);
+  Status set_input(PreparedGraph& pg, int node, const void* data, size_t n_bytes);
+  Status compute(PreparedGraph& pg);
+  Status get_output(const PreparedGraph& pg, int node, void* dst, size_t n_bytes);
+  // Bytes held by persistent regions (KV caches).
+  size_t persistent_bytes() const;
+
+ private:
+  struct Region {
+    int backend;
+    DType type;
+    Shape ne;
+    BackendBuffer buf;
+  };
+  Expected<Graph> insert_copies(const Graph& g) const;
+  Expected<void*> persistent(const Node& n);
+
+  std::vector<Backend*> backends_;
+  std::map<std::string, Region> regions_;  // by kv_cache node name
+};
+
+// Shorthand used by the passes and tests: the first-consumer backend of each leaf, the
+// highest-priority supporting backend of every other node.
+Status assign_backends(Graph& g, const std::vector<Backend*>& backends);
+
+}  // namespace minfer

@@ -1,0 +1,113 @@
+// A loaded model: hyperparameters and weights (zero-copy views into the mmap'd GGUF), checked
+// at load, and the forward graph for given shape parameters. One file per architecture
+// (llama.cpp, qwen2.cpp, qwen3.cpp) plus one line in registry.cpp.
+//
+//   auto m = Model::load("SmolLM2-135M-Instruct-Q4_1.gguf");
+//   if (!m) { fprintf(stderr, "%s\n", m.error().message.c_str()); return 1; }
+//   const ModelHparams& hp = (*m)->hparams();          // hp.n_layer, hp.n_vocab ...
+//   Graph g = (*m)->build_graph({.n_tokens = 8, .n_out = 1, .n_ctx = 512});
+//   // inputs: kInpTokens, kInpPos (and kInpOutIds when n_out < n_tokens); output: kOutLogits
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "gguf/reader.h"
+#include "graph/graph.h"
+
+namespace minfer {
+
+struct ModelHparams {
+  std::string arch;  // general.architecture
+  std::string name;  // general.name (or the file name)
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t n_ff = 0;
+  int64_t head_dim_k = 0;  // attention.key_length (default n_embd / n_head)
+  int64_t head_dim_v = 0;  // attention.value_length (default head_dim_k)
+  int64_t n_rot = 0;       // rope.dimension_count (default head_dim_k)
+  int64_t n_ctx_train = 0;
+  float rms_eps = 1e-5f;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (linear scaling)
+  RopeMode rope_mode = RopeMode::kNorm;
+  bool tied_output = false;  // no output.weight: the projection reuses token_embd
+
+  int64_t n_embd_q() const { return n_head * head_dim_k; }
+  int64_t n_embd_k() const { return n_head_kv * head_dim_k; }
+  int64_t n_embd_v() const { return n_head_kv * head_dim_v; }
+};
+
+struct LayerWeights {
+  const GgufTensor* attn_norm = nullptr;
+  const GgufTensor* wq = nullptr;
+  const GgufTensor* wk = nullptr;
+  const GgufTensor* wv = nullptr;
+  const GgufTensor* bq = nullptr;  // optional biases (qwen2: required)
+  const GgufTensor* bk = nullptr;
+  const GgufTensor* bv = nullptr;
+  const GgufTensor* q_norm = nullptr;  // qwen3: per-head RMSNorm weights [head_dim_k]
+  const GgufTensor* k_norm = nullptr;
+  const GgufTensor* wo = nullptr;
+  const GgufTensor* ffn_norm = nullptr;
+  const GgufTensor* ffn_gate = nullptr;
+  const GgufTensor* ffn_up = nullptr;
+  const GgufTensor* ffn_down = nullptr;
+};
+
+struct ModelWeights {
+  const GgufTensor* tok_embd = nullptr;
+  const GgufTensor* output_norm = nullptr;
+  const GgufTensor* output = nullptr;       // == tok_embd when tied
+  const GgufTensor* output_bias = nullptr;  // optional
+  const GgufTensor* rope_freqs = nullptr;   // optional per-pair frequency divisors [n_rot/2]
+  std::vector<LayerWeights> layers;
+};
+
+// The shape parameters of a forward graph: the graph is a function of these only.
+struct GraphParams {
+  int64_t n_tokens = 1;  // rows in the batch
+  int64_t n_out = 1;     // logits for the last n_out rows (1 <= n_out <= n_tokens)
+  int64_t n_ctx = 512;   // KV cache rows
+  DType kv_type = DType::F16;
+
+  bool operator==(const GraphParams&) const = default;
+};
+
+// Graph inputs and output, by node name (the same for every architecture).
+inline constexpr const char* kInpTokens = "inp_tokens";    // I32 [n_tokens] token ids
+inline constexpr const char* kInpPos = "inp_pos";          // I32 [n_tokens] positions
+inline constexpr const char* kInpOutIds = "inp_out_ids";   // I32 [n_out] rows kept for the output
+inline constexpr const char* kOutLogits = "result_output"; // F32 [n_vocab, n_out]
+
+struct ArchSpec;
+
+class Model {
+ public:
+  // Opens the GGUF, reads and checks hyperparameters and every tensor's presence and shape.
+  static Expected<std::shared_ptr<const Model>> load(const std::string& path);
+
+  const ModelHparams& hparams() const { return hp_; }
+  const ModelWeights& weights() const { return w_; }
+  const GgufFile& file() const { return file_; }
+  Graph build_graph(const GraphParams& p) const;
+
+  Model(GgufFile file, const ArchSpec* arch) : file_(std::move(file)), arch_(arch) {}
+
+ private:
+  GgufFile file_;
+  const ArchSpec* arch_;
+  ModelHparams hp_;
+  ModelWeights w_;
+};
+
+// Architectures this build can run ("llama", "qwen2", "qwen3").
+std::vector<std::string> supported_architectures();
+
+}  // namespace minfer

@@ -1,0 +1,57 @@
+// The generation loop shared by the CLI, the chat REPL and the server: prefill a prompt, then
+// sample, check end-of-generation and stop strings, stream UTF-8-safe text, decode the token,
+// until -n tokens, a stop, an end-of-generation token or a full context.
+//
+//   GenerateParams gp; gp.n_predict = 128; gp.stop = {"\nUser:"};
+//   auto st = generate(*session, tok, sampler, prompt_ids, gp,
+//                      [](std::string_view text) { fwrite(text.data(), 1, text.size(), stdout);
+//                                                  return true; });   // false = stop now
+//   if (st) fprintf(stderr, "%d tokens, %.1f tok/s\n", st->n_gen, st->gen_tps());
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "runtime/session.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer {
+
+struct GenerateParams {
+  int n_predict = 512;            // most tokens to generate; -1 = until the context is full
+  std::vector<std::string> stop;  // stop strings, matched byte-wise on the output
+  bool ignore_eog = false;        // keep going past end-of-generation tokens
+};
+
+enum class StopReason { kLength, kEog, kStopString, kContextFull, kCancelled };
+const char* stop_reason_name(StopReason r);  // "length", "eog", "stop", "context", "cancelled"
+
+struct GenerateStats {
+  int n_prompt = 0;        // tokens prefilled by this call
+  double prompt_s = 0;     // prefill time
+  int n_gen = 0;           // tokens sampled (the end-of-generation token included)
+  int n_decoded = 0;       // single-token decode steps run
+  double gen_s = 0;        // time in those decode steps and sampling
+  StopReason reason = StopReason::kLength;
+  std::vector<int32_t> tokens;  // the generated tokens (without a final end-of-generation)
+  double prompt_tps() const { return prompt_s > 0 ? n_prompt / prompt_s : 0; }
+  double gen_tps() const { return gen_s > 0 ? n_decoded / gen_s : 0; }
+};
+
+// Called with text that is final (never half a UTF-8 character, never part of a stop string).
+// Return false to cancel.
+using TextSink = std::function<bool(std::string_view)>;
+
+// Appends `prompt` to the session (at its current n_past) and generates. The sampler's window
+// is seeded with the prompt. Errors: a prompt that does not fit the context, a decode failure.
+Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler& sampler,
+                                 std::span<const int32_t> prompt, const GenerateParams& params,
+                                 const TextSink& on_text);
+
+}  // namespace minfer

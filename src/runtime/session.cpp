@@ -1,0 +1,134 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+
+#include "backends/cpu/cpu-backend.h"
+#include "core/thread-pool.h"
+
+namespace minfer {
+
+Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, const SessionParams& p) {
+  MINFER_ASSERT(model != nullptr);
+  if (p.kv_type != DType::F16 && p.kv_type != DType::F32)
+    return make_error("session: KV cache type {} is not supported (f16, f32)", dtype_name(p.kv_type));
+  if (p.n_ctx < 0) return make_error("session: n_ctx {} is negative", p.n_ctx);
+  if (p.n_batch < 1) return make_error("session: n_batch {} must be at least 1", p.n_batch);
+  if (p.n_threads < 0) return make_error("session: n_threads {} is negative", p.n_threads);
+  std::unique_ptr<Session> s(new Session());
+  s->params_ = p;
+  s->n_ctx_ = p.n_ctx > 0 ? p.n_ctx : static_cast<int>(std::min<int64_t>(4096, model->hparams().n_ctx_train));
+  s->n_batch_ = std::min(p.n_batch, s->n_ctx_);
+  s->model_ = std::move(model);
+  s->cpu_ = std::make_unique<cpu::CpuBackend>(p.n_threads > 0 ? p.n_threads : hardware_threads());
+  s->sched_ = std::make_unique<Scheduler>(std::vector<Backend*>{s->cpu_.get()});
+  return s;
+}
+
+Session::~Session() {
+  graphs_.clear();  // arenas go back to the backend before it is destroyed
+  sched_.reset();
+}
+
+int Session::n_threads() const { return cpu_->n_threads(); }
+
+std::vector<std::string> Session::backend_names() const {
+  std::vector<std::string> v;
+  for (const Backend* b : sched_->backends()) v.emplace_back(b->name());
+  return v;
+}
+
+Expected<PreparedGraph*> Session::prepared(int n_tokens, int n_out) {
+  const auto key = std::make_pair(n_tokens, n_out);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    if (graphs_.size() >= kMaxGraphs) {
+      auto lru = std::min_element(graphs_.begin(), graphs_.end(),
+                                  [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
+      graphs_.erase(lru);
+    }
+    GraphParams gp{n_tokens, n_out, n_ctx_, params_.kv_type};
+    auto pg = sched_->prepare(model_->build_graph(gp), {.fuse = params_.fuse});
+    if (!pg) return pg.error();
+    Entry e;
+    e.pg = std::move(*pg);
+    const Graph& g = e.pg->graph;
+    e.tokens = g.find(kInpTokens);
+    e.pos = g.find(kInpPos);
+    e.out_ids = g.find(kInpOutIds);
+    e.logits = g.outputs.at(0);
+    MINFER_ASSERT(e.tokens >= 0 && e.pos >= 0 && (n_out == n_tokens || e.out_ids >= 0));
+    it = graphs_.emplace(key, std::move(e)).first;
+    ++stats_.n_graph_builds;
+  }
+  it->second.last_use = ++clock_;
+  return it->second.pg.get();
+}
+
+Expected<const PreparedGraph*> Session::graph(int n_tokens, int n_out) {
+  if (n_tokens < 1 || n_tokens > n_batch_ || n_out < 1 || n_out > n_tokens)
+    return make_error("session: no graph for n_tokens {} (1..{}) with n_out {} (1..n_tokens)", n_tokens, n_batch_, n_out);
+  auto pg = prepared(n_tokens, n_out);
+  if (!pg) return pg.error();
+  return static_cast<const PreparedGraph*>(*pg);
+}
+
+// One graph execution: tokens at positions pos0.., logits of the last n_out rows into
+// `logits` ([n_out][n_vocab]) unless it is null.
+Status Session::run_chunk(std::span<const int32_t> tokens, int pos0, int n_out, float* logits) {
+  const int n = static_cast<int>(tokens.size());
+  auto pgx = prepared(n, n_out);
+  if (!pgx) return pgx.error();
+  PreparedGraph& pg = **pgx;
+  const Entry& e = graphs_.at({n, n_out});
+  MINFER_TRY(sched_->set_input(pg, e.tokens, tokens.data(), tokens.size_bytes()));
+  scratch_.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) scratch_[static_cast<size_t>(i)] = pos0 + i;
+  MINFER_TRY(sched_->set_input(pg, e.pos, scratch_.data(), scratch_.size() * sizeof(int32_t)));
+  if (e.out_ids >= 0) {  // the last n_out rows
+    for (int i = 0; i < n_out; ++i) scratch_[static_cast<size_t>(i)] = n - n_out + i;
+    MINFER_TRY(sched_->set_input(pg, e.out_ids, scratch_.data(), static_cast<size_t>(n_out) * sizeof(int32_t)));
+  }
+  MINFER_TRY(sched_->compute(pg));
+  ++stats_.n_computes;
+  if (logits)
+    MINFER_TRY(sched_->get_output(pg, e.logits, logits, static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab()) * sizeof(float)));
+  return Status::ok();
+}
+
+Expected<std::span<const float>> Session::decode(std::span<const int32_t> tokens, int n_out) {
+  const int total = static_cast<int>(tokens.size());
+  if (total == 0) return make_error("decode: no tokens");
+  if (n_out < 1 || n_out > total) return make_error("decode: n_out {} is outside 1..{} (the number of tokens)", n_out, total);
+  if (n_past_ + total > n_ctx_)
+    return make_error("decode: context full: {} cached + {} new tokens > n_ctx {}", n_past_, total, n_ctx_);
+  for (int i = 0; i < total; ++i) {
+    const int32_t t = tokens[static_cast<size_t>(i)];
+    if (t < 0 || t >= n_vocab()) return make_error("decode: token {} at index {} is outside the vocabulary 0..{}", t, i, n_vocab() - 1);
+  }
+  const size_t n_vocab_z = static_cast<size_t>(n_vocab());
+  logits_.resize(static_cast<size_t>(n_out) * n_vocab_z);
+  const int first_out = total - n_out;  // global index of the first row whose logits we return
+  for (int start = 0; start < total; start += n_batch_) {
+    const int len = std::min(n_batch_, total - start);
+    const int end = start + len;
+    // The rows of this chunk that are wanted form a suffix of it; a chunk without any computes
+    // one row of logits and drops it (a graph always has an output).
+    const int wanted = std::max(0, end - std::max(start, first_out));
+    float* dst = wanted > 0 ? logits_.data() + static_cast<size_t>(std::max(start, first_out) - first_out) * n_vocab_z : nullptr;
+    Status s = run_chunk(tokens.subspan(static_cast<size_t>(start), static_cast<size_t>(len)), n_past_ + start,
+                         std::max(wanted, 1), dst);
+    if (!s) return s.error();  // positions past n_past_ are simply overwritten by the next call
+  }
+  n_past_ += total;
+  stats_.n_tokens += total;
+  return std::span<const float>(logits_);
+}
+
+Status Session::truncate(int n_past) {
+  if (n_past < 0 || n_past > n_past_)
+    return make_error("session: cannot truncate to {} positions (have {})", n_past, n_past_);
+  n_past_ = n_past;  // cache rows >= n_past are ignored by attention and rewritten later
+  return Status::ok();
+}
+
+}  // namespace minfer

@@ -1,0 +1,256 @@
+// CPU ops against naive references: matmul and get_rows for every weight type on every
+// kernel table the machine runs (NMSE bound per type), each vec_dot against a float64 dot of the
+// dequantized operands, the element-wise ops; outputs carry guard bytes to catch overruns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/ops.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu {
+namespace {
+
+constexpr uint8_t kGuard = 0xA5;
+constexpr size_t kGuardBytes = 64;
+
+// A float buffer with guard bytes on both sides.
+class Guarded {
+ public:
+  explicit Guarded(size_t n) : bytes_(n * sizeof(float) + 2 * kGuardBytes, kGuard) {}
+  float* data() { return reinterpret_cast<float*>(bytes_.data() + kGuardBytes); }
+  bool intact() const {
+    for (size_t i = 0; i < kGuardBytes; ++i)
+      if (bytes_[i] != kGuard || bytes_[bytes_.size() - 1 - i] != kGuard) return false;
+    return true;
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+double nmse(const float* a, const double* ref, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num += (a[i] - ref[i]) * (a[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return num / den;
+}
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+Node make_node(Op op, DType t, Shape ne) {
+  Node n;
+  n.op = op;
+  n.type = t;
+  n.ne = ne;
+  return n;
+}
+
+struct TypeBound {
+  DType type;
+  double matmul_nmse;  // vs the float64 product of the unquantized operands
+};
+// Bounds: the weight's own quantization error dominates (about 2^-2b per element for b bits),
+// plus the activation rounding (Q8: ~1e-5, f16: ~1e-7, bf16: ~1e-5).
+const TypeBound kTypes[] = {
+    {DType::F32, 1e-12},  {DType::F16, 1e-6},    {DType::BF16, 1e-4},   {DType::Q4_0, 1.5e-2},
+    {DType::Q4_1, 1e-2},  {DType::Q5_0, 4e-3},   {DType::Q5_1, 3e-3},   {DType::Q8_0, 1e-4},
+    {DType::Q2_K, 1.5e-1}, {DType::Q3_K, 5e-2},  {DType::Q4_K, 1e-2},   {DType::Q5_K, 3e-3},
+    {DType::Q6_K, 1e-3},  {DType::IQ4_NL, 1e-2}, {DType::IQ4_XS, 1e-2},
+};
+
+// Dequantized activation row (the exact values the dot product sees).
+std::vector<double> act_values(DType act, const uint8_t* q, int64_t n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  if (act == DType::Q8_1) {
+    const auto* b = reinterpret_cast<const BlockQ8_1*>(q);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = double(fp16_to_fp32(b[i / 32].d)) * b[i / 32].qs[i % 32];
+    return v;
+  }
+  std::vector<float> f(static_cast<size_t>(n));
+  dequantize_row(act, q, f.data(), n);
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = f[static_cast<size_t>(i)];
+  return v;
+}
+
+TEST(CpuVecDot, EveryTypeMatchesFloat64DotOfItsOperands) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  const int64_t n = 1024;
+  for (const TypeBound& tb : kTypes) {
+    const DType act = activation_type(tb.type);
+    const std::vector<float> w = randn(static_cast<size_t>(n), 1), x = randn(static_cast<size_t>(n), 2);
+    std::vector<uint8_t> wq(row_bytes(tb.type, n)), xq(row_bytes(act, n) + 64);
+    quantize_row(tb.type, w.data(), wq.data(), n);
+    std::vector<float> wd(static_cast<size_t>(n));
+    dequantize_row(tb.type, wq.data(), wd.data(), n);
+    for (int t = 0; t < n_tables; ++t) {
+      const CpuKernels& k = *tables[t];
+      k.quantize[type_slot(act)](x.data(), xq.data(), n);
+      const std::vector<double> xv = act_values(act, xq.data(), n);
+      double want = 0, mag = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        want += wd[static_cast<size_t>(i)] * xv[static_cast<size_t>(i)];
+        mag += std::fabs(wd[static_cast<size_t>(i)] * xv[static_cast<size_t>(i)]);
+      }
+      const float got = k.vec_dot[type_slot(tb.type)](n, wq.data(), xq.data());
+      // Q8_1 carries d*sum(q) rounded to f16: allow for that rounding on the min term.
+      const double tol = (act == DType::Q8_1 ? 2e-3 : 2e-6) * mag;
+      EXPECT_NEAR(got, want, tol) << dtype_name(tb.type) << " on " << k.isa;
+    }
+  }
+}
+
+TEST(CpuMatmul, EveryTypeOnEveryIsaWithinItsBound) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  ThreadPool pool(2);
+  const int64_t n_in = 512, n_out = 7, n_rows = 3;
+  const std::vector<float> w = randn(static_cast<size_t>(n_in * n_out), 3, 0.05f);
+  const std::vector<float> x = randn(static_cast<size_t>(n_in * n_rows), 4);
+  std::vector<double> want(static_cast<size_t>(n_out * n_rows));
+  for (int64_t t = 0; t < n_rows; ++t)
+    for (int64_t o = 0; o < n_out; ++o) {
+      double s = 0;
+      for (int64_t i = 0; i < n_in; ++i) s += double(w[static_cast<size_t>(o * n_in + i)]) * x[static_cast<size_t>(t * n_in + i)];
+      want[static_cast<size_t>(t * n_out + o)] = s;
+    }
+  for (const TypeBound& tb : kTypes) {
+    std::vector<uint8_t> wq(row_bytes(tb.type, n_in) * n_out);
+    for (int64_t o = 0; o < n_out; ++o)
+      quantize_row(tb.type, w.data() + o * n_in, wq.data() + o * row_bytes(tb.type, n_in), n_in);
+    Node wn = make_node(Op::kWeight, tb.type, {n_in, n_out, 1, 1});
+    Node xn = make_node(Op::kInput, DType::F32, {n_in, n_rows, 1, 1});
+    Node yn = make_node(Op::kMatmul, DType::F32, {n_out, n_rows, 1, 1});
+    std::vector<uint8_t> work(op_work_size(yn, &wn, &xn));
+    for (int t = 0; t < n_tables; ++t) {
+      Guarded y(static_cast<size_t>(n_out * n_rows));
+      OpArgs a;
+      a.dst = {&yn, y.data()};
+      a.src[0] = {&wn, wq.data()};
+      a.src[1] = {&xn, const_cast<float*>(x.data())};
+      op_matmul(OpContext{pool, *tables[t], work.data(), work.size()}, a);
+      EXPECT_TRUE(y.intact()) << dtype_name(tb.type);
+      const double e = nmse(y.data(), want.data(), want.size());
+      EXPECT_LE(e, tb.matmul_nmse) << dtype_name(tb.type) << " on " << tables[t]->isa;
+    }
+  }
+}
+
+TEST(CpuGetRows, EveryTypeDequantizesTheChosenRows) {
+  ThreadPool pool(2);
+  const CpuKernels& k = cpu_kernels_ref();
+  const int64_t ne0 = 256, n_rows = 5;
+  const std::vector<float> w = randn(static_cast<size_t>(ne0 * n_rows), 5);
+  const int32_t ids[4] = {4, 0, 4, 2};
+  for (const TypeBound& tb : kTypes) {
+    const size_t rb = row_bytes(tb.type, ne0);
+    std::vector<uint8_t> wq(rb * n_rows);
+    for (int64_t r = 0; r < n_rows; ++r) quantize_row(tb.type, w.data() + r * ne0, wq.data() + r * rb, ne0);
+    Node tn = make_node(Op::kWeight, tb.type, {ne0, n_rows, 1, 1});
+    Node in = make_node(Op::kInput, DType::I32, {4, 1, 1, 1});
+    Node yn = make_node(Op::kGetRows, DType::F32, {ne0, 4, 1, 1});
+    Guarded y(static_cast<size_t>(ne0 * 4));
+    OpArgs a;
+    a.dst = {&yn, y.data()};
+    a.src[0] = {&tn, wq.data()};
+    a.src[1] = {&in, const_cast<int32_t*>(ids)};
+    op_get_rows(OpContext{pool, k, nullptr, 0}, a);
+    EXPECT_TRUE(y.intact());
+    std::vector<float> want(static_cast<size_t>(ne0));
+    for (int r = 0; r < 4; ++r) {
+      dequantize_row(tb.type, wq.data() + static_cast<size_t>(ids[r]) * rb, want.data(), ne0);
+      EXPECT_EQ(std::memcmp(y.data() + r * ne0, want.data(), static_cast<size_t>(ne0) * 4), 0) << dtype_name(tb.type);
+    }
+  }
+}
+
+TEST(CpuElementwise, NormsAddMulSiluSwigluMatchNaive) {
+  ThreadPool pool(2);
+  const OpContext ctx{pool, cpu_kernels(), nullptr, 0};
+  const int64_t ne0 = 96, rows = 37;
+  const size_t n = static_cast<size_t>(ne0 * rows);
+  const std::vector<float> x = randn(n, 6), b = randn(n, 7), wrow = randn(static_cast<size_t>(ne0), 8);
+  const Shape full{ne0, rows, 1, 1}, one{ne0, 1, 1, 1};
+  Node xn = make_node(Op::kInput, DType::F32, full), bn = make_node(Op::kInput, DType::F32, full);
+  Node wn = make_node(Op::kWeight, DType::F32, one);
+  auto run = [&](Op op, const Node& s1, const float* s1d, void (*fn)(const OpContext&, const OpArgs&)) {
+    Node yn = make_node(op, DType::F32, full);
+    yn.params.eps = 1e-5f;
+    Guarded y(n);
+    OpArgs a;
+    a.dst = {&yn, y.data()};
+    a.src[0] = {&xn, const_cast<float*>(x.data())};
+    a.src[1] = {&s1, const_cast<float*>(s1d)};
+    fn(ctx, a);
+    EXPECT_TRUE(y.intact()) << op_name(op);
+    return std::vector<float>(y.data(), y.data() + n);
+  };
+  auto silu = [](double v) { return v / (1 + std::exp(-v)); };
+  const auto norm = run(Op::kRmsNorm, bn, b.data(), op_rms_norm);
+  const auto norm_mul = run(Op::kRmsNormMul, wn, wrow.data(), op_rms_norm_mul);
+  const auto add_b = run(Op::kAdd, wn, wrow.data(), op_add);
+  const auto mul_f = run(Op::kMul, bn, b.data(), op_mul);
+  const auto si = run(Op::kSilu, bn, b.data(), op_silu);
+  const auto sw = run(Op::kSwiglu, bn, b.data(), op_swiglu);
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < ne0; ++i) ss += double(x[static_cast<size_t>(r * ne0 + i)]) * x[static_cast<size_t>(r * ne0 + i)];
+    const double sc = 1.0 / std::sqrt(ss / ne0 + 1e-5);
+    for (int64_t i = 0; i < ne0; ++i) {
+      const size_t k = static_cast<size_t>(r * ne0 + i);
+      const double xv = x[k];
+      EXPECT_NEAR(norm[k], xv * sc, 1e-5);
+      EXPECT_NEAR(norm_mul[k], xv * sc * wrow[static_cast<size_t>(i)], 1e-5);
+      EXPECT_EQ(add_b[k], x[k] + wrow[static_cast<size_t>(i)]);
+      EXPECT_EQ(mul_f[k], x[k] * b[k]);
+      EXPECT_NEAR(si[k], silu(xv), 1e-6);
+      EXPECT_NEAR(sw[k], silu(xv) * b[k], 1e-5);
+    }
+  }
+}
+
+TEST(CpuKvStore, WritesRowsAtPositionsInF16AndF32) {
+  ThreadPool pool(1);
+  const OpContext ctx{pool, cpu_kernels(), nullptr, 0};
+  const int64_t ne0 = 8, n_ctx = 6;
+  const std::vector<float> x = randn(static_cast<size_t>(ne0 * 2), 9);
+  const int32_t pos[2] = {4, 1};
+  for (DType t : {DType::F32, DType::F16}) {
+    Node cache = make_node(Op::kKvStore, t, {ne0, n_ctx, 1, 1});
+    Node xn = make_node(Op::kInput, DType::F32, {ne0, 2, 1, 1});
+    Node pn = make_node(Op::kInput, DType::I32, {2, 1, 1, 1});
+    Guarded mem(static_cast<size_t>(ne0 * n_ctx));  // f32-sized: enough for both
+    std::memset(mem.data(), 0, static_cast<size_t>(ne0 * n_ctx) * 4);
+    OpArgs a;
+    a.dst = {&cache, mem.data()};
+    a.src[0] = a.dst;
+    a.src[1] = {&xn, const_cast<float*>(x.data())};
+    a.src[2] = {&pn, const_cast<int32_t*>(pos)};
+    op_kv_store(ctx, a);
+    EXPECT_TRUE(mem.intact());
+    for (int r = 0; r < 2; ++r)
+      for (int64_t i = 0; i < ne0; ++i) {
+        const float want = x[static_cast<size_t>(r * ne0 + i)];
+        const float got = t == DType::F32 ? mem.data()[pos[r] * ne0 + i]
+                                          : fp16_to_fp32(reinterpret_cast<uint16_t*>(mem.data())[pos[r] * ne0 + i]);
+        EXPECT_EQ(got, t == DType::F32 ? want : fp16_to_fp32(fp32_to_fp16(want)));
+      }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::cpu

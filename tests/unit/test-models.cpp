@@ -1,0 +1,277 @@
+// Models and sessions on tiny random GGUF files written here: load-time validation errors,
+// and the invariants of the runtime: the KV cache across decode calls equals one batch, batch
+// chunking (-b), tail reduction (n_out), truncation, fused == unfused, graph reuse.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "gguf/writer.h"
+#include "quant/quant.h"
+#include "runtime/session.h"
+
+namespace minfer {
+namespace {
+
+struct Tiny {
+  std::string arch = "llama";
+  int64_t n_vocab = 96, n_embd = 64, n_layer = 2, n_head = 4, n_head_kv = 2, n_ff = 96, head_dim = 0;
+  bool tied = false;
+  DType type = DType::F32;
+  std::string drop;                   // a tensor to leave out
+  std::string reshape;                // a tensor to write with a wrong shape
+  bool drop_key_length = false;
+};
+
+std::string write_tiny(const Tiny& t, const std::string& tag) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("minfer-test-models-" + tag + ".gguf")).string();
+  const int64_t hd = t.head_dim ? t.head_dim : t.n_embd / t.n_head;
+  GgufWriter w;
+  const std::string a = t.arch;
+  w.add_string("general.architecture", a);
+  w.add_u32(a + ".embedding_length", static_cast<uint32_t>(t.n_embd));
+  w.add_u32(a + ".block_count", static_cast<uint32_t>(t.n_layer));
+  w.add_u32(a + ".attention.head_count", static_cast<uint32_t>(t.n_head));
+  w.add_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(t.n_head_kv));
+  w.add_u32(a + ".feed_forward_length", static_cast<uint32_t>(t.n_ff));
+  w.add_u32(a + ".context_length", 256);
+  w.add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  if (t.head_dim && !t.drop_key_length) {
+    w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(hd));
+    w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(hd));
+  }
+  std::vector<std::string> toks;
+  for (int64_t i = 0; i < t.n_vocab; ++i) toks.push_back("t" + std::to_string(i));
+  w.add("tokenizer.ggml.tokens", GgufValue::make_string_array(toks));
+
+  std::mt19937 rng(42);
+  auto tensor = [&](const std::string& name, std::vector<int64_t> shape, double mean, double sd, bool matrix) {
+    if (name == t.drop) return;
+    if (name == t.reshape) shape[0] += matrix ? 32 : 1;
+    std::normal_distribution<float> nd(static_cast<float>(mean), static_cast<float>(sd));
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = nd(rng);
+    const DType type = matrix ? t.type : DType::F32;
+    std::vector<uint8_t> bytes(row_bytes(type, shape[0]) * static_cast<size_t>(n / shape[0]));
+    for (int64_t r = 0; r < n / shape[0]; ++r)
+      quantize_row(type, v.data() + r * shape[0], bytes.data() + r * row_bytes(type, shape[0]), shape[0]);
+    w.add_tensor(name, type, shape, std::move(bytes));
+  };
+  const int64_t e = t.n_embd, q = t.n_head * hd, kv = t.n_head_kv * hd;
+  tensor("token_embd.weight", {e, t.n_vocab}, 0, 1, true);
+  for (int64_t il = 0; il < t.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    tensor(p + "attn_norm.weight", {e}, 1, 0.1, false);
+    tensor(p + "attn_q.weight", {e, q}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "attn_k.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "attn_v.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
+    if (a == "qwen2") {
+      tensor(p + "attn_q.bias", {q}, 0, 0.1, false);
+      tensor(p + "attn_k.bias", {kv}, 0, 0.1, false);
+      tensor(p + "attn_v.bias", {kv}, 0, 0.1, false);
+    }
+    if (a == "qwen3") {
+      tensor(p + "attn_q_norm.weight", {hd}, 1, 0.1, false);
+      tensor(p + "attn_k_norm.weight", {hd}, 1, 0.1, false);
+    }
+    tensor(p + "attn_output.weight", {q, e}, 0, 1 / std::sqrt(double(q)), true);
+    tensor(p + "ffn_norm.weight", {e}, 1, 0.1, false);
+    tensor(p + "ffn_gate.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "ffn_up.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "ffn_down.weight", {t.n_ff, e}, 0, 1 / std::sqrt(double(t.n_ff)), true);
+  }
+  tensor("output_norm.weight", {e}, 1, 0.1, false);
+  if (!t.tied) tensor("output.weight", {e, t.n_vocab}, 0, 2 / std::sqrt(double(e)), true);
+  const Status s = w.write(path);
+  EXPECT_TRUE(s) << (s ? "" : s.error().message);
+  return path;
+}
+
+// The file is removed once loaded (the model keeps its mapping).
+std::shared_ptr<const Model> load(const Tiny& t, const std::string& tag) {
+  const std::string path = write_tiny(t, tag);
+  auto m = Model::load(path);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(m) << (m ? "" : m.error().message);
+  return m ? *m : nullptr;
+}
+
+std::string load_error(const Tiny& t, const std::string& tag) {
+  const std::string path = write_tiny(t, tag);
+  auto m = Model::load(path);
+  std::filesystem::remove(path);
+  return m ? std::string("(loaded)") : m.error().message;
+}
+
+TEST(ModelLoad, HyperparametersOfEachArchitecture) {
+  Tiny q3;
+  q3.arch = "qwen3";
+  q3.head_dim = 32;  // decoupled: n_head * head_dim = 128 != n_embd 64
+  q3.tied = true;
+  auto m = load(q3, "hp-qwen3");
+  ASSERT_TRUE(m);
+  const ModelHparams& hp = m->hparams();
+  EXPECT_EQ(hp.head_dim_k, 32);
+  EXPECT_EQ(hp.n_embd_q(), 128);
+  EXPECT_EQ(hp.n_embd_k(), 64);
+  EXPECT_EQ(hp.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(hp.tied_output);
+  EXPECT_EQ(hp.n_vocab, 96);
+  Tiny ll;
+  auto l = load(ll, "hp-llama");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->hparams().rope_mode, RopeMode::kNorm);
+  EXPECT_FALSE(l->hparams().tied_output);
+}
+
+TEST(ModelLoad, ErrorsNameTheProblem) {
+  Tiny t;
+  t.arch = "gpt2";
+  EXPECT_NE(load_error(t, "e-arch").find("unsupported architecture 'gpt2'"), std::string::npos);
+  Tiny missing;
+  missing.drop = "blk.1.ffn_up.weight";
+  EXPECT_NE(load_error(missing, "e-miss").find("'blk.1.ffn_up.weight' is missing"), std::string::npos);
+  Tiny shape;
+  shape.reshape = "blk.0.attn_k.weight";
+  const std::string e = load_error(shape, "e-shape");
+  EXPECT_NE(e.find("'blk.0.attn_k.weight' has shape [96, 32], expected [64, 32]"), std::string::npos) << e;
+  Tiny q2;
+  q2.arch = "qwen2";
+  q2.drop = "blk.0.attn_v.bias";
+  EXPECT_NE(load_error(q2, "e-bias").find("attn_v.bias"), std::string::npos);
+  Tiny q3;
+  q3.arch = "qwen3";
+  q3.head_dim = 32;
+  q3.drop_key_length = true;
+  const std::string keylen = load_error(q3, "e-keylen");
+  EXPECT_NE(keylen.find("key_length"), std::string::npos) << keylen;
+}
+
+std::vector<int32_t> some_tokens(int n, int n_vocab) {
+  std::vector<int32_t> v;
+  for (int i = 0; i < n; ++i) v.push_back((7 + 37 * i) % n_vocab);
+  return v;
+}
+
+std::unique_ptr<Session> session(std::shared_ptr<const Model> m, SessionParams p) {
+  auto s = Session::create(std::move(m), p);
+  EXPECT_TRUE(s) << (s ? "" : s.error().message);
+  return s ? std::move(*s) : nullptr;
+}
+
+std::vector<float> all_logits(Session& s, const std::vector<int32_t>& toks) {
+  auto l = s.decode(toks, static_cast<int>(toks.size()));
+  EXPECT_TRUE(l) << (l ? "" : l.error().message);
+  return l ? std::vector<float>(l->begin(), l->end()) : std::vector<float>{};
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
+  return d;
+}
+
+class SessionInvariants : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SessionInvariants, KvCacheChunkingTailTruncateFusion) {
+  Tiny t;
+  t.arch = GetParam();
+  if (t.arch == "qwen3") t.head_dim = 32;
+  t.tied = t.arch == "qwen2";
+  auto m = load(t, "inv-" + t.arch);
+  ASSERT_TRUE(m);
+  const int n = 9;
+  const std::vector<int32_t> toks = some_tokens(n, 96);
+  const size_t V = 96;
+  SessionParams p;
+  p.n_ctx = 32;
+  p.n_threads = 2;
+  auto full_s = session(m, p);
+  const std::vector<float> full = all_logits(*full_s, toks);  // one batch of 9
+  ASSERT_EQ(full.size(), n * V);
+
+  // Token by token through the KV cache: each step's logits equal the batch row.
+  auto step = session(m, p);
+  for (int i = 0; i < n; ++i) {
+    auto l = step->decode({&toks[static_cast<size_t>(i)], 1});
+    ASSERT_TRUE(l);
+    const std::vector<float> row(full.begin() + i * V, full.begin() + (i + 1) * V);
+    EXPECT_LT(max_diff(std::vector<float>(l->begin(), l->end()), row), 1e-4) << "position " << i;
+  }
+  EXPECT_EQ(step->n_past(), n);
+  EXPECT_EQ(step->stats().n_graph_builds, 1);  // one decode graph, reused
+
+  // Batches of 4 (-b 4): 4 + 4 + 1, sharing the cache.
+  SessionParams pb = p;
+  pb.n_batch = 4;
+  auto chunked = session(m, pb);
+  EXPECT_LT(max_diff(all_logits(*chunked, toks), full), 1e-4);
+
+  // Tail reduction: the last 2 rows only.
+  auto tail = session(m, p);
+  auto l2 = tail->decode(toks, 2);
+  ASSERT_TRUE(l2);
+  EXPECT_LT(max_diff(std::vector<float>(l2->begin(), l2->end()), std::vector<float>(full.end() - 2 * V, full.end())), 1e-4);
+
+  // Truncate to 4 and decode the rest again: the same logits.
+  ASSERT_TRUE(tail->truncate(4));
+  EXPECT_FALSE(tail->truncate(5));
+  const std::vector<int32_t> rest(toks.begin() + 4, toks.end());
+  auto again = tail->decode(rest, static_cast<int>(rest.size()));
+  ASSERT_TRUE(again);
+  EXPECT_LT(max_diff(std::vector<float>(again->begin(), again->end()), std::vector<float>(full.begin() + 4 * V, full.end())), 1e-4);
+
+  // Fusion changes no bit.
+  SessionParams pu = p;
+  pu.fuse = false;
+  auto unfused = session(m, pu);
+  const std::vector<float> u = all_logits(*unfused, toks);
+  EXPECT_EQ(std::memcmp(u.data(), full.data(), full.size() * 4), 0);
+  auto pg = full_s->graph(n, n);
+  ASSERT_TRUE(pg);
+  EXPECT_EQ((*pg)->n_fused, 2 * 2 + (t.arch == "qwen3" ? 2 * 2 : 0) + 2 + 1);  // norms, swiglus, q/k norms
+
+  // KV cache in f32 stays close to the f16 one.
+  SessionParams p32 = p;
+  p32.kv_type = DType::F32;
+  auto s32 = session(m, p32);
+  EXPECT_LT(max_diff(all_logits(*s32, toks), full), 5e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, SessionInvariants, ::testing::Values("llama", "qwen2", "qwen3"));
+
+TEST(Session, RejectsBadInput) {
+  Tiny t;
+  t.type = DType::Q8_0;
+  auto m = load(t, "bad-input");
+  ASSERT_TRUE(m);
+  SessionParams p;
+  p.n_ctx = 8;
+  p.n_threads = 1;
+  auto s = session(m, p);
+  const int32_t bad = 96;
+  auto r = s->decode({&bad, 1});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("token 96"), std::string::npos);
+  const std::vector<int32_t> nine = some_tokens(9, 96);
+  r = s->decode(nine);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("context full"), std::string::npos);
+  EXPECT_EQ(s->n_past(), 0);
+  EXPECT_FALSE(s->decode(nine, 0));
+  ASSERT_TRUE(s->decode(some_tokens(8, 96)));
+  EXPECT_EQ(s->n_past(), 8);
+  s->clear();
+  EXPECT_EQ(s->n_past(), 0);
+  SessionParams bad_kv = p;
+  bad_kv.kv_type = DType::Q8_0;
+  EXPECT_FALSE(Session::create(m, bad_kv));
+}
+
+}  // namespace
+}  // namespace minfer
