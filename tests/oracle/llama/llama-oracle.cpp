@@ -19,7 +19,7 @@
 //        -> "PPL = x +/- y" on stderr, {"ppl":x,"ppl_err":y,"n_chunks":..,"n_scored":..} on stdout
 //        (chunks of -c tokens, the second half of each chunk scored, as llama-perplexity does)
 //
-// Common flags: -t N threads (default 1 for logits/greedy, since ggml's workers spin at
+// Common flags: --kv-type f16|f32 (KV cache type), --flash-attn on|off, -t N threads (default 1 for logits/greedy, since ggml's workers spin at
 // barriers and stall badly on a loaded 2-core machine; all hardware threads for quantize),
 // -v shows llama.cpp's log (otherwise only its errors), --bins DIR where the ggml CPU backends
 // live. The backends directory is, in order: --bins, $MINFER_LLAMA_BINS, the directory holding
@@ -72,6 +72,8 @@ struct Args {
   std::string out;
   std::string bins;
   std::string file;     // -f
+  bool kv_f32 = false;  // --kv-type f32 (default f16)
+  int flash = -1;       // --flash-attn on|off (default: llama.cpp's auto)
   int n_chunks = 0;     // --chunks (0 = all)
   int threads = 0;  // 0 = the subcommand's default
   int n_ctx = 0;
@@ -103,6 +105,15 @@ Args parse_args(int argc, char** argv, int first) {
     else if (s == "--out" || s == "-o") a.out = value();
     else if (s == "--bins") a.bins = value();
     else if (s == "-f" || s == "--file") a.file = value();
+    else if (s == "--kv-type") {
+      const std::string v = value();
+      if (v != "f16" && v != "f32") die("--kv-type: '" + v + "' is not f16 or f32");
+      a.kv_f32 = v == "f32";
+    } else if (s == "--flash-attn") {
+      const std::string v = value();
+      if (v != "on" && v != "off") die("--flash-attn: '" + v + "' is not on or off");
+      a.flash = v == "on" ? 1 : 0;
+    }
     else if (s == "--chunks") a.n_chunks = parse_int(s, value(), 0, 1 << 20);
     else if (s == "-t" || s == "--threads") a.threads = parse_int(s, value(), 1, 1024);
     else if (s == "-c" || s == "--ctx") a.n_ctx = parse_int(s, value(), 1, 1 << 24);
@@ -197,6 +208,11 @@ void make_context(Session& s, const Args& a, int n_tokens, int n_ctx_needed) {
   cp.n_threads = std::max(a.threads, 1);
   cp.n_threads_batch = cp.n_threads;
   cp.no_perf = true;
+  if (a.kv_f32) {
+    cp.type_k = GGML_TYPE_F32;
+    cp.type_v = GGML_TYPE_F32;
+  }
+  if (a.flash >= 0) cp.flash_attn_type = a.flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   s.ctx = llama_init_from_model(s.model, cp);
   if (!s.ctx) die("failed to create a context of " + std::to_string(cp.n_ctx) + " tokens");
 }
