@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "graph/export.h"
+#include "cli/graph-dump.h"
 #include "runtime/session.h"
 
 namespace minfer::cli {
@@ -45,42 +45,6 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& s) {
   MINFER_TRY(flush());
   if (ids.empty()) return make_error("--tokens: no token ids given");
   return ids;
-}
-
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return make_error("cannot write '{}'", path);
-  return Status::ok();
-}
-
-Status dump_graphs(Session& s, int n_tokens, int n_out, const std::string& dot, const std::string& json) {
-  auto pg = s.graph(n_tokens, n_out);
-  if (!pg) return pg.error();
-  const std::vector<std::string> backends = s.backend_names();
-  const ModelHparams& hp = s.model().hparams();
-  size_t n_live = 0;
-  for (const Node& n : (*pg)->graph.nodes) n_live += n.dead ? 0 : 1;
-  if (!dot.empty()) {
-    MINFER_TRY(write_file(dot, graph_to_dot((*pg)->graph, &(*pg)->plan, backends)));
-    std::fprintf(stderr, "graph DOT written to %s (%zu nodes)\n", dot.c_str(), n_live);
-  }
-  if (!json.empty()) {
-    GraphExportInfo info;
-    info.model = hp.name;
-    info.arch = hp.arch;
-    info.kind = n_tokens > 1 ? "prefill" : "decode";
-    info.params = {{"n_tokens", std::to_string(n_tokens)},
-                   {"n_out", std::to_string(n_out)},
-                   {"n_ctx", std::to_string(s.n_ctx())},
-                   {"n_batch", std::to_string(s.n_batch())},
-                   {"kv_type", s.params().kv_type == DType::F16 ? "\"f16\"" : "\"f32\""},
-                   {"fuse", s.params().fuse ? "true" : "false"}};
-    MINFER_TRY(write_file(json, graph_to_json((*pg)->graph, &(*pg)->plan, backends, info)));
-    std::fprintf(stderr, "graph JSON written to %s (%zu nodes)\n", json.c_str(), n_live);
-  }
-  return Status::ok();
 }
 
 int32_t argmax(std::span<const float> row) {
