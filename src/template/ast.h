@@ -56,6 +56,9 @@ struct Expr {
   std::vector<std::string> ops;  // kCompare: "==", "!=", "<", "<=", ">", ">=", "in", "notin"
   ArgNodes args;                 // kCall, kFilter, kTest
   int depth = 1;                 // height of this subtree (bounded: see kMaxExprDepth)
+  // kGetitem of a slice on a constant: jinja2 folds it at compile time through its getitem,
+  // so an invalid slice gives undefined instead of the runtime TypeError.
+  bool folded_slice = false;
   const FilterDef* filter = nullptr;  // resolved at parse time
   const TestDef* test = nullptr;
 };

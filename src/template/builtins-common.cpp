@@ -11,6 +11,14 @@
 
 namespace minfer::jinja {
 
+namespace {
+
+[[noreturn]] void binding_error(std::string message) {
+  throw JinjaError(ErrorKind::kType, std::move(message)).mark_binding();
+}
+
+}  // namespace
+
 Bound bind_args(const char* fn, const CallArgs& args, std::initializer_list<const char*> params) {
   Bound b;
   b.v.resize(params.size());
@@ -18,22 +26,22 @@ Bound bind_args(const char* fn, const CallArgs& args, std::initializer_list<cons
   std::vector<std::string_view> names;
   for (const char* p : params) names.emplace_back(p[0] == '*' ? p + 1 : p);
   if (args.pos.size() > names.size())
-    type_error(fmt::format("{}() takes at most {} argument(s) ({} given)", fn, names.size(), args.pos.size()));
+    binding_error(fmt::format("{}() takes at most {} argument(s) ({} given)", fn, names.size(), args.pos.size()));
   for (size_t i = 0; i < args.pos.size(); ++i) {
     b.v[i] = args.pos[i];
     b.given[i] = true;
   }
   for (const auto& [k, v] : args.kw) {
     auto it = std::find(names.begin(), names.end(), k);
-    if (it == names.end()) type_error(fmt::format("{}() got an unexpected keyword argument '{}'", fn, k));
+    if (it == names.end()) binding_error(fmt::format("{}() got an unexpected keyword argument '{}'", fn, k));
     const size_t i = static_cast<size_t>(it - names.begin());
-    if (b.given[i]) type_error(fmt::format("{}() got multiple values for argument '{}'", fn, k));
+    if (b.given[i]) binding_error(fmt::format("{}() got multiple values for argument '{}'", fn, k));
     b.v[i] = v;
     b.given[i] = true;
   }
   size_t i = 0;
   for (const char* p : params) {
-    if (p[0] == '*' && !b.given[i]) type_error(fmt::format("{}() missing required argument '{}'", fn, p + 1));
+    if (p[0] == '*' && !b.given[i]) binding_error(fmt::format("{}() missing required argument '{}'", fn, p + 1));
     ++i;
   }
   return b;
@@ -41,7 +49,6 @@ Bound bind_args(const char* fn, const CallArgs& args, std::initializer_list<cons
 
 int64_t to_index(const Value& v, const char* what) {
   if (v.is_int() || v.is_bool()) return v.get_int();
-  if (v.is_undefined()) undefined_error(v);
   type_error(fmt::format("'{}' object cannot be interpreted as an integer ({})", v.type_name(), what));
 }
 

@@ -29,11 +29,18 @@ class JinjaError : public std::exception {
   const std::string& message() const { return message_; }
   int line() const { return line_; }
   void set_line(int line) { if (line_ == 0) line_ = line; }
+  // Raised while binding call arguments (before a generator filter's body runs).
+  bool binding() const { return binding_; }
+  JinjaError& mark_binding() {
+    binding_ = true;
+    return *this;
+  }
 
  private:
   ErrorKind kind_;
   std::string message_;
   int line_;
+  bool binding_ = false;
 };
 
 [[noreturn]] inline void fail(ErrorKind kind, std::string message, int line = 0) {

@@ -98,7 +98,7 @@ Value f_dictsort(Interp& in, const Value& v, CallArgs& a) {
   Bound b = bind_args("dictsort", a, {"case_sensitive", "by", "reverse"});
   const bool cs = b.has(0) && b.v[0].truthy();
   const std::string by = b.has(1) ? b.v[1].to_str() : "key";
-  const bool reverse = b.has(2) && b.v[2].truthy();
+  const bool reverse = b.has(2) && to_index(b.v[2], "reverse") != 0;  // sorted() wants an int
   if (by != "key" && by != "value") type_error("You can only sort by either \"key\" or \"value\"");
   if (v.is_undefined()) undefined_error(v);
   if (!v.is_dict()) type_error(fmt::format("'{}' object has no attribute 'items'", v.type_name()));
@@ -359,7 +359,7 @@ Value f_slice(Interp& in, const Value& v, CallArgs& a) {
 
 Value f_sort(Interp& in, const Value& v, CallArgs& a) {
   Bound b = bind_args("sort", a, {"reverse", "case_sensitive", "attribute"});
-  const bool reverse = b.has(0) && b.v[0].truthy();
+  const bool reverse = b.has(0) && to_index(b.v[0], "reverse") != 0;  // sorted() wants an int
   const bool cs = b.has(1) && b.v[1].truthy();
   std::vector<std::vector<Value>> keys;  // make_multi_attrgetter: "a,b" sorts by a then b
   if (b.has(2) && b.v[2].is_string()) {
@@ -501,18 +501,33 @@ Value f_tojson(Interp&, const Value& v, CallArgs& a) {
   return Value(json_dumps(v, json_options(b)));
 }
 
+// jinja2's generator filters run their body when the result is iterated: an error inside
+// becomes part of the iterator and is raised then.
+template <FilterFn F>
+Value lazy(Interp& in, const Value& v, CallArgs& a) {
+  try {
+    return F(in, v, a);
+  } catch (const JinjaError& e) {
+    if (e.kind() == ErrorKind::kLimit || e.binding()) throw;
+    Value it = Value::iterator({});
+    it.list_obj().error_kind = static_cast<int>(e.kind());
+    it.list_obj().error = e.message();
+    return it;
+  }
+}
+
 const FilterDef kFilters[] = {
-    {"abs", f_abs}, {"attr", f_attr}, {"batch", f_batch}, {"capitalize", f_capitalize},
+    {"abs", f_abs}, {"attr", f_attr}, {"batch", lazy<f_batch>}, {"capitalize", f_capitalize},
     {"center", f_center}, {"count", f_length}, {"d", f_default}, {"default", f_default},
     {"dictsort", f_dictsort}, {"e", f_escape}, {"escape", f_escape}, {"first", f_first},
     {"float", f_float}, {"forceescape", f_forceescape}, {"format", f_format}, {"indent", f_indent},
-    {"int", f_int}, {"items", f_items}, {"join", f_join}, {"last", f_last}, {"length", f_length},
-    {"list", f_list}, {"lower", f_lower}, {"map", f_map}, {"max", f_max}, {"min", f_min},
-    {"reject", f_reject}, {"rejectattr", f_rejectattr}, {"replace", f_replace},
-    {"reverse", f_reverse}, {"round", f_round}, {"safe", f_safe}, {"select", f_select},
-    {"selectattr", f_selectattr}, {"slice", f_slice}, {"sort", f_sort}, {"string", f_string},
+    {"int", f_int}, {"items", lazy<f_items>}, {"join", f_join}, {"last", f_last}, {"length", f_length},
+    {"list", f_list}, {"lower", f_lower}, {"map", lazy<f_map>}, {"max", f_max}, {"min", f_min},
+    {"reject", lazy<f_reject>}, {"rejectattr", lazy<f_rejectattr>}, {"replace", f_replace},
+    {"reverse", f_reverse}, {"round", f_round}, {"safe", f_safe}, {"select", lazy<f_select>},
+    {"selectattr", lazy<f_selectattr>}, {"slice", lazy<f_slice>}, {"sort", f_sort}, {"string", f_string},
     {"sum", f_sum}, {"title", f_title}, {"tojson", f_tojson}, {"trim", f_trim}, {"truncate", f_truncate},
-    {"unique", f_unique}, {"upper", f_upper}, {"wordcount", f_wordcount},
+    {"unique", lazy<f_unique>}, {"upper", f_upper}, {"wordcount", f_wordcount},
 };
 
 }  // namespace

@@ -15,8 +15,9 @@ namespace {
 
 struct Spec {
   uint32_t fill = ' ';
+  bool fill_given = false;
   char align = 0;  // '<', '>', '^', '=' or 0 (type default)
-  char sign = '-';
+  char sign = 0;  // '+', '-', ' ' when given
   bool alt = false, zero = false;
   int64_t width = -1, precision = -1;
   char grouping = 0;
@@ -45,8 +46,9 @@ std::string group_digits(const std::string& digits, char sep) {
 }
 
 std::string pad(const std::string& body, const std::string& sign, const Spec& s, char default_align) {
-  const char align = s.align ? s.align : (s.zero ? '=' : default_align);
-  const uint32_t fill = s.align ? s.fill : (s.zero ? '0' : ' ');
+  // A '0' before the width pads with zeros unless a fill is given; numbers then pad after the sign.
+  const char align = s.align ? s.align : (s.zero && default_align == '>' ? '=' : default_align);
+  const uint32_t fill = s.fill_given ? s.fill : (s.zero ? '0' : ' ');
   const auto len = static_cast<int64_t>(utf8_length(body) + sign.size());
   if (s.width <= len) return sign + body;
   std::string f;
@@ -132,6 +134,7 @@ Spec parse_spec(const std::string& spec) {
   auto is_align = [](uint32_t x) { return x == '<' || x == '>' || x == '^' || x == '='; };
   if (c.size() >= 2 && is_align(c[1])) {
     s.fill = c[0];
+    s.fill_given = true;
     s.align = static_cast<char>(c[1]);
     i = 2;
   } else if (!c.empty() && is_align(c[0])) {
@@ -164,13 +167,10 @@ Spec parse_spec(const std::string& spec) {
 std::string format_value(const Value& v, const std::string& spec) {
   if (spec.empty()) return v.to_str();
   Spec s = parse_spec(spec);
-  if (v.is_number()) {
-    if (v.is_bool() && !s.type) return pad(v.to_str(), "", s, '<');
-    return format_number(v, s);
-  }
+  if (v.is_number()) return format_number(v, s);  // bool formats as int with a spec
   if (v.is_string()) {
     if (s.type && s.type != 's') type_error(fmt::format("Unknown format code '{}' for object of type 'str'", s.type));
-    if (s.sign != '-') type_error("Sign not allowed in string format specifier");
+    if (s.sign) type_error("Sign not allowed in string format specifier");
     std::string body = v.str();
     if (s.precision >= 0) {
       std::vector<uint32_t> cps = utf8_decode(body);
@@ -249,10 +249,11 @@ std::string str_format(Interp& in, const std::string& f, const CallArgs& args) {
         p = q + 1;
       }
     }
+    if (v.is_undefined() && p > head.size())  // a failed .attr / [key] walk: AttributeError/KeyError
+      fail(ErrorKind::kType, fmt::format("format field '{}': {}", name, v.undefined_hint()));
     if (conv == "r" || conv == "a") v = Value(v.repr());
     else if (conv == "s") v = Value(v.to_str());
     else if (!conv.empty()) type_error(fmt::format("Unknown conversion specifier {}", conv));
-    if (v.is_undefined() && spec.empty()) undefined_error(v);
     out += format_value(v, spec);
     in.check_size(out.size());
   }
@@ -287,8 +288,7 @@ std::string percent_format(Interp& in, const std::string& f, const Value& args) 
       have = true;
       i = close + 1;
     }
-    Spec s;
-    s.align = '>';
+    Spec s;  // default alignment: right; '-' flag: left
     for (; i < f.size() && std::string("-+ #0").find(f[i]) != std::string::npos; ++i) {
       if (f[i] == '-') s.align = '<';
       else if (f[i] == '+' || f[i] == ' ') s.sign = s.sign == '+' ? '+' : f[i];
@@ -308,7 +308,6 @@ std::string percent_format(Interp& in, const std::string& f, const Value& args) 
     if (conv == '%') { out += '%'; continue; }
     if (!have) v = take();
     if (s.align == '<') s.zero = false;
-    if (s.zero) { s.align = '='; s.fill = '0'; }
     std::string body;
     switch (conv) {
       case 's': case 'r': case 'a': {
@@ -318,12 +317,20 @@ std::string percent_format(Interp& in, const std::string& f, const Value& args) 
           if (static_cast<int64_t>(cps.size()) > s.precision) body = utf8_encode(cps, 0, static_cast<size_t>(s.precision));
         }
         Spec t = s;
-        t.fill = ' ';
-        if (t.align == '=') t.align = '>';
+        t.zero = false;  // %05s pads with spaces
         out += pad(body, "", t, '>');
         break;
       }
-      case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c': {
+      case 'c':
+        if (v.is_string()) {
+          if (utf8_length(v.str()) != 1) type_error("%c requires an int or a unicode character, not a string of length != 1");
+          Spec t = s;
+          t.zero = false;
+          out += pad(v.str(), "", t, '>');
+          break;
+        }
+        [[fallthrough]];
+      case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': {
         if (!v.is_number()) type_error(fmt::format("%{} format: a real number is required, not {}", conv, v.type_name()));
         Value iv = v.is_float() ? Value(float_to_int(v.as_double())) : Value(v.get_int());
         s.type = conv == 'i' || conv == 'u' ? 'd' : conv;

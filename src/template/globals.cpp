@@ -44,6 +44,7 @@ void fill_dict(Interp& in, const CallArgs& a, DictObj& out, const char* fn) {
   if (a.pos.size() > 1) type_error(fmt::format("{} expected at most 1 argument, got {}", fn, a.pos.size()));
   if (!a.pos.empty()) {
     const Value& src = a.pos[0];
+    if (src.is_undefined()) undefined_error(src);  // dict() asks it for .keys
     if (src.is_dict() || src.is_namespace()) {
       for (const auto& [k, v] : src.dict_obj().entries()) out.set(k, v);
     } else {

@@ -35,6 +35,14 @@ std::string object_desc(const Value& obj) {
   fail(ErrorKind::kType, fmt::format("No {} named '{}' found.", what, name));
 }
 
+// Python objects have dunder attributes (__class__, __len__...), which the sandbox refuses;
+// other names starting with '_' simply do not exist (a dict key "_x" is still found).
+bool is_dunder(const std::string& name) { return name.size() > 4 && name.starts_with("__") && name.ends_with("__"); }
+
+Value unsafe(const Value& obj, const std::string& name) {
+  return Value::undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, obj.type_name()));
+}
+
 Value no_attribute(const Value& obj, const std::string& name) {
   return Value::undefined(fmt::format("'{}' has no attribute '{}'", object_desc(obj), name));
 }
@@ -90,8 +98,7 @@ Value Interp::getattr(const Value& obj, const std::string& name) {
     }
     default: break;
   }
-  if (!name.empty() && name[0] == '_')
-    return Value::undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, obj.type_name()));
+  if (is_dunder(name)) return unsafe(obj, name);
   Value m = find_method(obj, name, opts_.immutable);
   if (!m.is_undefined() || !m.undefined_hint().empty()) return m;
   if (obj.is_dict()) {
@@ -145,8 +152,7 @@ Value Interp::getitem(const Value& obj, const Value& key) {
   if (key.is_string()) {
     const std::string& name = key.str();
     if (obj.is_namespace() || obj.is_loop()) return getattr(obj, name);
-    if (!name.empty() && name[0] == '_')
-      return Value::undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, obj.type_name()));
+    if (is_dunder(name)) return unsafe(obj, name);
     Value m = find_method(obj, name, opts_.immutable);
     if (!m.is_undefined() || !m.undefined_hint().empty()) return m;
   }
@@ -176,6 +182,7 @@ ValueList Interp::iterate(const Value& v) {
       ListObj& l = v.list_obj();
       if (l.consumed) return {};
       l.consumed = true;
+      if (!l.error.empty()) fail(static_cast<ErrorKind>(l.error_kind), l.error);
       return l.items;
     }
     case Value::Kind::kDict: {
@@ -207,6 +214,7 @@ void Interp::eval_args(const ArgNodes& a, const FramePtr& frame, CallArgs& out) 
   for (const auto& [k, v] : a.kw) out.kw.emplace_back(k, eval(*v, frame));
   if (a.star_star) {
     Value extra = eval(*a.star_star, frame);
+    if (extra.is_undefined()) undefined_error(extra);  // Python asks it for .keys()
     if (!extra.is_dict()) type_error(fmt::format("argument after ** must be a mapping, not {}", extra.type_name()));
     for (const auto& [k, v] : extra.dict_obj().entries()) {
       if (!k.is_string()) type_error("keywords must be strings");
@@ -279,7 +287,13 @@ Value Interp::eval(const Expr& e, const FramePtr& frame) {
         for (int i = 0; i < 3; ++i) parts[i] = k.a[static_cast<size_t>(i)] ? eval(*k.a[static_cast<size_t>(i)], frame) : Value::none();
         line_ = e.line;
         if (obj.is_undefined()) undefined_error(obj);
-        return slice_value(obj, parts[0], parts[1], parts[2]);  // jinja2 slices bypass getitem: errors raise
+        if (!e.folded_slice) return slice_value(obj, parts[0], parts[1], parts[2]);  // bypasses getitem: errors raise
+        try {
+          return slice_value(obj, parts[0], parts[1], parts[2]);
+        } catch (const JinjaError& err) {
+          if (err.kind() != ErrorKind::kType || err.message() == "slice step cannot be zero") throw;
+          return Value::undefined(fmt::format("{} has no element slice", obj.type_name()));
+        }
       }
       Value key = eval(k, frame);
       line_ = e.line;

@@ -104,8 +104,6 @@ Value binary_op(Interp& in, const std::string& op, const Value& a, const Value& 
 Value unary_minus(const Value& v, bool negate);
 bool contains(const Value& container, const Value& item);  // Python `item in container`
 Value slice_value(const Value& v, const Value& start, const Value& stop, const Value& step);
-// Python str(v) for output; a loop or callable prints its repr.
-inline std::string to_output(const Value& v) { return v.to_str(); }
 // Raises the UndefinedError an undefined value carries.
 [[noreturn]] void undefined_error(const Value& u);
 

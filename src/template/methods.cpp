@@ -257,6 +257,53 @@ Value s_removesuffix(Interp&, const Value& self, CallArgs& a) {
 
 Value s_format(Interp& in, const Value& self, CallArgs& a) { return Value(str_format(in, self.str(), a)); }
 
+Value s_expandtabs(Interp& in, const Value& self, CallArgs& a) {
+  Bound b = bind_args("expandtabs", a, {"tabsize"});
+  const int64_t tab = b.has(0) ? to_index(b.v[0], "tabsize") : 8;
+  std::string out;
+  int64_t col = 0;
+  for (uint32_t cp : utf8_decode(self.str())) {
+    if (cp == '\t') {
+      const int64_t n = tab > 0 ? tab - col % tab : 0;
+      in.check_size(out.size() + static_cast<size_t>(n));
+      out.append(static_cast<size_t>(n), ' ');
+      col += n;
+    } else {
+      utf8_append(out, cp);
+      col = cp == '\n' || cp == '\r' ? 0 : col + 1;
+    }
+  }
+  return Value(std::move(out));
+}
+
+Value s_isascii(Interp&, const Value& self, CallArgs& a) {
+  bind_args("isascii", a, {});
+  return Value(is_ascii(self.str()));
+}
+
+Value s_istitle(Interp&, const Value& self, CallArgs& a) {
+  bind_args("istitle", a, {});
+  bool cased = false, prev_cased = false;
+  for (uint32_t cp : utf8_decode(self.str())) {
+    if (py_isupper(cp)) {
+      if (prev_cased) return Value(false);
+      prev_cased = cased = true;
+    } else if (py_islower(cp)) {
+      if (!prev_cased) return Value(false);
+      prev_cased = cased = true;
+    } else {
+      prev_cased = false;
+    }
+  }
+  return Value(cased);
+}
+
+// Python str methods this engine does not implement: they exist (`is defined` is true, as in
+// jinja2) but calling one is an "unsupported" error naming it.
+Value s_unsupported(Interp&, const Value&, CallArgs&) {
+  fail(ErrorKind::kUnsupported, "this str method is not supported by minfer's template engine");
+}
+
 Value as_markup(const Value& v) {
   if (v.is_string()) return Value::markup(v.str());
   if (v.is_list() || v.is_tuple()) {
@@ -319,6 +366,10 @@ const MethodDef kStrMethods[] = {
     {"islower", s_islower, false}, {"isupper", s_isupper, false}, {"partition", s_partition, false},
     {"rpartition", s_rpartition, false}, {"removeprefix", s_removeprefix, false},
     {"removesuffix", s_removesuffix, false}, {"format", s_format, false},
+    {"expandtabs", s_expandtabs, false}, {"isascii", s_isascii, false}, {"istitle", s_istitle, false},
+    {"encode", s_unsupported, false}, {"format_map", s_unsupported, false},
+    {"isidentifier", s_unsupported, false}, {"isprintable", s_unsupported, false},
+    {"maketrans", s_unsupported, false}, {"translate", s_unsupported, false},
 };
 
 }  // namespace
@@ -335,6 +386,12 @@ Value find_method(const Value& receiver, const std::string& name, bool immutable
     c->name = name;
     Method fn = m.fn;
     Value self = receiver;
+    if (fn == s_unsupported) {
+      c->fn = [name](Interp&, CallArgs&) -> Value {
+        fail(ErrorKind::kUnsupported, fmt::format("str.{}() is not supported by minfer's template engine", name));
+      };
+      return Value::callable(std::move(c));
+    }
     if (receiver.is_markup()) {
       c->fn = [fn, self, name](Interp& in, CallArgs& a) { return markup_call(fn, in, self, name, a); };
     } else {

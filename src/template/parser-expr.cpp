@@ -6,11 +6,10 @@
 
 namespace minfer::jinja {
 
-bool Parser::is_tuple_end(std::initializer_list<const char*> extra) const {
-  if (cur().type == Tok::kVarEnd || cur().type == Tok::kBlockEnd || is_op(")")) return true;
-  for (const char* e : extra)
-    if (is_name(e)) return true;
-  return false;
+// jinja2 passes extra end rules ("in", "recursive") to its tuple parser, but they never match
+// (a bug it has had for years), so `for a, in x` reads `in` as a target and fails. Same here.
+bool Parser::is_tuple_end(std::initializer_list<const char*>) const {
+  return cur().type == Tok::kVarEnd || cur().type == Tok::kBlockEnd || is_op(")");
 }
 
 ExprPtr Parser::parse_tuple(bool explicit_parens, bool with_cond, std::initializer_list<const char*> extra) {
@@ -279,6 +278,11 @@ ExprPtr Parser::parse_subscript(ExprPtr obj) {
   auto e = node(ExprKind::kGetitem, line);
   e->a.push_back(std::move(obj));
   if (args.size() == 1) {
+    if (args[0]->kind == ExprKind::kSlice && is_const(*e->a[0])) {
+      bool bounds_const = true;
+      for (const auto& b : args[0]->a) bounds_const &= !b || is_const(*b);
+      e->folded_slice = bounds_const;
+    }
     e->a.push_back(std::move(args[0]));
   } else {
     auto tup = node(ExprKind::kTuple, line);

@@ -102,6 +102,20 @@ class Parser {
     return e;
   }
 
+  // Whether jinja2's optimizer can evaluate e at compile time (literals and operators on them).
+  static bool is_const(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::kConst: return true;
+      case ExprKind::kList: case ExprKind::kTuple: case ExprKind::kDict: case ExprKind::kNeg:
+      case ExprKind::kPos: case ExprKind::kNot: case ExprKind::kBinary: case ExprKind::kConcat:
+      case ExprKind::kCompare: case ExprKind::kAnd: case ExprKind::kOr:
+        for (const auto& c : e.a)
+          if (!c || !is_const(*c)) return false;
+        return true;
+      default: return false;
+    }
+  }
+
   static ExprPtr node(ExprKind k, int line) {
     auto e = std::make_unique<Expr>();
     e->kind = k;
@@ -130,7 +144,7 @@ class Parser {
   // if statement or an inline if (a jinja2 "soft frame"), where it fails only when run.
   static void check_names(const StmtList& body, bool soft);
   static void check_expr(const Expr* e, bool soft);
-  Target parse_target(bool with_tuple, bool with_namespace, const char* end_name, bool in_parens = false);
+  Target parse_target(bool with_tuple, bool with_namespace);
 
   // expressions (parser-expr.cpp)
   bool is_tuple_end(std::initializer_list<const char*> extra) const;

@@ -131,7 +131,7 @@ std::unique_ptr<Stmt> Parser::parse_if(std::unique_ptr<Stmt> s) {
 std::unique_ptr<Stmt> Parser::parse_for(std::unique_ptr<Stmt> s) {
   next();
   s->kind = StmtKind::kFor;
-  s->target = parse_target(true, false, "in");
+  s->target = parse_target(true, false);
   if (!skip_name("in")) error(fmt::format("expected token 'in', got '{}'", describe(cur())));
   s->expr = parse_tuple(false, false, {"recursive"});
   if (skip_name("if")) s->cond = parse_expression(true);
@@ -145,7 +145,7 @@ std::unique_ptr<Stmt> Parser::parse_for(std::unique_ptr<Stmt> s) {
 
 std::unique_ptr<Stmt> Parser::parse_set(std::unique_ptr<Stmt> s) {
   next();
-  s->target = parse_target(true, true, nullptr);
+  s->target = parse_target(true, true);
   if (skip_op("=")) {
     s->kind = StmtKind::kSet;
     s->expr = parse_tuple(false, true, {});
@@ -248,7 +248,7 @@ std::unique_ptr<Stmt> Parser::parse_with(std::unique_ptr<Stmt> s) {
   s->kind = StmtKind::kWith;
   while (cur().type != Tok::kBlockEnd) {
     if (!s->targets.empty()) expect_op(",");
-    s->targets.push_back(parse_target(true, false, nullptr));
+    s->targets.push_back(parse_target(true, false));
     expect_op("=");
     s->values.push_back(parse_expression(true));
   }
@@ -260,7 +260,7 @@ std::unique_ptr<Stmt> Parser::parse_with(std::unique_ptr<Stmt> s) {
 
 Target Parser::parse_target_item(bool with_namespace) {
   if (skip_op("(")) {
-    Target t = parse_target(true, with_namespace, nullptr, true);
+    Target t = parse_target(true, with_namespace);
     expect_op(")");
     return t;
   }
@@ -279,16 +279,14 @@ Target Parser::parse_target_item(bool with_namespace) {
   return t;
 }
 
-Target Parser::parse_target(bool with_tuple, bool with_namespace, const char* end_name, bool in_parens) {
+Target Parser::parse_target(bool with_tuple, bool with_namespace) {
   Target first = parse_target_item(with_namespace);
   if (!with_tuple || !is_op(",")) return first;
   Target t;
   t.kind = Target::Kind::kTuple;
   t.items.push_back(std::move(first));
   while (skip_op(",")) {
-    if (cur().type == Tok::kBlockEnd || (in_parens && is_op(")")) || (end_name && is_name(end_name)) ||
-        is_op("="))
-      break;
+    if (is_tuple_end({})) break;  // a trailing comma; see is_tuple_end
     t.items.push_back(parse_target_item(with_namespace));
   }
   return t;

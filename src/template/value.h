@@ -35,6 +35,10 @@ struct ListObj {
   int depth = 1;          // nesting depth of containers (bounded: see kMaxNesting)
   std::string view;      // "" | "dict_keys" | "dict_values" | "dict_items" | "range(a, b[, s])"
   bool consumed = false;  // iterators only
+  // A generator whose body failed: jinja2 raises when it is iterated, not when it is made
+  // (printing or testing it does not raise). Kind is an ErrorKind; empty message: none.
+  int error_kind = 0;
+  std::string error;
 };
 
 class DictObj;

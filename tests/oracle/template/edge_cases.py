@@ -4,7 +4,7 @@ against jinja2 in test_engine_vs_jinja2.py. Each entry is (template, variables);
 output is whatever jinja2 renders (or that it raises)."""
 
 D = {"s": "Hello World", "n": 7, "f": 2.5, "neg": -7, "l": [3, 1, 2], "e": [], "t": True, "z": 0,
-     "d": {"b": 2, "a": 1, "c": None}, "u": "héllo wörld ✓ 😀", "none": None,
+     "d": {"b": 2, "a": 1, "c": None, "_priv": "p"}, "u": "héllo wörld ✓ 😀", "none": None,
      "msgs": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"},
               {"role": "assistant", "content": "yo", "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]},
               {"role": "user", "content": "  bye  "}],
@@ -130,6 +130,9 @@ METHODS = [
     "{{ '{} and {}'.format('a', 'b') }}|{{ '{1}{0}'.format('a', 'b') }}|{{ '{name}!'.format(name='x') }}|{{ '{:>5}|{:<5}|{:^5}'.format('a', 'b', 'c') }}|{{ '{:.2f}'.format(3.14159) }}|{{ '{:05d}'.format(42) }}",
     "{{ '{:,}'.format(1234567) }}|{{ '{!r}'.format('x') }}|{{ '{0[a]}'.format({'a': 5}) }}|{{ '{x.y}'.format(x={'y': 1}) }}|{{ '{{}}'.format() }}|{{ '{:x}'.format(255) }}|{{ '{:e}'.format(12345.678) }}|{{ '{:.3}'.format(2.0) }}|{{ '{:%}'.format(0.25) }}",
     "{{ '%s and %s' % ('a', 'b') }}|{{ '%d%%' % 50 }}|{{ '%5.1f' % 3.14159 }}|{{ '%-5s|' % 'ab' }}|{{ '%s' % [1, 2] }}|{{ '%(k)s' % {'k': 'v'} }}|{{ '%03d' % 7 }}|{{ '%+d' % 5 }}",
+    "{{ '%++ call }ks-%d' % ('a', 6) }}|{{ '{:>05}|{:05}|{:05}|{:*^7}|{:05}|{:>5}|{:0=5}'.format('x', 'y', -3, 'z', True, True, -2) }}",
+    "{{ '%05d|%-5d|%05s|%c|%c|%+.2f|%5.1e|%-05d|%5s|%x|%#o' % (-3, 4, 'ab', 65, 'q', 2.5, 12345.6, 7, 'r', 255, 8) }}",
+    "{{ '{}|{:>3}'.format(undefined_var, 1) }}", "{{ '{.a}'.format('y') }}", "{{ '{:+}'.format('x') }}", "{{ 'a\tb'.expandtabs(4) }}|{{ 'ab'.isascii() }}|{{ 'Ab Cd'.istitle() }}|{{ 'x'.encode is defined }}",
     "{{ d.get('a') }}|{{ d.get('zz') }}|{{ d.get('zz', 'dflt') }}|{{ d.keys()|list }}|{{ d.values()|list }}|{{ d.items()|list }}|{{ d.keys() }}|{{ d.items() }}",
     "{{ d.copy() }}|{{ l.count(1) }}|{{ l.index(2) }}|{{ l.copy() }}|{{ (1, 2, 1).count(1) }}|{{ 'a' in d.keys() }}|{{ d.keys()|length }}",
     "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", "{{ l.append(4) }}", "{{ l.pop() }}", "{{ d.update({'x': 1}) }}",
@@ -200,7 +203,12 @@ TESTS = [
     "{{ n is eq 7 }}|{{ n is ne 7 }}|{{ n is lt 8 }}|{{ n is gt(8) }}|{{ n is ge 7 }}|{{ n is le 6 }}|{{ n is equalto 7 }}|{{ n is == 7 }}|{{ 2 is in l }}|{{ 'a' is in 'abc' }}",
     "{{ none is sameas none }}|{{ t is sameas true }}|{{ 'upper' is filter }}|{{ 'nope' is filter }}|{{ 'odd' is test }}|{{ '<b>'|safe is escaped }}|{{ '<b>' is escaped }}",
     "{{ n is not none }}|{{ x is not defined }}|{{ l is not string }}|{{ not x is defined }}", "{{ n is divisibleby 0 }}", "{{ 'a' is odd }}", "{{ n is nosuchtest }}",
-    "{% if t %}{{ n is nosuchtest }}{% endif %}ok", "{% if z %}{{ n | nosuchfilter }}{% endif %}ok", "{{ n|nosuchfilter if z else 'cond ok' }}",
+    "{% if t %}{{ n is nosuchtest }}{% endif %}ok", "{{ n is callable not in (1, 2) }}", "{{ n is defined(1) }}",
+    "{% set g = l|map('nosuchfilter') %}{{ g is defined }}|{% if g %}truthy{% endif %}", "{{ l|map('nosuchfilter')|list }}",
+    "{{ 5|items is defined }}", "{{ 5|items|list }}", "{% for i, in l %}{% endfor %}", "{% set a, = l %}",
+    "{{ 'x'|slice }}", "{{ d._priv }}|{{ d['_priv'] }}|{{ 'x'._nope }}|{{ d.__class__ }}|{{ 'x'.__len__ is defined }}",
+    "{{ x|sort('a') }}", "{{ [2, 1]|sort(1)|list }}{{ {'a': 1}|dictsort(reverse=1) }}", "{{ true[1:] }}|{{ (1, 2)[::0] }}",
+    "{{ namespace(undefined_var) }}", "{{ dict(**undefined_var) }}", "{{ range(undefined_var) }}", "{{ true[1:] }}", "{{ none[1:] }}", "{{ undefined_var[1:] }}", "{% if z %}{{ n | nosuchfilter }}{% endif %}ok", "{{ n|nosuchfilter if z else 'cond ok' }}",
     "{% if t %}{{ n|nosuchfilter }}{% endif %}", "{% if t %}{% for i in l %}{{ i|nosuchfilter }}{% endfor %}{% endif %}",
     "{% for i in l %}{% if z %}{{ i|nosuchfilter }}{% endif %}{% endfor %}ok", "{% if z %}{{ n|urlize }}{% endif %}ok",
 ]
