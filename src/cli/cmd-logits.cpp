@@ -1,23 +1,31 @@
 // `minfer logits MODEL --tokens ID,ID,... --out FILE [--greedy N] [-t N] [-b N] [-c N]
-//                [--kv-type f16|f32] [--dump-graph F.dot] [--dump-graph-json F.json] [--no-fuse]`
+//                [--kv-type f16|f32] [--dump-graph F.dot] [--dump-graph-json F.json] [--no-fuse]
+//                [--dump-tensors DIR]`
 //
 // Writes float32 logits for every position, [n_tokens][n_vocab] row-major, to FILE. With
 // --greedy N, prints {"greedy": [ids...]} on stdout: N argmax tokens after the given ones (the
 // first maximum on ties; end-of-generation tokens do not stop it). Timings go to stderr.
 // --dump-graph / --dump-graph-json write the graph of the prompt's first batch (after backend
-// assignment, fusion and memory planning; JSON format in docs/graph.md).
+// assignment, fusion and memory planning; JSON format in docs/graph.md). --dump-tensors DIR
+// writes every node's result of decode call k (0 = the prompt, then one per greedy step) as
+// DIR/k/<node name>.f32 with DIR/k/index.json, for op-by-op comparisons with llama.cpp
+// (tests/oracle/llama: `llama-oracle dump`).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/graph-dump.h"
+#include "core/fp16.h"
 #include "runtime/session.h"
 
 namespace minfer::cli {
@@ -51,6 +59,42 @@ int32_t argmax(std::span<const float> row) {
   return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
+// --dump-tensors: each observed node (F32/F16) as DIR/<call>/<name>.f32 plus an index.json of
+// {name: {"op", "type", "ne"}} per call, written when the call's first node of the next call or
+// the dumper's end comes.
+class TensorDumper {
+ public:
+  explicit TensorDumper(std::string dir) : dir_(std::move(dir)) {}
+  ~TensorDumper() { flush_index(); }
+  void next_call() {
+    flush_index();
+    ++call_;
+  }
+  void write(const Node& n, const void* data) {
+    if (n.type != DType::F32 && n.type != DType::F16) return;
+    const std::filesystem::path d = std::filesystem::path(dir_) / std::to_string(call_);
+    std::filesystem::create_directories(d);
+    const size_t count = static_cast<size_t>(n.n_elements());
+    std::vector<float> v(count);
+    if (n.type == DType::F32) std::memcpy(v.data(), data, count * 4);
+    else
+      for (size_t i = 0; i < count; ++i) v[i] = fp16_to_fp32(static_cast<const uint16_t*>(data)[i]);
+    std::ofstream(d / (n.name + ".f32"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(count * 4));
+    index_ += fmt::format("{}\"{}\": {{\"op\": \"{}\", \"type\": \"{}\", \"ne\": [{}]}}", index_.empty() ? "" : ", ",
+                          n.name, op_name(n.op), dtype_name(n.type), fmt::join(n.ne, ", "));
+  }
+
+ private:
+  void flush_index() {
+    if (dir_.empty() || index_.empty()) return;
+    std::ofstream(std::filesystem::path(dir_) / std::to_string(call_) / "index.json") << "{" << index_ << "}\n";
+    index_.clear();
+  }
+  std::string dir_, index_;
+  int call_ = 0;
+};
+
 int fail(const std::string& msg) {
   std::fprintf(stderr, "minfer logits: %s\n", msg.c_str());
   return 1;
@@ -61,7 +105,7 @@ int fail(const std::string& msg) {
 int cmd_logits(int argc, char** argv) {
   CLI::App app{"Write the logits of every position of a token sequence (and greedy continuations)",
                "minfer logits"};
-  std::string model, tokens, out, dump_dot, dump_json, kv = "f16";
+  std::string model, tokens, out, dump_dot, dump_json, dump_tensors, kv = "f16";
   int greedy = 0, n_threads = 0, n_batch = 512, n_ctx = 0;
   bool no_fuse = false;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
@@ -75,14 +119,16 @@ int cmd_logits(int argc, char** argv) {
   app.add_option("--kv-type", kv, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
   app.add_option("--dump-graph", dump_dot, "write the prompt graph as Graphviz DOT");
   app.add_option("--dump-graph-json", dump_json, "write the prompt graph as JSON (docs/graph.md)");
+  app.add_option("--dump-tensors", dump_tensors,
+                 "write every node's result of each decode call as DIR/<call>/<name>.f32 (slow; for debugging)");
   app.add_flag("--no-fuse", no_fuse, "skip the fusion pass");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (out.empty() && greedy == 0 && dump_dot.empty() && dump_json.empty())
-    return fail("nothing to do: give --out, --greedy or a --dump-graph option");
+  if (out.empty() && greedy == 0 && dump_dot.empty() && dump_json.empty() && dump_tensors.empty())
+    return fail("nothing to do: give --out, --greedy, --dump-tensors or a --dump-graph option");
   auto ids = parse_ids(tokens);
   if (!ids) return fail(ids.error().message);
   const std::string path = resolve_model(model);
@@ -108,6 +154,9 @@ int cmd_logits(int argc, char** argv) {
     if (Status st = dump_graphs(session, first, first, dump_dot, dump_json); !st) return fail(st.error().message);
   }
 
+  TensorDumper dumper(dump_tensors);
+  if (!dump_tensors.empty()) session.set_observer([&](const Node& nd, const void* d) { dumper.write(nd, d); });
+
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto logits = session.decode(*ids, n);  // every position
@@ -129,6 +178,7 @@ int cmd_logits(int argc, char** argv) {
     gen.push_back(next);
     const auto t1 = Clock::now();
     for (int i = 1; i < greedy; ++i) {
+      dumper.next_call();
       auto l = session.decode({&next, 1}, 1);
       if (!l) return fail(l.error().message);
       next = argmax(*l);

@@ -215,7 +215,20 @@ Status Scheduler::compute(PreparedGraph& pg) {
       from->read(staging.data(), pg.addrs[static_cast<size_t>(src)], staging.size());
       be->write(pg.addrs[static_cast<size_t>(c)], staging.data(), staging.size());
     }
-    MINFER_TRY(be->compute(g, s.nodes, pg.addrs));
+    if (!observer_) {
+      MINFER_TRY(be->compute(g, s.nodes, pg.addrs));
+      continue;
+    }
+    for (int id : s.nodes) {
+      MINFER_TRY(be->compute(g, std::span<const int>(&id, 1), pg.addrs));
+      be->synchronize();
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      const void* a = pg.addrs[static_cast<size_t>(id)];
+      if (!a) continue;
+      staging.resize(n.n_bytes());
+      be->read(staging.data(), a, staging.size());
+      observer_(n, staging.data());
+    }
   }
   for (Backend* be : backends_) be->synchronize();
   return Status::ok();

@@ -14,6 +14,7 @@
 // backend accepts is an error naming it. There is no silent fallback at execution time.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,6 +53,11 @@ struct PreparedGraph {
   std::vector<Backend*> owners;  // [n_backends] who allocated the arenas
 };
 
+// Called after each node is computed with its result copied to host memory (n.n_bytes()
+// bytes). With an observer set, compute() runs node by node (slow): for debugging and
+// op-by-op comparisons with another engine.
+using NodeObserver = std::function<void(const Node& n, const void* host_data)>;
+
 class Scheduler {
  public:
   explicit Scheduler(std::vector<Backend*> backends);
@@ -65,6 +71,7 @@ class Scheduler {
   Status set_input(PreparedGraph& pg, int node, const void* data, size_t n_bytes);
   Status compute(PreparedGraph& pg);
   Status get_output(const PreparedGraph& pg, int node, void* dst, size_t n_bytes);
+  void set_observer(NodeObserver obs) { observer_ = std::move(obs); }
   // Bytes held by persistent regions (KV caches).
   size_t persistent_bytes() const;
 
@@ -80,6 +87,7 @@ class Scheduler {
 
   std::vector<Backend*> backends_;
   std::map<std::string, Region> regions_;  // by kv_cache node name
+  NodeObserver observer_;
 };
 
 // Shorthand used by the passes and tests: the first-consumer backend of each leaf, the

@@ -80,6 +80,8 @@ class Session {
   // n_out logits rows: what decode() runs. For dumps and tests.
   Expected<const PreparedGraph*> graph(int n_tokens, int n_out);
   std::vector<std::string> backend_names() const;
+  // Every computed node's result is passed to obs (see Scheduler::set_observer); {} to stop.
+  void set_observer(NodeObserver obs) { sched_->set_observer(std::move(obs)); }
   size_t kv_bytes() const { return sched_->persistent_bytes(); }
 
  private:

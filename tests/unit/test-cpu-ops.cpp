@@ -223,6 +223,54 @@ TEST(CpuElementwise, NormsAddMulSiluSwigluMatchNaive) {
   }
 }
 
+// exp_poly: within 2.5 ulp of the e^x over the whole f32 range that matters to
+// silu and softmax, with the limits and the special values right.
+TEST(CpuExp, ExpPolyIsWithinTwoAndAHalfUlp) {
+  int64_t n = 0;
+  for (float x = -103.0f; x < 88.7f; x = std::nextafter(x, 100.0f) + 1e-4f * std::fabs(x) + 1e-7f, ++n) {
+    const double want = std::exp(static_cast<double>(x));
+    const float got = exp_poly(x);
+    if (want < 1.1754944e-38) {  // subnormal results: absolute
+      EXPECT_NEAR(got, want, 3e-45) << x;
+      continue;
+    }
+    const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+    ASSERT_LE(std::fabs(got - want), 2.5 * ulp) << "x " << x;
+  }
+  EXPECT_GT(n, 100000);
+  EXPECT_EQ(exp_poly(0.0f), 1.0f);
+  EXPECT_EQ(exp_poly(-INFINITY), 0.0f);
+  EXPECT_EQ(exp_poly(INFINITY), INFINITY);
+  EXPECT_EQ(exp_poly(-200.0f), 0.0f);
+  EXPECT_EQ(exp_poly(100.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(exp_poly(NAN)));
+}
+
+// silu_row on every ISA is bit-identical to the reference, including the rows' tails (libm
+// exp) and lanes out of the normal range (the scalar fallback).
+TEST(CpuExp, SiluRowIsBitIdenticalAcrossIsas) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  std::vector<float> x = randn(1000, 9, 6.0f);
+  x[3] = 95.0f;   // exp(-x) below the normal range
+  x[17] = -95.0f; // exp(-x) overflows: silu = -0
+  x[40] = 0.0f;
+  for (int64_t n : {1000, 999, 16, 7}) {
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    tables[0]->silu_row(n, want.data(), x.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = x[static_cast<size_t>(i)];
+      EXPECT_NEAR(want[static_cast<size_t>(i)], v / (1 + std::exp(-v)), 1e-6 * std::max(1.0, std::fabs(v))) << i;
+    }
+    for (int t = 1; t < n_tables; ++t) {
+      tables[t]->silu_row(n, got.data(), x.data());
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(f32_bits(got[static_cast<size_t>(i)]), f32_bits(want[static_cast<size_t>(i)]))
+            << "element " << i << " of " << n << " on " << tables[t]->isa;
+    }
+  }
+}
+
 TEST(CpuKvStore, WritesRowsAtPositionsInF16AndF32) {
   ThreadPool pool(1);
   const OpContext ctx{pool, cpu_kernels(), nullptr, 0};

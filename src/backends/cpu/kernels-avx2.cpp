@@ -34,6 +34,10 @@ CpuKernels make_avx2() {
   k.kq_dot_f32 = avx2::kq_dot_f32;
   k.v_axpy_f16 = avx2::v_axpy_f16;
   k.v_axpy_f32 = avx2::v_axpy_f32;
+  k.dot_w64_f16 = avx2::dot_w64_f16;
+  k.dot_w64_f32 = avx2::dot_w64_f32;
+  k.mad_f16 = avx2::mad_f16;
+  k.silu_row = avx2::silu_row;
   return k;
 }
 

@@ -31,6 +31,10 @@ float kq_dot_f16(int64_t n, const void* k, const float* q);
 float kq_dot_f32(int64_t n, const void* k, const float* q);
 void v_axpy_f16(int64_t n, float* acc, float p, const void* v);
 void v_axpy_f32(int64_t n, float* acc, float p, const void* v);
+float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y);
+float dot_w64_f32(int64_t n, const float* x, const float* y);
+void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v);
+void silu_row(int64_t n, float* y, const float* x);
 
 // Activation quantizers (vec-dot-ref.cpp).
 void quantize_f32(const float* x, void* y, int64_t n);

@@ -1,6 +1,7 @@
 // Kernel tables and their selection (once, from cpuid and MINFER_ISA).
 #include "backends/cpu/kernels.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -45,6 +46,10 @@ CpuKernels make_ref() {
   k.kq_dot_f32 = ref::kq_dot_f32;
   k.v_axpy_f16 = ref::v_axpy_f16;
   k.v_axpy_f32 = ref::v_axpy_f32;
+  k.dot_w64_f16 = ref::dot_w64_f16;
+  k.dot_w64_f32 = ref::dot_w64_f32;
+  k.mad_f16 = ref::mad_f16;
+  k.silu_row = ref::silu_row;
   return k;
 }
 
@@ -72,6 +77,20 @@ const CpuKernels* select() {
 }  // namespace
 
 float f16_lookup(uint16_t h) { return kF16Table.v[h]; }
+
+float exp_poly(float x) {
+  constexpr float kShift = 0x1.8p23f, kInvLn2 = 0x1.715476p+0f, kLn2Hi = 0x1.62e4p-1f, kLn2Lo = 0x1.7f7d1cp-20f;
+  constexpr float kC0 = 0x1.0e4020p-7f, kC1 = 0x1.573e2ep-5f, kC2 = 0x1.555e66p-3f, kC3 = 0x1.fffdb6p-2f,
+                  kC4 = 0x1.ffffecp-1f;
+  const float z = std::fma(x, kInvLn2, kShift);
+  const float n = z - kShift;  // round(x / ln2)
+  const float r = std::fma(-n, kLn2Lo, std::fma(-n, kLn2Hi, x));
+  const float u = r * r;
+  const float p = std::fma(std::fma(std::fma(kC0, r, kC1), u, std::fma(kC2, r, kC3)), u, std::fma(kC4, r, 1.0f));
+  if (std::isnan(n)) return p;
+  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+  return std::ldexp(p, static_cast<int>(n));
+}
 
 DType activation_type(DType weight) {
   switch (weight) {

@@ -28,6 +28,16 @@ using QuantizeFn = void (*)(const float* x, void* y, int64_t n);
 using KqDotFn = float (*)(int64_t n, const void* k, const float* q);
 // Attention: acc[i] += p * v[i] with v in the cache type.
 using VAxpyFn = void (*)(int64_t n, float* acc, float p, const void* v);
+// Attention, llama.cpp's small-batch order (ops-attn.cpp): s = sum_i x[i] * y[i] with 64
+// products per step fused into 4 x 16 lane sums, the groups added as (g0 + g2) + (g1 + g3),
+// the 16 lanes halved 16 -> 8 -> 4 -> 2 -> 1, then the n % 64 tail added in double.
+using DotW64F16Fn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);  // f16 x f16
+using DotW64F32Fn = float (*)(int64_t n, const float* x, const float* y);
+// y[i] = silu(x[i]) = x[i] / (1 + exp(-x[i])) over one row: exp by exp_poly (below) for the
+// first n / 16 * 16 elements, by libm's expf for the rest, as llama.cpp's AVX-512 build does.
+using SiluRowFn = void (*)(int64_t n, float* y, const float* x);
+// y[i] = f16(fma(x[i], v, y[i])): an f16 accumulator (llama.cpp's VKQ16).
+using MadF16Fn = void (*)(int64_t n, uint16_t* y, const uint16_t* x, float v);
 
 constexpr int kTypeSlots = 40;  // > every GGML type id used
 inline int type_slot(DType t) { return static_cast<int>(t); }
@@ -38,7 +48,17 @@ struct CpuKernels {
   QuantizeFn quantize[kTypeSlots] = {};  // by activation type
   KqDotFn kq_dot_f16 = nullptr, kq_dot_f32 = nullptr;
   VAxpyFn v_axpy_f16 = nullptr, v_axpy_f32 = nullptr;
+  DotW64F16Fn dot_w64_f16 = nullptr;
+  DotW64F32Fn dot_w64_f32 = nullptr;
+  MadF16Fn mad_f16 = nullptr;
+  SiluRowFn silu_row = nullptr;
 };
+
+// e^x in f32 with Arm's optimized-routines v_expf method (MIT OR Apache-2.0: x = n ln2 + r
+// by a shifted fma, ln2 split in two, a degree-5 polynomial in r, max error ~2 ulp), the
+// polynomial evaluated as fma(fma(fma(C0, r, C1), r^2, fma(C2, r, C3)), r^2, fma(C4, r, 1))
+// and scaled by an exact 2^n; |n| > 192 gives 0 or inf. The scalar form of the vector kernels.
+float exp_poly(float x);
 
 // The activation type a weight type's dot product takes; F32 for unsupported types.
 DType activation_type(DType weight);

@@ -7,64 +7,138 @@
 //   out   [hd_v * n_head, n_tokens] f32
 // Query head h reads KV head h / (n_head / n_head_kv).
 //
-// Precision: q stays f32, cache values are widened to f32, scores and the p-weighted V sum
-// accumulate in f32. This is llama.cpp's batched (tiled) CPU path; its small-batch path rounds
-// q to f16 and accumulates V in f16, so logits differ from it by ~1e-3 there (measured, see
-// docs/design-cpu-numerics.md), and ours are the closer ones to a float64 evaluation.
+// Two arithmetics, chosen by batch size as llama.cpp's CPU flash attention chooses them, so
+// that both engines round the same way (docs/design-cpu-numerics.md):
+//  - fewer than kWideBatch query rows (decode, short prompts): q is rounded to the cache type,
+//    scores are W64-order dot products (kernels.h), the V sum of an f16 cache is kept in f16
+//    (y = f16(fma(v, p, y))), the softmax sum as S = fma(S, ms, p);
+//  - kWideBatch rows or more (long prompts, perplexity): q stays f32, cache values are widened
+//    to f32, scores and the V sum accumulate in f32.
 #include <cmath>
 
 #include "backends/cpu/ops.h"
+#include "core/fp16.h"
 #include "core/status.h"
 
 namespace minfer::cpu {
+namespace {
+
+constexpr int64_t kWideBatch = 64;
+
+struct AttnShape {
+  int64_t hd, n_head, n_tokens, n_head_kv, hd_v, group;
+  size_t k_row, k_head, v_row, v_head;  // bytes
+  float scale;
+};
+
+// One (token, head) row of the small-batch arithmetic.
+void attn_row_narrow(const CpuKernels& k, const AttnShape& sh, bool f16_cache, const float* qr, const uint8_t* kc,
+                     const uint8_t* vc, int64_t n_kv, float* yr) {
+  uint16_t q16[kMaxHeadDim];   // [hd] q rounded to f16 (f16 cache)
+  uint16_t acc16[kMaxHeadDim]; // [hd_v] f16 V sum (f16 cache)
+  float acc[kMaxHeadDim];      // [hd_v] f32 V sum (f32 cache), then the output row
+  if (f16_cache) {
+    for (int64_t i = 0; i < sh.hd; ++i) q16[i] = fp32_to_fp16(qr[i]);
+    for (int64_t i = 0; i < sh.hd_v; ++i) acc16[i] = 0;
+  } else {
+    for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;  // running max and sum of exp(s - m)
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const uint8_t* kr = kc + static_cast<size_t>(j) * sh.k_row;
+    const uint8_t* vr = vc + static_cast<size_t>(j) * sh.v_row;
+    float s = f16_cache ? k.dot_w64_f16(sh.hd, reinterpret_cast<const uint16_t*>(kr), q16)
+                        : k.dot_w64_f32(sh.hd, reinterpret_cast<const float*>(kr), qr);
+    s *= sh.scale;
+    float ms = 1.0f, p = 1.0f;
+    if (s > m) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
+      ms = std::exp(m - s);
+      m = s;
+      if (f16_cache)
+        for (int64_t i = 0; i < sh.hd_v; ++i) acc16[i] = fp32_to_fp16(fp16_to_fp32(acc16[i]) * ms);
+      else
+        for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] *= ms;
+    } else {
+      p = std::exp(s - m);
+    }
+    if (f16_cache) {
+      k.mad_f16(sh.hd_v, acc16, reinterpret_cast<const uint16_t*>(vr), p);
+    } else {
+      const float* v = reinterpret_cast<const float*>(vr);
+      for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = std::fma(v[i], p, acc[i]);
+    }
+    l = l * ms + p;
+  }
+  if (f16_cache)
+    for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = fp16_to_fp32(acc16[i]);
+  const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+  for (int64_t i = 0; i < sh.hd_v; ++i) yr[i] = acc[i] * inv;
+}
+
+// One (token, head) row of the wide-batch (f32) arithmetic.
+void attn_row_wide(const CpuKernels& k, const AttnShape& sh, bool k_f16, bool v_f16, const float* qr,
+                   const uint8_t* kc, const uint8_t* vc, int64_t n_kv, float* yr) {
+  const KqDotFn kq_dot = k_f16 ? k.kq_dot_f16 : k.kq_dot_f32;
+  const VAxpyFn v_axpy = v_f16 ? k.v_axpy_f16 : k.v_axpy_f32;
+  float acc[kMaxHeadDim];  // [hd_v] running sum of p_j * v_j, scaled to the current max
+  for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const float s = kq_dot(sh.hd, kc + static_cast<size_t>(j) * sh.k_row, qr) * sh.scale;
+    if (s > m) {
+      const float corr = std::exp(m - s);  // 0 on the first row (m = -inf)
+      l *= corr;
+      for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] *= corr;
+      m = s;
+    }
+    const float p = std::exp(s - m);
+    l += p;
+    v_axpy(sh.hd_v, acc, p, vc + static_cast<size_t>(j) * sh.v_row);
+  }
+  const float inv = 1.0f / l;
+  for (int64_t i = 0; i < sh.hd_v; ++i) yr[i] = acc[i] * inv;
+}
+
+}  // namespace
 
 void op_attn(const OpContext& c, const OpArgs& a) {
   const Node& qn = *a.src[0].node;
   const Node& kn = *a.src[1].node;
   const Node& vn = *a.src[2].node;
   const Node& out = *a.dst.node;
-  const int64_t hd = qn.ne[0], n_head = qn.ne[1], n_tokens = qn.ne[2];
-  const int64_t n_head_kv = out.params.n_head_kv;
-  const int64_t hd_v = vn.ne[0] / n_head_kv;
-  const int64_t group = n_head / n_head_kv;
-  const float scale = out.params.attn_scale;
+  AttnShape sh;
+  sh.hd = qn.ne[0];
+  sh.n_head = qn.ne[1];
+  sh.n_tokens = qn.ne[2];
+  sh.n_head_kv = out.params.n_head_kv;
+  sh.hd_v = vn.ne[0] / sh.n_head_kv;
+  sh.group = sh.n_head / sh.n_head_kv;
+  sh.scale = out.params.attn_scale;
+  sh.k_row = row_bytes(kn.type, kn.ne[0]);
+  sh.k_head = row_bytes(kn.type, sh.hd);
+  sh.v_row = row_bytes(vn.type, vn.ne[0]);
+  sh.v_head = row_bytes(vn.type, sh.hd_v);
   const bool k_f16 = kn.type == DType::F16;
   const bool v_f16 = vn.type == DType::F16;
-  const KqDotFn kq_dot = k_f16 ? c.k.kq_dot_f16 : c.k.kq_dot_f32;
-  const VAxpyFn v_axpy = v_f16 ? c.k.v_axpy_f16 : c.k.v_axpy_f32;
-  const size_t k_row = row_bytes(kn.type, kn.ne[0]), k_head = row_bytes(kn.type, hd);
-  const size_t v_row = row_bytes(vn.type, vn.ne[0]), v_head = row_bytes(vn.type, hd_v);
+  const bool narrow = sh.n_tokens < kWideBatch && k_f16 == v_f16;
   const auto* kc = static_cast<const uint8_t*>(a.src[1].data);
   const auto* vc = static_cast<const uint8_t*>(a.src[2].data);
   const float* q = a.src[0].f32();
   const int32_t* pos = a.src[3].i32();
   float* y = a.dst.f32();
-  MINFER_ASSERT(hd <= kMaxHeadDim && hd_v <= kMaxHeadDim && kq_dot && v_axpy);
+  MINFER_ASSERT(sh.hd <= kMaxHeadDim && sh.hd_v <= kMaxHeadDim);
 
-  c.pool.parallel_for(n_tokens * n_head, [&](int64_t i0, int64_t i1) {
-    float acc[kMaxHeadDim];  // [hd_v] running sum of p_j * v_j, scaled to the current max
+  c.pool.parallel_for(sh.n_tokens * sh.n_head, [&](int64_t i0, int64_t i1) {
     for (int64_t item = i0; item < i1; ++item) {
-      const int64_t t = item / n_head, h = item % n_head, kvh = h / group;
-      const float* qr = q + (t * n_head + h) * hd;
-      for (int64_t i = 0; i < hd_v; ++i) acc[i] = 0.0f;
-      float m = -INFINITY, l = 0.0f;  // running max and sum of exp(s - m)
+      const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
+      const float* qr = q + (t * sh.n_head + h) * sh.hd;
+      float* yr = y + t * sh.n_head * sh.hd_v + h * sh.hd_v;
       const int64_t n_kv = static_cast<int64_t>(pos[t]) + 1;
       MINFER_ASSERT(n_kv >= 1 && n_kv <= kn.ne[1]);
-      for (int64_t j = 0; j < n_kv; ++j) {
-        const float s = kq_dot(hd, kc + static_cast<size_t>(j) * k_row + static_cast<size_t>(kvh) * k_head, qr) * scale;
-        if (s > m) {
-          const float corr = std::exp(m - s);  // 0 on the first row (m = -inf)
-          l *= corr;
-          for (int64_t i = 0; i < hd_v; ++i) acc[i] *= corr;
-          m = s;
-        }
-        const float p = std::exp(s - m);
-        l += p;
-        v_axpy(hd_v, acc, p, vc + static_cast<size_t>(j) * v_row + static_cast<size_t>(kvh) * v_head);
-      }
-      float* yr = y + t * n_head * hd_v + h * hd_v;
-      const float inv = 1.0f / l;
-      for (int64_t i = 0; i < hd_v; ++i) yr[i] = acc[i] * inv;
+      const uint8_t* kh = kc + static_cast<size_t>(kvh) * sh.k_head;
+      const uint8_t* vh = vc + static_cast<size_t>(kvh) * sh.v_head;
+      if (narrow) attn_row_narrow(c.k, sh, k_f16, qr, kh, vh, n_kv, yr);
+      else attn_row_wide(c.k, sh, k_f16, v_f16, qr, kh, vh, n_kv, yr);
     }
   }, 1);
 }

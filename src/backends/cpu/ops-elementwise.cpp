@@ -18,8 +18,6 @@ inline float rms_scale(const float* x, int64_t n, float eps) {
   return 1.0f / std::sqrt(mean + eps);
 }
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
 // Rows per task: enough work per chunk that waking a thread pays.
 int64_t min_rows(int64_t row_len) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_len)); }
 
@@ -88,24 +86,30 @@ void op_mul(const OpContext& c, const OpArgs& a) {
   }, min_rows(ne0));
 }
 
+// silu and swiglu go row by row: the kernel's exp depends on an element's place in its row
+// (kernels.h, SiluRowFn).
 void op_silu(const OpContext& c, const OpArgs& a) {
+  const int64_t ne0 = a.dst.node->ne[0];
   const float* x = a.src[0].f32();
   float* y = a.dst.f32();
-  c.pool.parallel_for(a.dst.node->n_elements(), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) y[i] = silu(x[i]);
-  }, 16384);
+  c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) c.k.silu_row(ne0, y + r * ne0, x + r * ne0);
+  }, min_rows(ne0));
 }
 
 void op_swiglu(const OpContext& c, const OpArgs& a) {
+  const int64_t ne0 = a.dst.node->ne[0];
   const float* g = a.src[0].f32();
   const float* u = a.src[1].f32();
   float* y = a.dst.f32();
-  c.pool.parallel_for(a.dst.node->n_elements(), [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float s = silu(g[i]);  // = silu's output
-      y[i] = s * u[i];             // = mul's output
+  c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* yr = y + r * ne0;
+      const float* ur = u + r * ne0;
+      c.k.silu_row(ne0, yr, g + r * ne0);                   // = silu's output
+      for (int64_t i = 0; i < ne0; ++i) yr[i] = yr[i] * ur[i];  // = mul's output
     }
-  }, 16384);
+  }, min_rows(ne0));
 }
 
 }  // namespace minfer::cpu

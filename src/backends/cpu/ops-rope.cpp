@@ -3,7 +3,9 @@
 //   (a, b) -> (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i)
 // NORM pairs elements (2i, 2i+1); NEOX pairs (i, i + n_rot/2). Elements past n_rot are kept.
 // theta_i is built by repeated multiplication with base^(-2/n_rot), in f32, as llama.cpp does:
-// the angles then agree to the last bit on the positions that matter for comparisons.
+// the angles then agree to the last bit on the positions that matter for comparisons, and the
+// rotation fuses the first product into the subtraction or addition (fma(a, cos, -(b sin))),
+// as llama.cpp's build does: the outputs agree to the bit (tests/oracle/llama/compare_dumps.py).
 #include <cmath>
 
 #include "backends/cpu/ops.h"
@@ -40,8 +42,8 @@ void op_rope(const OpContext& c, const OpArgs& a) {
           const int64_t i0 = neox ? i : 2 * i;
           const int64_t i1 = neox ? i + n_rot / 2 : 2 * i + 1;
           const float x0 = xr[i0], x1 = xr[i1];
-          yr[i0] = x0 * cos_t[i] - x1 * sin_t[i];
-          yr[i1] = x0 * sin_t[i] + x1 * cos_t[i];
+          yr[i0] = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
+          yr[i1] = std::fma(x0, sin_t[i], x1 * cos_t[i]);
         }
         if (yr != xr)
           for (int64_t i = n_rot; i < hd; ++i) yr[i] = xr[i];

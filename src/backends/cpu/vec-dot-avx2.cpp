@@ -3,6 +3,8 @@
 // scalar reference (vec-dot-ref.cpp) computes: integer block sums exactly, float steps in a
 // different order (vector lanes), so results agree to float rounding (tests/unit/test-cpu-ops).
 // This file alone is compiled with -mavx2 -mfma -mf16c; kernels.cpp calls it only after cpuid.
+#include <cmath>
+
 #include "backends/cpu/avx2-common.h"
 #include "backends/cpu/kernels-avx2.h"
 #include "backends/cpu/kernels-ref.h"
@@ -168,6 +170,80 @@ void v_axpy_f32(int64_t n, float* acc, float p, const void* v) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(a + i), _mm256_loadu_ps(acc + i)));
   for (; i < n; ++i) acc[i] += p * a[i];
+}
+
+// The W64 order (kernels.h) with 16 lanes as two 8-lane registers: r[2g] holds lanes 0-7 of
+// group g, r[2g + 1] lanes 8-15.
+template <class LoadX, class LoadY>
+float dot_w64(int64_t n, LoadX load_x, LoadY load_y, double tail) {
+  __m256 r[8];
+  for (auto& v : r) v = _mm256_setzero_ps();
+  const int64_t np = n / 64 * 64;
+  for (int64_t i = 0; i < np; i += 64)
+    for (int k = 0; k < 8; ++k) r[k] = _mm256_fmadd_ps(load_x(i + 8 * k), load_y(i + 8 * k), r[k]);
+  const __m256 lo = _mm256_add_ps(_mm256_add_ps(r[0], r[4]), _mm256_add_ps(r[2], r[6]));  // lanes 0-7
+  const __m256 hi = _mm256_add_ps(_mm256_add_ps(r[1], r[5]), _mm256_add_ps(r[3], r[7]));  // lanes 8-15
+  const __m256 t8 = _mm256_add_ps(lo, hi);
+  const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+  const __m128 t1 = _mm_add_ss(t2, _mm_movehdup_ps(t2));
+  return static_cast<float>(static_cast<double>(_mm_cvtss_f32(t1)) + tail);
+}
+
+float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
+  double tail = 0.0;
+  for (int64_t i = n / 64 * 64; i < n; ++i) tail += static_cast<double>(fp16(x[i]) * fp16(y[i]));
+  return dot_w64(n, [&](int64_t i) { return load_f16x8(x + i); }, [&](int64_t i) { return load_f16x8(y + i); }, tail);
+}
+
+float dot_w64_f32(int64_t n, const float* x, const float* y) {
+  double tail = 0.0;
+  for (int64_t i = n / 64 * 64; i < n; ++i) tail += static_cast<double>(x[i] * y[i]);
+  return dot_w64(n, [&](int64_t i) { return _mm256_loadu_ps(x + i); }, [&](int64_t i) { return _mm256_loadu_ps(y + i); }, tail);
+}
+
+void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
+  const __m256 vv = _mm256_set1_ps(v);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 r = _mm256_fmadd_ps(load_f16x8(x + i), vv, load_f16x8(y + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16(x[i]), v, fp16(y[i])));
+}
+
+// exp_poly (kernels.h) on 8 lanes; a vector with some |n| > 126 (|x| > ~87) goes lane by lane
+// through the scalar form, whose 2^n may leave the normal range.
+inline __m256 exp_poly8(__m256 x) {
+  const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+  const __m256 n = _mm256_sub_ps(z, shift);
+  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_NLE_UQ);
+  if (_mm256_movemask_ps(big)) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, x);
+    for (float& e : v) e = exp_poly(e);
+    return _mm256_load_ps(v);
+  }
+  const __m256 u = _mm256_mul_ps(r, r);
+  const __m256 p = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), r, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), r, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));  // p * 2^n, exact scaling
+}
+
+void silu_row(int64_t n, float* y, const float* x) {
+  const int64_t nv = n / 16 * 16;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (int64_t i = 0; i < nv; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 e = exp_poly8(_mm256_sub_ps(_mm256_setzero_ps(), v));
+    _mm256_storeu_ps(y + i, _mm256_div_ps(v, _mm256_add_ps(one, e)));
+  }
+  for (int64_t i = nv; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 
 }  // namespace minfer::cpu::avx2

@@ -150,6 +150,41 @@ void v_axpy_f32(int64_t n, float* acc, float p, const void* v) {
   for (int64_t i = 0; i < n; ++i) acc[i] += p * a[i];
 }
 
+// The W64 order of kernels.h. Each lane is one fused multiply-add chain; acc[16 * g + l] is
+// lane l of group g.
+template <class T, class ToF32>
+float dot_w64(int64_t n, const T* x, const T* y, ToF32 f32) {
+  float acc[64] = {};
+  const int64_t np = n / 64 * 64;
+  for (int64_t i = 0; i < np; i += 64)
+    for (int e = 0; e < 64; ++e) acc[e] = std::fma(f32(x[i + e]), f32(y[i + e]), acc[e]);
+  float a[16];
+  for (int l = 0; l < 16; ++l) a[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] = a[l] + a[l + w];
+  double sum = a[0];
+  for (int64_t i = np; i < n; ++i) sum += static_cast<double>(f32(x[i]) * f32(y[i]));
+  return static_cast<float>(sum);
+}
+
+float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
+  return dot_w64(n, x, y, [](uint16_t h) { return f16_lookup(h); });
+}
+
+float dot_w64_f32(int64_t n, const float* x, const float* y) {
+  return dot_w64(n, x, y, [](float f) { return f; });
+}
+
+void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(std::fma(f16_lookup(x[i]), v, f16_lookup(y[i])));
+}
+
+void silu_row(int64_t n, float* y, const float* x) {
+  const int64_t nv = n / 16 * 16;
+  for (int64_t i = 0; i < nv; ++i) y[i] = x[i] / (1.0f + exp_poly(0.0f - x[i]));
+  for (int64_t i = nv; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
 // ---- activation quantizers ----------------------------------------------------------------
 
 void quantize_f32(const float* x, void* y, int64_t n) { std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float)); }

@@ -15,6 +15,10 @@
 //        -> {"bytes":N,"n_tokens":T,"seconds":[...]}  (each repeat times llama_tokenize only)
 //   llama-oracle vocab-info MODEL
 //        -> {"n_vocab":N,"bos":B,"eos":E,"eot":T,"add_bos":b,"add_eos":b,"eog":[ids...]}
+//   llama-oracle dump MODEL --tokens 1,2,3 --out DIR [--steps N] [-t N]
+//        -> every tensor llama.cpp computes for the prompt batch (and for N greedy decode steps
+//           after it), as DIR/<step>/<name>.f32 (float32, ggml's ne[0] fastest) plus
+//           DIR/<step>/index.json {name: {"type":..., "ne":[...]}}; for op-by-op comparisons.
 //   llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]
 //        -> "PPL = x +/- y" on stderr, {"ppl":x,"ppl_err":y,"n_chunks":..,"n_scored":..} on stdout
 //        (chunks of -c tokens, the second half of each chunk scored, as llama-perplexity does)
@@ -46,6 +50,7 @@
 #include <vector>
 
 #include "ggml-backend.h"
+#include "ggml.h"
 #include "llama.h"
 
 #ifndef MINFER_LLAMA_BINS_DEFAULT
@@ -336,6 +341,93 @@ int cmd_greedy(const Args& a) {
   return 0;
 }
 
+// Eval callback state of `dump`: writes each computed tensor as float32.
+struct DumpState {
+  std::string dir;
+  std::string index;
+  std::vector<uint8_t> raw;
+  std::vector<float> f32;
+};
+
+bool dump_tensor(ggml_tensor* t, bool ask, void* user) {
+  if (ask) return true;  // we want every tensor
+  auto* st = static_cast<DumpState*>(user);
+  if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16) return true;
+  const size_t nb = ggml_nbytes(t);
+  st->raw.resize(nb);
+  ggml_backend_tensor_get(t, st->raw.data(), 0, nb);
+  const int64_t n = ggml_nelements(t);
+  st->f32.resize(static_cast<size_t>(n));
+  size_t k = 0;
+  for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < t->ne[0]; ++i0) {
+          const size_t off = static_cast<size_t>(i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]);
+          if (t->type == GGML_TYPE_F32) std::memcpy(&st->f32[k++], st->raw.data() + off, 4);
+          else {
+            ggml_fp16_t h;
+            std::memcpy(&h, st->raw.data() + off, 2);
+            st->f32[k++] = ggml_fp16_to_fp32(h);
+          }
+        }
+  std::string name = t->name;
+  for (char& c : name) if (c == '/' || c == ' ' || c == '(' || c == ')') c = '_';
+  const std::string path = st->dir + "/" + name + ".f32";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) die("cannot open '" + path + "': " + std::strerror(errno));
+  std::fwrite(st->f32.data(), 4, st->f32.size(), f);
+  std::fclose(f);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s\"%s\":{\"type\":\"%s\",\"op\":\"%s\",\"ne\":[%lld,%lld,%lld,%lld]}",
+                st->index.empty() ? "" : ",", name.c_str(), ggml_type_name(t->type), ggml_op_desc(t),
+                (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3]);
+  st->index += buf;
+  return true;
+}
+
+int cmd_dump(const Args& a) {
+  if (a.pos.size() != 1 || a.tokens.empty() || a.out.empty()) {
+    die("usage: llama-oracle dump MODEL --tokens 1,2,3 --out DIR [-n STEPS] [-t N]");
+  }
+  const std::vector<llama_token> ids = parse_tokens(a.tokens);
+  const int steps = std::max(a.n_predict, 0);
+  Session s;
+  load_model(s, a.pos[0], false);
+  check_ids(s, ids);
+  const int n = static_cast<int>(ids.size());
+  static DumpState st;
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(std::max(a.n_ctx, n + steps + 1));
+  cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(n);
+  cp.n_seq_max = 1;
+  cp.n_threads = cp.n_threads_batch = std::max(a.threads, 1);
+  cp.no_perf = true;
+  cp.cb_eval = dump_tensor;
+  cp.cb_eval_user_data = &st;
+  if (a.kv_f32) cp.type_k = cp.type_v = GGML_TYPE_F32;
+  if (a.flash >= 0) cp.flash_attn_type = a.flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  s.ctx = llama_init_from_model(s.model, cp);
+  if (!s.ctx) die("failed to create a context");
+  std::vector<llama_token> next = ids;
+  int pos = 0;
+  std::vector<llama_token> out;
+  for (int step = 0; step <= steps; ++step) {
+    st.dir = a.out + "/" + std::to_string(step);
+    std::system(("mkdir -p '" + st.dir + "'").c_str());
+    st.index.clear();
+    decode(s, next, pos, false);
+    pos += static_cast<int>(next.size());
+    const float* row = llama_get_logits_ith(s.ctx, -1);
+    const llama_token best = static_cast<llama_token>(std::max_element(row, row + s.n_vocab) - row);
+    out.push_back(best);
+    next.assign(1, best);
+    std::ofstream(st.dir + "/index.json") << "{" << st.index << "}\n";
+  }
+  std::printf("%s\n", json_ids("greedy", out).c_str());
+  return 0;
+}
+
 int cmd_tokenize(const Args& a) {
   if (a.pos.size() != 2) die("usage: llama-oracle tokenize MODEL TEXT [--special] [--bos]");
   std::string text = a.pos[1];
@@ -524,6 +616,7 @@ int main(int argc, char** argv) {
   if (cmd == "quantize") rc = cmd_quantize(a);
   else if (cmd == "logits") rc = cmd_logits(a);
   else if (cmd == "greedy") rc = cmd_greedy(a);
+  else if (cmd == "dump") rc = cmd_dump(a);
   else if (cmd == "tokenize") rc = cmd_tokenize(a);
   else if (cmd == "tokenize-lines") rc = cmd_tokenize_lines(a);
   else if (cmd == "tokenize-bench") rc = cmd_tokenize_bench(a);

@@ -25,6 +25,7 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--skip-ppl", action="store_true")
     ap.add_argument("--skip-greedy", action="store_true", help="only the perplexity check")
+    ap.add_argument("-t", "--threads", type=int, default=1, help="minfer threads")
     a = ap.parse_args()
     g = json.load(open(os.path.join(HERE, "goldens.json"), encoding="utf-8"))
     ok = True
@@ -37,7 +38,7 @@ def main():
         ids = json.loads(subprocess.run([a.minfer, "tokenize", a.model, c["text"], "--json"],
                                         capture_output=True, text=True, check=True).stdout)
         out = subprocess.run([a.minfer, "logits", a.model, "--tokens", ",".join(map(str, c["tokens"])),
-                              "--greedy", str(g["n_greedy"]), "-t", "1"], capture_output=True, text=True, check=True)
+                              "--greedy", str(g["n_greedy"]), "-t", str(a.threads)], capture_output=True, text=True, check=True)
         greedy = json.loads(out.stdout.strip().splitlines()[-1])["greedy"]
         same = next((i for i, (x, y) in enumerate(zip(greedy, c["greedy"])) if x != y), len(greedy))
         case_ok = render_ok and ids == c["tokens"] and greedy == c["greedy"]
