@@ -22,9 +22,10 @@ order flips the rounding of an activation now and then, and a flip moves a rando
 logits by ~0.1; random models have flat logit distributions (median top-2 margin ~0.2 over
 151936 tokens), so a few percent of positions are decided by such noise. Real models are not
 (SmolLM2 below agrees on every position).
-64 tokens because llama.cpp's CPU attention runs its f32 tiled path from 64 query rows; below
-that it rounds q to f16 and accumulates V in f16 (minfer does neither; docs/design-cpu-numerics.md has the
-measurements). Also SmolLM2-135M-Instruct (real weights, Q4_1) on a real paragraph, with a
+64 tokens so both engines take their wide-batch attention (f32; llama.cpp's tiled path), which
+is where their orders of float additions differ most; below 64 query rows both round q to f16
+and sum V in f16 the same way (docs/design-cpu-numerics.md), and tests/oracle/smollm2 checks
+that path token for token. Also SmolLM2-135M-Instruct (real weights, Q4_1) on a real paragraph, with a
 16-token greedy continuation. A model x type table is printed at the end (pytest -s).
 
 Registered with ctest as oracle.inference. A missing binary, library or model FAILS the test.
