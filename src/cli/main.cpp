@@ -3,7 +3,12 @@
 #include <cstring>
 #include <string_view>
 
+#include "cli/cmd-chat.h"
 #include "cli/commands.h"
+
+namespace minfer::cli {
+int cmd_serve(int argc, char** argv);  // cmd-serve.cpp
+}
 
 namespace {
 
@@ -21,12 +26,15 @@ constexpr Command kCommands[] = {
     {"chat-template", minfer::cli::cmd_chat_template, "render a chat template like transformers' apply_chat_template"},
     {"logits", minfer::cli::cmd_logits, "write the logits of a token sequence (and greedy continuations)"},
     {"perplexity", minfer::cli::cmd_perplexity, "perplexity of a model on a text file (llama-perplexity's method)"},
+    {"bench", minfer::cli::cmd_bench, "prompt-processing and generation speed (like llama-bench)"},
+    {"serve", minfer::cli::cmd_serve, "OpenAI-compatible HTTP server with parallel slots (docs/server-api.md)"},
 };
 
 void usage(std::FILE* out) {
   std::fprintf(out,
                "minfer %s: local LLM inference from GGUF files\n\n"
                "usage: minfer MODEL [PROMPT...] [options]   generate a reply (minfer MODEL --help for options)\n"
+               "       minfer --cnv MODEL [options]         chat (minfer --cnv MODEL --help; docs/chat.md)\n"
                "       minfer COMMAND [options]            (minfer COMMAND --help for details)\n\ncommands:\n",
                MINFER_VERSION);
   for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.help);
@@ -46,6 +54,9 @@ int main(int argc, char** argv) {
   }
   for (const Command& c : kCommands)
     if (std::string_view(argv[1]) == c.name) return c.run(argc - 1, argv + 1);
+  // The chat REPL: minfer --cnv MODEL or minfer MODEL --cnv [options].
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--cnv") == 0) return minfer::cli::cmd_chat(argc, argv);
   // Anything else is the main command: minfer MODEL [PROMPT...] [options].
   return minfer::cli::cmd_generate(argc, argv);
 }

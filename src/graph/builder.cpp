@@ -143,19 +143,35 @@ int GraphBuilder::kv_store(std::string name, int cache, int x, int pos) {
 }
 
 int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_head_kv, float scale) {
+  return attn(std::move(name), q, k, v, pos, n_head_kv, scale, true);
+}
+
+int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_head_kv, float scale, bool check_pos) {
   const Node& qn = node(q);
   const Node& kn = node(k);
   const Node& vn = node(v);
   const int64_t hd = qn.ne[0], n_head = qn.ne[1], n_tokens = qn.ne[2];
   MINFER_ASSERT(n_head_kv > 0 && n_head % n_head_kv == 0);
   MINFER_ASSERT(kn.ne[0] == hd * n_head_kv && vn.ne[0] % n_head_kv == 0 && kn.ne[1] == vn.ne[1]);
-  MINFER_ASSERT(node(pos).type == DType::I32 && node(pos).ne[0] == n_tokens);
+  MINFER_ASSERT(!check_pos || (node(pos).type == DType::I32 && node(pos).ne[0] == n_tokens));
   const int64_t hd_v = vn.ne[0] / n_head_kv;
   Node n = make(std::move(name), Op::kAttn, DType::F32, Shape{hd_v * n_head, n_tokens, 1, 1}, {q, k, v, pos});
   n.params.n_head_kv = n_head_kv;
   n.params.attn_scale = scale;
   n.params.layer = kn.params.layer;
   return push(std::move(n));
+}
+
+int GraphBuilder::attn_ranges(std::string name, int q, int k, int v, int ranges, int n_head_kv, float scale) {
+  const Node& rn = node(ranges);
+  const int64_t n_tokens = node(q).ne[2];
+  MINFER_ASSERT(rn.type == DType::I32 && rn.ne[0] == 3 && rn.ne[1] == n_tokens);
+  // Built as the single-sequence node over a stand-in pos (same checks), then re-pointed.
+  const int id = attn(std::move(name), q, k, v, q, n_head_kv, scale, /*check_pos=*/false);
+  Node& n = g_.nodes[static_cast<size_t>(id)];
+  n.src[3] = ranges;
+  n.params.attn_ranges = true;
+  return id;
 }
 
 int GraphBuilder::reshape(std::string name, int x, Dims ne) {

@@ -48,6 +48,11 @@ class GraphBuilder {
   // q [hd, n_head, n_tokens]; k, v: stored caches; pos I32 [n_tokens]. Query t attends to cache
   // rows 0..pos[t]. Output [hd_v * n_head, n_tokens].
   int attn(std::string name, int q, int k, int v, int pos, int n_head_kv, float scale);
+  // Several sequences in one batch: ranges I32 [3, n_tokens] gives, per query t, the first cache
+  // row it reads, the number of rows (its own sequence's, causal), and how many query rows its
+  // sequence has in this batch (which picks the arithmetic, so a token rounds the same alone or
+  // batched with other sequences).
+  int attn_ranges(std::string name, int q, int k, int v, int ranges, int n_head_kv, float scale);
   int reshape(std::string name, int x, Dims ne);
 
   const Node& node(int id) const { return g_.nodes[static_cast<size_t>(id)]; }
@@ -55,6 +60,7 @@ class GraphBuilder {
   Graph finish(const std::vector<int>& outputs);
 
  private:
+  int attn(std::string name, int q, int k, int v, int pos, int n_head_kv, float scale, bool check_pos);
   int push(Node n);
   Graph g_;
 };

@@ -37,6 +37,8 @@ struct OpParams {
   RopeMode rope_mode = RopeMode::kNorm;
   int32_t layer = -1;          // kKvCache, kKvStore, kAttn: the transformer layer
   bool is_value = false;       // kKvCache: V region (else K)
+  bool attn_ranges = false;    // kAttn: src3 is I32 [3, n_tokens] (first cache row, rows to read,
+                               // query rows of this token's sequence in the batch) instead of pos
 
   bool operator==(const OpParams&) const = default;
 };

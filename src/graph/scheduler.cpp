@@ -68,6 +68,13 @@ size_t Scheduler::persistent_bytes() const {
   return n;
 }
 
+Scheduler::RegionView Scheduler::persistent_region(const std::string& name) const {
+  auto it = regions_.find(name);
+  if (it == regions_.end()) return {};
+  const Region& r = it->second;
+  return {backends_[static_cast<size_t>(r.backend)], r.type, r.ne, r.buf.base, r.buf.size};
+}
+
 // A source computed on another backend is read through a kCopy node on the consumer's backend
 // (one per source and backend). Weights are not copied: backends read them from model memory.
 Expected<Graph> Scheduler::insert_copies(const Graph& g) const {

@@ -74,6 +74,17 @@ class Scheduler {
   void set_observer(NodeObserver obs) { observer_ = std::move(obs); }
   // Bytes held by persistent regions (KV caches).
   size_t persistent_bytes() const;
+  // A persistent region by its kv_cache node name ("blk.3.cache_k"), for code that edits the KV
+  // cache in place through the owning backend's read()/write() (shift, save, restore). base is
+  // null when no prepared graph has created the region yet.
+  struct RegionView {
+    Backend* backend = nullptr;
+    DType type = DType::F32;
+    Shape ne{};
+    void* base = nullptr;
+    size_t size = 0;
+  };
+  RegionView persistent_region(const std::string& name) const;
 
  private:
   struct Region {

@@ -87,6 +87,7 @@ class LlmBuilder {
   GraphBuilder b_;
   std::map<std::string, int> weights_;
   int tokens_ = -1, pos_ = -1, out_ids_ = -1, rope_freqs_ = -1;
+  int kv_rows_ = -1, kv_ranges_ = -1;  // multi_seq inputs
 };
 
 }  // namespace minfer

@@ -19,6 +19,10 @@ LlmBuilder::LlmBuilder(const Model& m, const GraphParams& p) : m_(m), hp_(m.hpar
   tokens_ = b_.input(kInpTokens, DType::I32, {p.n_tokens});
   pos_ = b_.input(kInpPos, DType::I32, {p.n_tokens});
   if (p.n_out < p.n_tokens) out_ids_ = b_.input(kInpOutIds, DType::I32, {p.n_out});
+  if (p.multi_seq) {
+    kv_rows_ = b_.input(kInpKvRows, DType::I32, {p.n_tokens});
+    kv_ranges_ = b_.input(kInpKvRanges, DType::I32, {3, p.n_tokens});
+  }
   if (m.weights().rope_freqs) rope_freqs_ = weight(m.weights().rope_freqs);
 }
 
@@ -63,9 +67,12 @@ int LlmBuilder::attention(int il, int x) {
 
   const int k_cache = b_.kv_cache(p + "cache_k", il, false, p_.kv_type, hp_.n_embd_k(), p_.n_ctx);
   const int v_cache = b_.kv_cache(p + "cache_v", il, true, p_.kv_type, hp_.n_embd_v(), p_.n_ctx);
-  const int k_stored = b_.kv_store(p + "cache_k.store", k_cache, k, pos_);
-  const int v_stored = b_.kv_store(p + "cache_v.store", v_cache, v, pos_);
+  const int rows = p_.multi_seq ? kv_rows_ : pos_;
+  const int k_stored = b_.kv_store(p + "cache_k.store", k_cache, k, rows);
+  const int v_stored = b_.kv_store(p + "cache_v.store", v_cache, v, rows);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (p_.multi_seq)
+    return b_.attn_ranges(p + "attn", q, k_stored, v_stored, kv_ranges_, static_cast<int>(hp_.n_head_kv), scale);
   return b_.attn(p + "attn", q, k_stored, v_stored, pos_, static_cast<int>(hp_.n_head_kv), scale);
 }
 

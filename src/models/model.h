@@ -76,6 +76,10 @@ struct GraphParams {
   int64_t n_out = 1;     // logits for the last n_out rows (1 <= n_out <= n_tokens)
   int64_t n_ctx = 512;   // KV cache rows
   DType kv_type = DType::F16;
+  // Several sequences in one batch (the server's continuous batching): the cache rows a token
+  // is stored at and the rows it attends to come from kInpKvRows / kInpKvRanges instead of
+  // following from kInpPos (which then only drives RoPE).
+  bool multi_seq = false;
 
   bool operator==(const GraphParams&) const = default;
 };
@@ -84,6 +88,8 @@ struct GraphParams {
 inline constexpr const char* kInpTokens = "inp_tokens";    // I32 [n_tokens] token ids
 inline constexpr const char* kInpPos = "inp_pos";          // I32 [n_tokens] positions
 inline constexpr const char* kInpOutIds = "inp_out_ids";   // I32 [n_out] rows kept for the output
+inline constexpr const char* kInpKvRows = "inp_kv_rows";     // multi_seq: I32 [n_tokens] cache row per token
+inline constexpr const char* kInpKvRanges = "inp_kv_ranges"; // multi_seq: I32 [3, n_tokens] (first, rows, seq rows)
 inline constexpr const char* kOutLogits = "result_output"; // F32 [n_vocab, n_out]
 
 struct ArchSpec;

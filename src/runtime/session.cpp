@@ -1,8 +1,11 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "backends/cpu/cpu-backend.h"
+#include "core/fp16.h"
 #include "core/thread-pool.h"
 
 namespace minfer {
@@ -128,6 +131,152 @@ Status Session::truncate(int n_past) {
   if (n_past < 0 || n_past > n_past_)
     return make_error("session: cannot truncate to {} positions (have {})", n_past, n_past_);
   n_past_ = n_past;  // cache rows >= n_past are ignored by attention and rewritten later
+  return Status::ok();
+}
+
+// ---- KV cache editing -----------------------------------------------------------------------
+
+namespace {
+
+size_t kv_elem_bytes(DType t) { return t == DType::F16 ? 2 : 4; }
+
+// Layer il's K (is_value = false) or V cache, checked against the shape the model implies.
+Expected<Scheduler::RegionView> kv_region(const Scheduler& sched, int64_t il, bool is_value, int64_t n_embd, DType type) {
+  const std::string name = fmt::format("blk.{}.{}", il, is_value ? "cache_v" : "cache_k");
+  Scheduler::RegionView r = sched.persistent_region(name);
+  if (!r.base) return make_error("session: KV region '{}' does not exist yet", name);
+  if (r.type != type || r.ne[0] != n_embd)
+    return make_error("session: KV region '{}' is {} {}, expected {} rows of {}", name, dtype_name(r.type),
+                      shape_string(r.ne), dtype_name(type), n_embd);
+  return r;
+}
+
+}  // namespace
+
+size_t Session::kv_row_bytes() const {
+  const ModelHparams& hp = model_->hparams();
+  return static_cast<size_t>(hp.n_layer * (hp.n_embd_k() + hp.n_embd_v())) * kv_elem_bytes(params_.kv_type);
+}
+
+Status Session::kv_remove(int p0, int p1) {
+  if (p0 < 0 || p0 > p1 || p1 > n_past_)
+    return make_error("session: cannot remove positions [{}, {}) of {} cached", p0, p1, n_past_);
+  const int d = p1 - p0, n_move = n_past_ - p1;
+  if (d == 0) return Status::ok();
+  if (n_move == 0) {
+    n_past_ = p0;
+    return Status::ok();
+  }
+  const ModelHparams& hp = model_->hparams();
+  const int n_rot = static_cast<int>(hp.n_rot);
+  const int64_t hd = hp.head_dim_k;
+  const bool neox = hp.rope_mode == RopeMode::kNeox;
+  MINFER_ASSERT(n_rot > 0 && n_rot <= hd && n_rot % 2 == 0);
+  const float* factors = nullptr;  // [n_rot/2]
+  if (const GgufTensor* f = model_->weights().rope_freqs) {
+    if (f->type != DType::F32 || f->n_elements() < n_rot / 2)
+      return make_error("session: rope_freqs is {} with {} elements, expected F32 with {}", dtype_name(f->type),
+                        f->n_elements(), n_rot / 2);
+    factors = reinterpret_cast<const float*>(f->data);
+  }
+  // The angles of position -d, built as op_rope builds them (repeated multiplication in f32).
+  std::vector<float> cos_t(static_cast<size_t>(n_rot / 2)), sin_t(static_cast<size_t>(n_rot / 2));
+  const float theta_scale = std::pow(hp.rope_freq_base, -2.0f / static_cast<float>(n_rot));
+  float theta = static_cast<float>(-d);
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const float th = hp.rope_freq_scale * (factors ? theta / factors[i] : theta);
+    cos_t[static_cast<size_t>(i)] = std::cos(th);
+    sin_t[static_cast<size_t>(i)] = std::sin(th);
+    theta *= theta_scale;
+  }
+  const DType type = params_.kv_type;
+  const size_t esz = kv_elem_bytes(type);
+  std::vector<uint8_t> raw;
+  std::vector<float> row(static_cast<size_t>(hp.n_embd_k()));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    for (bool is_value : {false, true}) {
+      const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
+      auto r = kv_region(*sched_, il, is_value, n_embd, type);
+      if (!r) return r.error();
+      const size_t row_bytes = static_cast<size_t>(n_embd) * esz;
+      raw.resize(static_cast<size_t>(n_move) * row_bytes);
+      uint8_t* base = static_cast<uint8_t*>(r->base);
+      r->backend->read(raw.data(), base + static_cast<size_t>(p1) * row_bytes, raw.size());
+      if (!is_value) {
+        for (int t = 0; t < n_move; ++t) {
+          uint8_t* rp = raw.data() + static_cast<size_t>(t) * row_bytes;
+          if (type == DType::F16) {
+            const uint16_t* h = reinterpret_cast<const uint16_t*>(rp);
+            for (size_t i = 0; i < row.size(); ++i) row[i] = fp16_to_fp32(h[i]);
+          } else {
+            std::memcpy(row.data(), rp, row_bytes);
+          }
+          for (int64_t h = 0; h < hp.n_head_kv; ++h) {
+            float* x = row.data() + h * hd;
+            for (int i = 0; i < n_rot / 2; ++i) {
+              const int64_t i0 = neox ? i : 2 * i;
+              const int64_t i1 = neox ? i + n_rot / 2 : 2 * i + 1;
+              const float x0 = x[i0], x1 = x[i1];
+              const float c = cos_t[static_cast<size_t>(i)], s = sin_t[static_cast<size_t>(i)];
+              x[i0] = std::fma(x0, c, -(x1 * s));
+              x[i1] = std::fma(x0, s, x1 * c);
+            }
+          }
+          if (type == DType::F16) {
+            uint16_t* h = reinterpret_cast<uint16_t*>(rp);
+            for (size_t i = 0; i < row.size(); ++i) h[i] = fp32_to_fp16(row[i]);
+          } else {
+            std::memcpy(rp, row.data(), row_bytes);
+          }
+        }
+      }
+      r->backend->write(base + static_cast<size_t>(p0) * row_bytes, raw.data(), raw.size());
+    }
+  }
+  n_past_ -= d;
+  return Status::ok();
+}
+
+Expected<std::vector<uint8_t>> Session::kv_export() const {
+  std::vector<uint8_t> out;
+  if (n_past_ == 0) return out;
+  const ModelHparams& hp = model_->hparams();
+  const size_t esz = kv_elem_bytes(params_.kv_type);
+  out.resize(static_cast<size_t>(n_past_) * kv_row_bytes());
+  size_t off = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il)
+    for (bool is_value : {false, true}) {
+      const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
+      auto r = kv_region(*sched_, il, is_value, n_embd, params_.kv_type);
+      if (!r) return r.error();
+      const size_t n = static_cast<size_t>(n_past_) * static_cast<size_t>(n_embd) * esz;
+      r->backend->read(out.data() + off, r->base, n);
+      off += n;
+    }
+  MINFER_ASSERT(off == out.size());
+  return out;
+}
+
+Status Session::kv_import(std::span<const uint8_t> bytes, int n_past) {
+  if (n_past < 0 || n_past > n_ctx_) return make_error("session: cannot import {} positions into n_ctx {}", n_past, n_ctx_);
+  if (bytes.size() != static_cast<size_t>(n_past) * kv_row_bytes())
+    return make_error("session: KV import of {} bytes, expected {} ({} positions x {} bytes)", bytes.size(),
+                      static_cast<size_t>(n_past) * kv_row_bytes(), n_past, kv_row_bytes());
+  auto pg = prepared(1, 1);  // creates the cache regions on a fresh session
+  if (!pg) return pg.error();
+  const ModelHparams& hp = model_->hparams();
+  const size_t esz = kv_elem_bytes(params_.kv_type);
+  size_t off = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il)
+    for (bool is_value : {false, true}) {
+      const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
+      auto r = kv_region(*sched_, il, is_value, n_embd, params_.kv_type);
+      if (!r) return r.error();
+      const size_t n = static_cast<size_t>(n_past) * static_cast<size_t>(n_embd) * esz;
+      r->backend->write(r->base, bytes.data() + off, n);
+      off += n;
+    }
+  n_past_ = n_past;
   return Status::ok();
 }
 

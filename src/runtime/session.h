@@ -84,6 +84,22 @@ class Session {
   void set_observer(NodeObserver obs) { sched_->set_observer(std::move(obs)); }
   size_t kv_bytes() const { return sched_->persistent_bytes(); }
 
+  // KV cache editing, for chat context shifting and session files. Row p of a cache is position
+  // p; layer il's K rows hold n_embd_k and V rows n_embd_v elements of params().kv_type. The
+  // caches are read and written through their backend's read()/write() only.
+  //
+  // kv_remove drops positions [p0, p1): rows p1..n_past()-1 move down by d = p1 - p0 and their K
+  // is rotated by -d positions (RoPE rotates pair i by an angle linear in the position, so
+  // R(p - d) = R(-d) R(p)), computed in f32 with the kernel's arithmetic and rounded back to the
+  // cache type; V rows just move. n_past() shrinks by d. 0 <= p0 <= p1 <= n_past().
+  Status kv_remove(int p0, int p1);
+  // The first n_past() rows of every cache: for each layer, its K rows then its V rows.
+  Expected<std::vector<uint8_t>> kv_export() const;
+  // Writes rows laid out as kv_export() returns them and sets n_past() to n_past;
+  // bytes.size() must be n_past * kv_row_bytes() and n_past <= n_ctx().
+  Status kv_import(std::span<const uint8_t> bytes, int n_past);
+  size_t kv_row_bytes() const;  // one position across all layers, K and V
+
  private:
   Session() = default;
   Expected<PreparedGraph*> prepared(int n_tokens, int n_out);

@@ -55,7 +55,8 @@ bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
       const bool caches = (src(1).type == DType::F16 || src(1).type == DType::F32) &&
                           (src(2).type == DType::F16 || src(2).type == DType::F32);
       return caches && src(0).type == DType::F32 && src(0).ne[0] <= kMaxHeadDim &&
-             src(2).ne[0] / n.params.n_head_kv <= kMaxHeadDim && src(3).type == DType::I32;
+             src(2).ne[0] / n.params.n_head_kv <= kMaxHeadDim && src(3).type == DType::I32 &&
+             (!n.params.attn_ranges || src(3).ne[0] == 3);
     }
     case Op::kRope:
       return src(0).type == DType::F32 && src(1).type == DType::I32 && n.params.n_rot / 2 <= kMaxHeadDim &&

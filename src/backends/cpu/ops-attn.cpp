@@ -125,6 +125,10 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   const auto* vc = static_cast<const uint8_t*>(a.src[2].data);
   const float* q = a.src[0].f32();
   const int32_t* pos = a.src[3].i32();
+  // Several sequences (out.params.attn_ranges): src3 is [3, n_tokens] = (first row, rows, query
+  // rows of the sequence in this batch); the arithmetic follows the sequence's own row count, so
+  // a decode token batched beside another sequence's long prompt still takes the narrow path.
+  const int32_t* ranges = out.params.attn_ranges ? a.src[3].i32() : nullptr;
   float* y = a.dst.f32();
   MINFER_ASSERT(sh.hd <= kMaxHeadDim && sh.hd_v <= kMaxHeadDim);
 
@@ -133,11 +137,19 @@ void op_attn(const OpContext& c, const OpArgs& a) {
       const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
       const float* qr = q + (t * sh.n_head + h) * sh.hd;
       float* yr = y + t * sh.n_head * sh.hd_v + h * sh.hd_v;
-      const int64_t n_kv = static_cast<int64_t>(pos[t]) + 1;
-      MINFER_ASSERT(n_kv >= 1 && n_kv <= kn.ne[1]);
-      const uint8_t* kh = kc + static_cast<size_t>(kvh) * sh.k_head;
-      const uint8_t* vh = vc + static_cast<size_t>(kvh) * sh.v_head;
-      if (narrow) attn_row_narrow(c.k, sh, k_f16, qr, kh, vh, n_kv, yr);
+      int64_t first = 0, n_kv = 0;
+      bool row_narrow = narrow;
+      if (ranges) {
+        first = ranges[3 * t];
+        n_kv = ranges[3 * t + 1];
+        row_narrow = ranges[3 * t + 2] < kWideBatch && k_f16 == v_f16;
+      } else {
+        n_kv = static_cast<int64_t>(pos[t]) + 1;
+      }
+      MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
+      const uint8_t* kh = kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head;
+      const uint8_t* vh = vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head;
+      if (row_narrow) attn_row_narrow(c.k, sh, k_f16, qr, kh, vh, n_kv, yr);
       else attn_row_wide(c.k, sh, k_f16, v_f16, qr, kh, vh, n_kv, yr);
     }
   }, 1);

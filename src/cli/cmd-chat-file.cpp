@@ -1,0 +1,170 @@
+#include "cli/cmd-chat-file.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace minfer::cli {
+namespace {
+
+constexpr char kMagic[8] = {'M', 'I', 'N', 'F', 'E', 'R', 'K', 'V'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 4 * 5 + 8 + 8;  // 68
+
+void put_u32(std::string& b, uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); }
+void put_u64(std::string& b, uint64_t v) { b.append(reinterpret_cast<const char*>(&v), 8); }
+
+uint32_t get_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+uint64_t get_u64(const uint8_t* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+
+// Writes to PATH.tmp then renames, so a crash never leaves a half-written file under PATH.
+Status write_atomic(const std::string& path, const std::string& a, const void* b = nullptr, size_t nb = 0,
+                    const std::string& c = {}) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return make_error("cannot write '{}'", tmp);
+    f.write(a.data(), static_cast<std::streamsize>(a.size()));
+    if (nb) f.write(static_cast<const char*>(b), static_cast<std::streamsize>(nb));
+    f.write(c.data(), static_cast<std::streamsize>(c.size()));
+    if (!f.flush()) return make_error("cannot write '{}' (disk full?)", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return make_error("cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+  return Status::ok();
+}
+
+}  // namespace
+
+uint64_t fnv1a64(const void* data, size_t n, uint64_t h) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+ModelIdentity model_identity(const GgufFile& file) {
+  ModelIdentity id;
+  id.file_size = file.total_file_size();
+  uint64_t h = fnv1a64(nullptr, 0);
+  for (const GgufKV& kv : file.metadata()) h = fnv1a64(kv.key.data(), kv.key.size(), h);
+  for (const GgufTensor& t : file.tensors()) {
+    h = fnv1a64(t.name.data(), t.name.size(), h);
+    const uint32_t type = static_cast<uint32_t>(t.type);
+    h = fnv1a64(&type, sizeof type, h);
+    for (int64_t d : t.shape) h = fnv1a64(&d, sizeof d, h);
+    h = fnv1a64(&t.offset, sizeof t.offset, h);
+    h = fnv1a64(t.data, std::min<size_t>(t.n_bytes, 4096), h);
+  }
+  id.hash = h;
+  return id;
+}
+
+Status write_session(const std::string& path, const std::string& model_name, const ModelIdentity& id, const Session& s,
+                     const nlohmann::ordered_json& messages, const std::vector<int32_t>& tokens, const std::string& text) {
+  if (static_cast<int>(tokens.size()) != s.n_past())
+    return make_error("session: {} tokens recorded but the cache holds {}", tokens.size(), s.n_past());
+  auto kv = s.kv_export();
+  if (!kv) return kv.error();
+  const ModelHparams& hp = s.model().hparams();
+  std::string head(kMagic, 8);
+  put_u32(head, kVersion);
+  put_u32(head, s.params().kv_type == DType::F16 ? 1u : 0u);
+  put_u64(head, id.file_size);
+  put_u64(head, id.hash);
+  put_u32(head, static_cast<uint32_t>(hp.n_layer));
+  put_u32(head, static_cast<uint32_t>(hp.n_embd_k()));
+  put_u32(head, static_cast<uint32_t>(hp.n_embd_v()));
+  put_u32(head, static_cast<uint32_t>(s.n_ctx()));
+  put_u32(head, static_cast<uint32_t>(tokens.size()));
+  put_u64(head, text.size());
+  put_u64(head, kv->size());
+  MINFER_ASSERT(head.size() == kHeaderBytes);
+  head.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(int32_t));
+  head += text;
+  uint64_t h = fnv1a64(head.data(), head.size());
+  h = fnv1a64(kv->data(), kv->size(), h);
+  std::string tail;
+  put_u64(tail, h);
+  MINFER_TRY(write_atomic(path + ".kv", head, kv->data(), kv->size(), tail));
+
+  nlohmann::ordered_json j = {{"format", "minfer-chat-session"}, {"version", 1}, {"model", model_name},
+                              {"messages", messages}};
+  return write_atomic(path, j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+}
+
+Expected<nlohmann::ordered_json> read_session_messages(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error("cannot read '{}'", path);
+  const std::string s{std::istreambuf_iterator<char>(f), {}};
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(s, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return make_error("'{}' is not valid JSON", path);
+  if (!j.is_object() || j.value("format", "") != "minfer-chat-session" || !j.contains("messages") ||
+      !j["messages"].is_array())
+    return make_error("'{}' is not a minfer chat session (no \"format\": \"minfer-chat-session\" with \"messages\")", path);
+  for (const auto& m : j["messages"])
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string())
+      return make_error("'{}': every message needs string \"role\" and \"content\"", path);
+  return j["messages"];
+}
+
+Expected<KvFileContents> read_kv_file(const std::string& kv_path, const ModelIdentity& id, const Session& s) {
+  std::ifstream f(kv_path, std::ios::binary | std::ios::ate);
+  if (!f) return make_error("cannot read '{}'", kv_path);
+  std::vector<uint8_t> b(static_cast<size_t>(f.tellg()));
+  f.seekg(0);
+  if (!f.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size())))
+    return make_error("cannot read '{}'", kv_path);
+  if (b.size() < kHeaderBytes + 8) return make_error("'{}' is truncated ({} bytes, header alone is {})", kv_path, b.size(), kHeaderBytes + 8);
+  if (std::memcmp(b.data(), kMagic, 8) != 0) return make_error("'{}' is not a minfer KV file (bad magic)", kv_path);
+  const uint8_t* p = b.data() + 8;
+  const uint32_t version = get_u32(p);
+  if (version != kVersion) return make_error("'{}' has version {}, this minfer reads {}", kv_path, version, kVersion);
+  const uint32_t kv_type = get_u32(p + 4);
+  const uint64_t file_size = get_u64(p + 8), hash = get_u64(p + 16);
+  const uint32_t n_layer = get_u32(p + 24), n_embd_k = get_u32(p + 28), n_embd_v = get_u32(p + 32);
+  const uint32_t n_past = get_u32(p + 40);
+  const uint64_t text_bytes = get_u64(p + 44), kv_bytes = get_u64(p + 52);
+  if (file_size != id.file_size || hash != id.hash)
+    return make_error("'{}' was saved with another model (size {} hash {:016x}, this one: size {} hash {:016x})", kv_path,
+                      file_size, hash, id.file_size, id.hash);
+  const ModelHparams& hp = s.model().hparams();
+  const uint32_t want_type = s.params().kv_type == DType::F16 ? 1u : 0u;
+  if (kv_type != want_type)
+    return make_error("'{}' holds a {} cache, this session uses {} (--kv-type)", kv_path, kv_type ? "f16" : "f32",
+                      want_type ? "f16" : "f32");
+  if (n_layer != hp.n_layer || n_embd_k != hp.n_embd_k() || n_embd_v != hp.n_embd_v())
+    return make_error("'{}' has cache rows of {} layers x ({}, {}), the model has {} x ({}, {})", kv_path, n_layer, n_embd_k,
+                      n_embd_v, hp.n_layer, hp.n_embd_k(), hp.n_embd_v());
+  if (static_cast<int64_t>(n_past) >= s.n_ctx())
+    return make_error("'{}' holds {} positions, more than the context {} leaves room for (raise -c)", kv_path, n_past, s.n_ctx());
+  const uint64_t want = kHeaderBytes + uint64_t{n_past} * 4 + text_bytes + kv_bytes + 8;
+  if (text_bytes > b.size() || kv_bytes > b.size() || want != b.size())
+    return make_error("'{}' is {} bytes but its header describes {} (truncated or corrupt)", kv_path, b.size(), want);
+  if (kv_bytes != uint64_t{n_past} * s.kv_row_bytes())
+    return make_error("'{}' has {} KV bytes for {} positions, expected {}", kv_path, kv_bytes, n_past,
+                      uint64_t{n_past} * s.kv_row_bytes());
+  const uint64_t sum = fnv1a64(b.data(), b.size() - 8);
+  if (sum != get_u64(b.data() + b.size() - 8))
+    return make_error("'{}' fails its checksum (corrupt)", kv_path);
+  KvFileContents c;
+  const uint8_t* q = b.data() + kHeaderBytes;
+  c.tokens.resize(n_past);
+  std::memcpy(c.tokens.data(), q, size_t{n_past} * 4);
+  q += size_t{n_past} * 4;
+  c.text.assign(reinterpret_cast<const char*>(q), text_bytes);
+  q += text_bytes;
+  c.kv.assign(q, q + kv_bytes);
+  for (int32_t t : c.tokens)
+    if (t < 0 || t >= s.n_vocab()) return make_error("'{}' holds token {} outside the vocabulary", kv_path, t);
+  return c;
+}
+
+}  // namespace minfer::cli

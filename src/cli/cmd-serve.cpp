@@ -1,0 +1,74 @@
+// `minfer serve MODEL`: the OpenAI-compatible HTTP server (docs/server-api.md) with --parallel
+// slots decoded together (continuous batching). Runs until SIGTERM/SIGINT, then drains.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/thread-pool.h"
+#include "models/model.h"
+#include "server/http-server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::cli {
+
+int cmd_serve(int argc, char** argv) {
+  CLI::App app{"Serve MODEL over an OpenAI-compatible HTTP API (docs/server-api.md)", "minfer serve"};
+  std::string model, kv = "f16";
+  server::ServerParams sp;
+  server::EngineParams ep;
+  int n_ctx = 2048;
+  double max_body_mb = 8;
+  app.add_option("MODEL", model, "GGUF path or the name of a model in the cache")->required();
+  app.add_option("--host", sp.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", sp.port, "TCP port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("--parallel", ep.n_slots, "slots: requests generated together in one batch")
+      ->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("-c,--ctx-size", n_ctx, "context size (KV positions) of each slot, capped at the model's")
+      ->capture_default_str()->check(CLI::Range(8, 1 << 24));
+  app.add_option("--api-key", sp.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
+  app.add_option("--alias", sp.alias, "model id reported to clients (default: the file name without .gguf)");
+  app.add_option("-t,--threads", ep.n_threads, "compute threads (default: all)")->check(CLI::Range(0, 1024));
+  app.add_option("-b,--batch-size", ep.n_batch, "most prompt tokens of one slot per step")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_option("--queue", ep.max_queue, "requests waiting for a slot before 503 + Retry-After")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 16));
+  app.add_option("--kv-type", kv, "KV cache element type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+  app.add_option("--max-body-mb", max_body_mb, "largest request body (413 above)")->capture_default_str()->check(CLI::Range(0.001, 1024.0));
+  app.add_option("-n,--n-predict", sp.default_n_predict, "max_tokens of requests without one (-1: until end or context full)")
+      ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
+  app.add_option("--timeout", sp.timeout_s, "seconds: connection read/write timeout and longest generation")
+      ->capture_default_str()->check(CLI::Range(1, 86400));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  const std::string path = resolve_model(model);
+  if (path.empty()) return 1;
+  auto m = Model::load(path);
+  if (!m) {
+    std::fprintf(stderr, "minfer: %s\n", m.error().message.c_str());
+    return 1;
+  }
+  auto tok = Tokenizer::from_gguf((*m)->file());
+  if (!tok) {
+    std::fprintf(stderr, "minfer: %s\n", tok.error().message.c_str());
+    return 1;
+  }
+  if (sp.alias.empty()) {
+    sp.alias = std::filesystem::path(path).filename().string();
+    if (sp.alias.ends_with(".gguf")) sp.alias.resize(sp.alias.size() - 5);
+  }
+  const int64_t n_train = (*m)->hparams().n_ctx_train;
+  ep.n_ctx_slot = n_train > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, n_train)) : n_ctx;
+  ep.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
+  return server::run_server(*m, *tok, ep, sp);
+}
+
+}  // namespace minfer::cli

@@ -1,0 +1,306 @@
+#include "server/api.h"
+
+#include <cmath>
+#include <optional>
+
+#include "template/chat.h"
+
+namespace minfer::server {
+
+json error_json(const ApiError& e) {
+  json err = {{"message", e.message}, {"type", e.type}};
+  err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
+  err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
+  return {{"error", err}};
+}
+
+Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages, const json& extra) {
+  std::string source = jinja::kChatmlTemplate;
+  if (const GgufValue* v = file.find("tokenizer.chat_template"))
+    if (const std::string* s = v->as_string(); s && !s->empty()) source = *s;
+  json args = extra.is_object() ? extra : json::object();
+  args["messages"] = messages;
+  args["add_generation_prompt"] = true;
+  auto inputs = jinja::chat_inputs_from_json(args.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (!inputs) return inputs.error();
+  jinja::set_default_token(*inputs, "bos_token", tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : "");
+  jinja::set_default_token(*inputs, "eos_token", tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : "");
+  return jinja::render_chat(source, *inputs, {});
+}
+
+namespace {
+
+ApiError bad(std::string param, std::string message) {
+  ApiError e;
+  e.status = 400;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  return e;
+}
+
+// A present, non-null field of `body`, or nullptr.
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// Reads a number field into `out` when present; checks [lo, hi].
+std::optional<ApiError> number(const json& body, const char* name, double lo, double hi, double& out) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return bad(name, fmt::format("'{}' must be a number, got {}", name, v->dump()));
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi)
+    return bad(name, fmt::format("'{}' is {}, outside [{}, {}]", name, v->dump(), lo, hi));
+  out = x;
+  return std::nullopt;
+}
+
+std::optional<ApiError> integer(const json& body, const char* name, int64_t lo, int64_t hi, int64_t& out) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
+    return bad(name, fmt::format("'{}' must be an integer, got {}", name, v->dump()));
+  const double x = v->get<double>();
+  if (x < static_cast<double>(lo) || x > static_cast<double>(hi))
+    return bad(name, fmt::format("'{}' is {}, outside [{}, {}]", name, v->dump(), lo, hi));
+  out = static_cast<int64_t>(x);
+  return std::nullopt;
+}
+
+std::optional<ApiError> boolean(const json& body, const char* name, bool& out) {
+  const json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return bad(name, fmt::format("'{}' must be a boolean, got {}", name, v->dump()));
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+// OpenAI content: a string, or an array of parts of which only {"type": "text"} is supported.
+std::optional<ApiError> normalize_messages(const json& in, json& out) {
+  if (!in.is_array() || in.empty()) return bad("messages", "'messages' must be a non-empty array");
+  out = json::array();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const json& m = in[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return bad(where, fmt::format("'{}' must be an object", where));
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad(where + ".role", fmt::format("'{}.role' must be a string", where));
+    json msg = m;
+    auto content = m.find("content");
+    if (content != m.end() && content->is_array()) {
+      std::string text;
+      for (const json& part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+          return bad(where + ".content", fmt::format("'{}.content': only text parts are supported", where));
+        text += part["text"].get<std::string>();
+      }
+      msg["content"] = text;
+    } else if (content != m.end() && !content->is_string() && !content->is_null()) {
+      return bad(where + ".content", fmt::format("'{}.content' must be a string, an array of text parts or null", where));
+    }
+    out.push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+std::string token_bytes_string(const Tokenizer& tok, int32_t id) { return std::string(tok.piece(id)); }
+
+json bytes_array(const std::string& s) {
+  json a = json::array();
+  for (unsigned char c : s) a.push_back(static_cast<int>(c));
+  return a;
+}
+
+}  // namespace
+
+std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, const ParseContext& ctx) {
+  if (!body.is_object()) return bad("", "the request body must be a JSON object");
+  CompletionRequest r;
+  r.chat = chat;
+  // Server sampling defaults: llama.cpp server's (no repeat penalty: OpenAI has none).
+  SamplerParams& sp = r.sampling;
+  sp.temp = 0.8f;
+  sp.top_k = 40;
+  sp.top_p = 0.95f;
+  sp.min_p = 0.05f;
+  sp.repeat_penalty = 1.0f;
+  sp.seed = kSeedRandom;
+
+  double d = 0;
+  int64_t i = 0;
+  if (auto e = number(body, "temperature", 0, 2, d)) return *e;
+  if (field(body, "temperature")) sp.temp = static_cast<float>(d);
+  if (auto e = number(body, "top_p", 0, 1, d)) return *e;
+  if (field(body, "top_p")) sp.top_p = d <= 0 ? 1e-6f : static_cast<float>(d);
+  if (auto e = integer(body, "top_k", 0, 1 << 30, i)) return *e;
+  if (field(body, "top_k")) sp.top_k = static_cast<int32_t>(i);
+  if (auto e = number(body, "min_p", 0, 1, d)) return *e;
+  if (field(body, "min_p")) sp.min_p = static_cast<float>(d);
+  if (auto e = number(body, "presence_penalty", -2, 2, d)) return *e;
+  if (field(body, "presence_penalty")) sp.presence_penalty = static_cast<float>(d);
+  if (auto e = number(body, "frequency_penalty", -2, 2, d)) return *e;
+  if (field(body, "frequency_penalty")) sp.frequency_penalty = static_cast<float>(d);
+  if (auto e = number(body, "repeat_penalty", 1, 10, d)) return *e;  // llama.cpp extension
+  if (field(body, "repeat_penalty")) sp.repeat_penalty = static_cast<float>(d);
+  if (auto e = integer(body, "seed", INT64_MIN / 2, INT64_MAX / 2, i)) return *e;
+  if (field(body, "seed")) sp.seed = i < 0 ? kSeedRandom : i;
+  if (auto e = integer(body, "n", 1, 16, i)) return *e;
+  if (field(body, "n")) r.n = static_cast<int>(i);
+  if (auto e = boolean(body, "stream", r.stream)) return *e;
+
+  int64_t max_tokens = ctx.default_n_predict;
+  for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {
+    if (!field(body, name)) continue;
+    if (auto e = integer(body, name, name[0] == 'n' ? -1 : 1, 1 << 30, i)) return *e;
+    max_tokens = i;
+    break;
+  }
+  r.n_predict = static_cast<int>(max_tokens);
+
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) return bad("stream_options", "'stream_options' must be an object");
+    if (auto e = boolean(*so, "include_usage", r.include_usage)) return bad("stream_options.include_usage", e->message);
+  }
+
+  if (const json* st = field(body, "stop")) {
+    if (st->is_string()) {
+      r.stop.push_back(st->get<std::string>());
+    } else if (st->is_array()) {
+      for (const json& s : *st) {
+        if (!s.is_string()) return bad("stop", "'stop' must be a string or an array of strings");
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return bad("stop", "'stop' must be a string or an array of strings");
+    }
+  }
+
+  const int32_t n_vocab = ctx.tok->n_vocab();
+  if (const json* lb = field(body, "logit_bias")) {
+    if (!lb->is_object()) return bad("logit_bias", "'logit_bias' must be an object mapping token ids to biases");
+    for (auto it = lb->begin(); it != lb->end(); ++it) {
+      int64_t id = -1;
+      try {
+        size_t used = 0;
+        id = std::stoll(it.key(), &used);
+        if (used != it.key().size()) id = -1;
+      } catch (...) {
+        id = -1;
+      }
+      if (id < 0 || id >= n_vocab)
+        return bad("logit_bias", fmt::format("logit_bias key '{}' is not a token id in [0, {})", it.key(), n_vocab));
+      if (!it.value().is_number() || std::fabs(it.value().get<double>()) > 100)
+        return bad("logit_bias", fmt::format("logit_bias[{}] must be a number in [-100, 100]", it.key()));
+      sp.logit_bias[static_cast<int32_t>(id)] = it.value().get<float>();
+    }
+  }
+
+  // logprobs: a boolean (+ top_logprobs 0..20) for chat, an integer 0..5 for completions.
+  if (const json* lp = field(body, "logprobs")) {
+    if (chat) {
+      if (!lp->is_boolean()) return bad("logprobs", "'logprobs' must be a boolean");
+      r.logprobs = lp->get<bool>();
+      if (auto e = integer(body, "top_logprobs", 0, 20, i)) return *e;
+      if (field(body, "top_logprobs")) {
+        if (!r.logprobs) return bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        r.top_logprobs = static_cast<int>(i);
+      }
+    } else {
+      if (auto e = integer(body, "logprobs", 0, 5, i)) return *e;
+      r.logprobs = true;
+      r.top_logprobs = static_cast<int>(i);
+    }
+  }
+
+  if (const json* rf = field(body, "response_format")) {
+    const std::string type = rf->is_object() ? rf->value("type", "") : "";
+    if (type != "text" && type != "json_object")
+      return bad("response_format", fmt::format("response_format type '{}' is not supported (text, json_object)", type));
+    r.json_object = type == "json_object";
+  }
+
+  std::string text;
+  bool add_bos = ctx.tok->add_bos();
+  if (chat) {
+    const json* msgs = field(body, "messages");
+    if (!msgs) return bad("messages", "'messages' is required");
+    json norm;
+    if (auto e = normalize_messages(*msgs, norm)) return *e;
+    json extra = json::object();
+    if (const json* tools = field(body, "tools")) {
+      if (!tools->is_array()) return bad("tools", "'tools' must be an array");
+      extra["tools"] = *tools;
+    }
+    if (const json* kw = field(body, "chat_template_kwargs"); kw && kw->is_object())
+      for (auto it = kw->begin(); it != kw->end(); ++it) extra[it.key()] = it.value();
+    auto rendered = render_chat(*ctx.file, *ctx.tok, norm, extra);
+    if (!rendered) return bad("messages", "chat template: " + rendered.error().message);
+    text = *rendered;
+    if (add_bos && ctx.tok->bos_id() >= 0 && text.starts_with(ctx.tok->token_text(ctx.tok->bos_id()))) add_bos = false;
+    r.prompt = ctx.tok->encode(text, add_bos, /*parse_special=*/true);
+  } else {
+    const json* p = field(body, "prompt");
+    if (!p) return bad("prompt", "'prompt' is required");
+    if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
+    if (p->is_string()) {
+      r.prompt = ctx.tok->encode(p->get<std::string>(), add_bos, /*parse_special=*/true);
+    } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
+      for (const json& t : *p) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+          return bad("prompt", fmt::format("'prompt' token {} is not in [0, {})", t.dump(), n_vocab));
+        r.prompt.push_back(t.get<int32_t>());
+      }
+    } else {
+      return bad("prompt", "'prompt' must be a string, a one-string array or an array of token ids");
+    }
+  }
+  if (r.prompt.empty()) return bad(chat ? "messages" : "prompt", "the prompt is empty");
+
+  const int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
+  const int64_t want = n_prompt + std::max<int64_t>(r.n_predict, 0);
+  if (n_prompt >= ctx.n_ctx_slot || want > ctx.n_ctx_slot) {
+    ApiError e = bad(chat ? "messages" : "prompt", "");
+    e.code = "context_length_exceeded";
+    e.message = fmt::format(
+        "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the {}, {} in "
+        "the completion). Please reduce the length of the {} or completion.",
+        ctx.n_ctx_slot, std::max(want, n_prompt + 1), n_prompt, chat ? "messages" : "prompt",
+        std::max<int64_t>(r.n_predict, r.n_predict < 0 ? 1 : 0), chat ? "messages" : "prompt");
+    return e;
+  }
+  if (Status st = validate(sp, n_vocab); !st) return bad("", st.error().message);
+  return r;
+}
+
+json chat_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& lps) {
+  json content = json::array();
+  for (const TokenLogprob& lp : lps) {
+    const std::string s = token_bytes_string(tok, lp.id);
+    json top = json::array();
+    for (const auto& [id, v] : lp.top) {
+      const std::string ts = token_bytes_string(tok, id);
+      top.push_back({{"token", ts}, {"logprob", v}, {"bytes", bytes_array(ts)}});
+    }
+    content.push_back({{"token", s}, {"logprob", lp.logprob}, {"bytes", bytes_array(s)}, {"top_logprobs", top}});
+  }
+  return content;
+}
+
+void append_completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps, json& lp, size_t& text_offset) {
+  if (!lp.is_object()) lp = {{"tokens", json::array()}, {"token_logprobs", json::array()},
+                             {"top_logprobs", json::array()}, {"text_offset", json::array()}};
+  for (const TokenLogprob& t : lps) {
+    const std::string s = token_bytes_string(tok, t.id);
+    lp["tokens"].push_back(s);
+    lp["token_logprobs"].push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [id, v] : t.top) top[token_bytes_string(tok, id)] = v;
+    lp["top_logprobs"].push_back(top);
+    lp["text_offset"].push_back(text_offset);
+    text_offset += s.size();
+  }
+}
+
+}  // namespace minfer::server

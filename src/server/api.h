@@ -1,0 +1,69 @@
+// OpenAI request parsing and response shapes (docs/server-api.md). Pure functions: no I/O, no
+// engine, so each shape is testable on its own.
+//
+//   auto req = parse_completion_request(body_json, /*chat=*/true, ctx);
+//   if (auto* e = std::get_if<ApiError>(&req)) return reply(e->status, error_json(*e));
+//   const CompletionRequest& r = std::get<CompletionRequest>(req);
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gguf/reader.h"
+#include "sampling/params.h"
+#include "server/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::server {
+
+using json = nlohmann::ordered_json;
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";  // OpenAI's types: invalid_request_error,
+                                               // authentication_error, not_found_error, server_error
+  std::string param;                           // the offending field ("" -> null)
+  std::string code;                            // "" -> null
+};
+json error_json(const ApiError& e);  // {"error": {"message", "type", "param", "code"}}
+
+struct CompletionRequest {
+  bool chat = true;
+  std::vector<int32_t> prompt;  // rendered (chat) and tokenized
+  int n_predict = -1;           // max_tokens / max_completion_tokens; -1: until eog or context end
+  int n = 1;                    // choices
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+  bool logprobs = false;
+  int top_logprobs = 0;
+  std::vector<std::string> stop;
+  SamplerParams sampling;
+  bool json_object = false;     // response_format {"type": "json_object"}
+};
+
+// What parsing needs from the server: the model's template and tokenizer, and the context size.
+struct ParseContext {
+  const GgufFile* file = nullptr;
+  const Tokenizer* tok = nullptr;
+  int n_ctx_slot = 0;
+  int default_n_predict = -1;  // max_tokens when the request has none (-1: until eog / context end)
+};
+
+std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat,
+                                                                   const ParseContext& ctx);
+
+// Renders chat messages with the model's template (ChatML when the GGUF has none).
+Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages,
+                                  const json& extra);
+
+// The logprobs objects OpenAI returns, from the engine's per-token values.
+json chat_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& lps);  // [{token,logprob,bytes,top_logprobs}]
+void append_completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& lps, json& lp,
+                                size_t& text_offset);  // {tokens, token_logprobs, top_logprobs, text_offset}
+
+}  // namespace minfer::server

@@ -1,0 +1,410 @@
+#include "server/http-server.h"
+
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "server/api.h"
+
+namespace minfer::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string random_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string s = prefix;
+  for (int i = 0; i < 24; ++i) s += kAlnum[rng() % 62];
+  return s;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Request counters and latency for /metrics (Prometheus text format).
+class HttpMetrics {
+ public:
+  void count(const std::string& path, int status) {
+    std::lock_guard<std::mutex> lk(mu_);
+    requests_[{path, status}]++;
+  }
+  void latency(double s) {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (size_t i = 0; i < kBuckets.size(); ++i)
+      if (s <= kBuckets[i]) buckets_[i]++;
+    lat_count_++;
+    lat_sum_ += s;
+  }
+  std::string render(const EngineMetrics& m) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::string o;
+    o += "# HELP minfer_requests_total HTTP requests by path and status.\n# TYPE minfer_requests_total counter\n";
+    for (const auto& [k, v] : requests_)
+      o += fmt::format("minfer_requests_total{{path=\"{}\",status=\"{}\"}} {}\n", k.first, k.second, v);
+    o += "# HELP minfer_request_duration_seconds Completion request latency.\n"
+         "# TYPE minfer_request_duration_seconds histogram\n";
+    for (size_t i = 0; i < kBuckets.size(); ++i)
+      o += fmt::format("minfer_request_duration_seconds_bucket{{le=\"{}\"}} {}\n", kBuckets[i], buckets_[i]);
+    o += fmt::format("minfer_request_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", lat_count_);
+    o += fmt::format("minfer_request_duration_seconds_sum {}\nminfer_request_duration_seconds_count {}\n", lat_sum_, lat_count_);
+    auto counter = [&](const char* name, const char* help, int64_t v) {
+      o += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);
+    };
+    auto gauge = [&](const char* name, const char* help, double v) {
+      o += fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n{0} {2}\n", name, help, v);
+    };
+    counter("minfer_prompt_tokens_total", "Prompt tokens prefilled.", m.n_prompt_tokens);
+    counter("minfer_prompt_tokens_cached_total", "Prompt tokens reused from a slot's KV cache.", m.n_cached_tokens);
+    counter("minfer_generated_tokens_total", "Tokens generated.", m.n_gen_tokens);
+    counter("minfer_batch_steps_total", "Batched forward passes.", m.n_steps);
+    counter("minfer_batch_tokens_total", "Tokens in batched forward passes.", m.n_step_tokens);
+    counter("minfer_jobs_cancelled_total", "Generations stopped because the client went away.", m.n_jobs_cancelled);
+    o += fmt::format("# HELP minfer_time_to_first_token_seconds Submit to first token.\n"
+                     "# TYPE minfer_time_to_first_token_seconds summary\n"
+                     "minfer_time_to_first_token_seconds_sum {}\nminfer_time_to_first_token_seconds_count {}\n",
+                     m.ttft_s_sum, m.ttft_count);
+    gauge("minfer_queue_length", "Jobs waiting for a slot.", m.queued);
+    gauge("minfer_slots_busy", "Slots generating or prefilling.", m.slots_busy);
+    gauge("minfer_slots_total", "Slots (--parallel).", m.n_slots);
+    return o;
+  }
+
+ private:
+  static constexpr std::array<double, 10> kBuckets = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, int64_t> requests_;
+  std::array<int64_t, 10> buckets_{};
+  int64_t lat_count_ = 0;
+  double lat_sum_ = 0;
+};
+
+struct Server {
+  std::shared_ptr<const Model> model;
+  const Tokenizer* tok = nullptr;
+  ServerParams sp;
+  std::unique_ptr<Engine> engine;
+  HttpMetrics metrics;
+  std::atomic<bool> draining{false};
+  int64_t created = static_cast<int64_t>(std::time(nullptr));
+
+  void reply_error(httplib::Response& res, const ApiError& e) {
+    res.status = e.status;
+    res.set_content(dump(error_json(e)), "application/json");
+  }
+
+  json chunk_base(const std::string& id, bool chat, int64_t t) const {
+    return {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", t},
+            {"model", sp.alias}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}};
+  }
+
+  static json usage_json(int n_prompt, int n_gen, int n_cached) {
+    return {{"prompt_tokens", n_prompt}, {"completion_tokens", n_gen}, {"total_tokens", n_prompt + n_gen},
+            {"prompt_tokens_details", {{"cached_tokens", n_cached}}}};
+  }
+
+  std::vector<Job> make_jobs(const CompletionRequest& r, const std::shared_ptr<EventChannel>& ch) const {
+    std::vector<Job> jobs;
+    for (int i = 0; i < r.n; ++i) {
+      Job j;
+      j.prompt = r.prompt;
+      j.sampling = r.sampling;
+      if (r.sampling.seed != kSeedRandom) j.sampling.seed = r.sampling.seed + i;
+      j.n_predict = r.n_predict;
+      j.stop = r.stop;
+      j.top_logprobs = r.logprobs ? r.top_logprobs : -1;
+      j.json_object = r.json_object;
+      j.index = i;
+      j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
+      j.channel = ch;
+      jobs.push_back(std::move(j));
+    }
+    return jobs;
+  }
+
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+    const auto t0 = Clock::now();
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const std::exception& e) {
+      return reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""});
+    }
+    ParseContext pc{&model->file(), tok, engine->n_ctx_slot(), sp.default_n_predict};
+    auto parsed = parse_completion_request(body, chat, pc);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
+    auto r = std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
+    auto ch = std::make_shared<EventChannel>(r->n);
+    if (draining || !engine->submit(make_jobs(*r, ch))) {
+      res.set_header("Retry-After", "1");
+      return reply_error(res, {503, draining ? "the server is shutting down" : "the server is busy: every slot and queue place is taken; retry later",
+                               "server_error", "", "server_busy"});
+    }
+    const std::string id = random_id(chat ? "chatcmpl-" : "cmpl-");
+    const int64_t created_t = static_cast<int64_t>(std::time(nullptr));
+    if (r->stream) return stream(res, r, ch, id, created_t, chat, t0);
+
+    // Non-streaming: collect every choice.
+    std::vector<std::string> text(static_cast<size_t>(r->n));
+    std::vector<std::string> reason(static_cast<size_t>(r->n));
+    std::vector<std::vector<TokenLogprob>> lps(static_cast<size_t>(r->n));
+    int n_prompt = static_cast<int>(r->prompt.size()), n_gen = 0, n_cached = 0;
+    std::string error;
+    JobEvent ev;
+    for (;;) {
+      const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+      if (pr == EventChannel::kClosed) break;
+      if (pr == EventChannel::kTimeout) continue;
+      const size_t k = static_cast<size_t>(ev.index);
+      if (ev.kind == JobEvent::kError) {
+        error = ev.error;
+        continue;
+      }
+      text[k] += ev.text;
+      lps[k].insert(lps[k].end(), ev.logprobs.begin(), ev.logprobs.end());
+      if (ev.kind == JobEvent::kDone) {
+        reason[k] = ev.finish_reason;
+        n_gen += ev.n_gen;
+        n_cached = ev.n_cached;
+      }
+    }
+    if (!error.empty()) return reply_error(res, {500, error, "server_error", "", ""});
+    json choices = json::array();
+    for (int i = 0; i < r->n; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      json c;
+      c["index"] = i;
+      if (chat) {
+        c["message"] = {{"role", "assistant"}, {"content", text[k]}, {"refusal", nullptr}};
+        c["logprobs"] = r->logprobs ? json{{"content", chat_logprobs_json(*tok, lps[k])}, {"refusal", nullptr}} : json(nullptr);
+      } else {
+        c["text"] = text[k];
+        json lp = nullptr;
+        size_t off = 0;
+        if (r->logprobs) append_completion_logprobs(*tok, lps[k], lp, off);
+        c["logprobs"] = lp;
+      }
+      c["finish_reason"] = reason[k];
+      choices.push_back(std::move(c));
+    }
+    json out = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_t},
+                {"model", sp.alias}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}, {"choices", choices},
+                {"usage", usage_json(n_prompt, n_gen, n_cached)}};
+    res.set_content(dump(out), "application/json");
+    metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+
+  void stream(httplib::Response& res, std::shared_ptr<CompletionRequest> r, std::shared_ptr<EventChannel> ch,
+              const std::string& id, int64_t created_t, bool chat, Clock::time_point t0) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");  // nginx: pass chunks through as they come
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, r, ch, id, created_t, chat, t0](size_t, httplib::DataSink& sink) {
+          auto send = [&](const json& j) {
+            const std::string s = "data: " + dump(j) + "\n\n";
+            return sink.write(s.data(), s.size());
+          };
+          auto chunk = [&](int index, json delta_or_text, json logprobs, json finish) {
+            json c = chunk_base(id, chat, created_t);
+            json choice = {{"index", index}};
+            if (chat) choice["delta"] = std::move(delta_or_text);
+            else choice["text"] = std::move(delta_or_text);
+            choice["logprobs"] = std::move(logprobs);
+            choice["finish_reason"] = std::move(finish);
+            c["choices"] = json::array({choice});
+            if (r->include_usage) c["usage"] = nullptr;
+            return c;
+          };
+          bool ok = true;
+          if (chat)  // the first delta of each choice carries the role
+            for (int i = 0; i < r->n && ok; ++i)
+              ok = send(chunk(i, {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}, nullptr, nullptr));
+          int n_gen = 0, n_cached = 0;
+          std::vector<size_t> offsets(static_cast<size_t>(r->n), 0);
+          std::string error;
+          JobEvent ev;
+          while (ok) {
+            const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+            if (pr == EventChannel::kClosed) break;
+            if (pr == EventChannel::kTimeout) {
+              if (sink.is_writable && !sink.is_writable()) ok = false;
+              continue;
+            }
+            if (ev.kind == JobEvent::kError) {
+              error = ev.error;
+              continue;
+            }
+            json lp = nullptr;
+            if (r->logprobs && !ev.logprobs.empty()) {
+              if (chat) {
+                lp = {{"content", chat_logprobs_json(*tok, ev.logprobs)}, {"refusal", nullptr}};
+              } else {
+                append_completion_logprobs(*tok, ev.logprobs, lp, offsets[static_cast<size_t>(ev.index)]);
+              }
+            }
+            if (!ev.text.empty() || !lp.is_null())
+              ok = send(chunk(ev.index, chat ? json{{"content", ev.text}} : json(ev.text), lp, nullptr));
+            if (ok && ev.kind == JobEvent::kDone) {
+              n_gen += ev.n_gen;
+              n_cached = ev.n_cached;
+              ok = send(chunk(ev.index, chat ? json::object() : json(""), nullptr, ev.finish_reason));
+            }
+          }
+          if (!ok) {  // the client went away: stop generating, free the slot
+            ch->cancel();
+            return false;
+          }
+          if (!error.empty()) {
+            json e = error_json({500, error, "server_error", "", ""});
+            send(e);
+          } else if (r->include_usage) {
+            json c = chunk_base(id, chat, created_t);
+            c["choices"] = json::array();
+            c["usage"] = usage_json(static_cast<int>(r->prompt.size()), n_gen, n_cached);
+            send(c);
+          }
+          static const std::string kDone = "data: [DONE]\n\n";
+          sink.write(kDone.data(), kDone.size());
+          sink.done();
+          metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+          return true;
+        },
+        [ch](bool success) {
+          if (!success) ch->cancel();
+        });
+  }
+};
+
+}  // namespace
+
+int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp_in) {
+  // Signals go to one thread (sigwait below), never to a worker in the middle of a write.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Server s;
+  s.model = model;
+  s.tok = &tok;
+  s.sp = sp_in;
+  auto engine = Engine::create(model, tok, ep);
+  if (!engine) {
+    std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());
+    return 1;
+  }
+  s.engine = std::move(*engine);
+
+  httplib::Server http;
+  // One thread per open connection (httplib): every slot and queue place, plus idle keep-alive
+  // connections (a load balancer keeps some open per worker).
+  const int n_threads = s.sp.n_http_threads > 0 ? s.sp.n_http_threads : ep.n_slots + ep.max_queue + 64;
+  http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+  http.set_payload_max_length(s.sp.max_body);
+  http.set_read_timeout(s.sp.timeout_s, 0);
+  http.set_write_timeout(s.sp.timeout_s, 0);
+  // An idle keep-alive connection is closed after this; it also bounds how long SIGTERM waits
+  // for idle connections (httplib notices the stop only between requests).
+  http.set_keep_alive_timeout(5);
+  http.set_keep_alive_max_count(10000);
+
+  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/health" || s.sp.api_key.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth == "Bearer " + s.sp.api_key) return httplib::Server::HandlerResponse::Unhandled;
+    s.reply_error(res, {401, auth.empty() ? "You didn't provide an API key (Authorization: Bearer KEY)."
+                                          : "Incorrect API key provided.",
+                        "authentication_error", "", "invalid_api_key"});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Errors httplib produces itself (404 no route, 413 body too large, 400 bad request line,
+  // 405) get OpenAI's error shape too; bodies we set are kept.
+  http.set_error_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.status = res.status;
+    if (res.status == 404) {
+      e.message = fmt::format("no route for {} {}", req.method, req.path);
+      e.type = "not_found_error";
+      e.code = "not_found";
+    } else if (res.status == 413) {
+      e.message = fmt::format("the request body is larger than the limit of {} bytes", s.sp.max_body);
+      e.code = "request_too_large";
+    } else {
+      e.message = fmt::format("HTTP {}", res.status);
+      if (res.status >= 500) e.type = "server_error";
+    }
+    res.set_content(dump(error_json(e)), "application/json");
+  });
+  http.set_exception_handler([&s](const httplib::Request&, httplib::Response& res, std::exception_ptr ep_) {
+    std::string what = "internal error";
+    try {
+      if (ep_) std::rethrow_exception(ep_);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    s.reply_error(res, {500, what, "server_error", "", ""});
+  });
+  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) { s.metrics.count(req.path, res.status); });
+
+  http.Post("/v1/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { s.completions(q, r, true); });
+  http.Post("/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { s.completions(q, r, true); });
+  http.Post("/v1/completions", [&s](const httplib::Request& q, httplib::Response& r) { s.completions(q, r, false); });
+  http.Post("/completions", [&s](const httplib::Request& q, httplib::Response& r) { s.completions(q, r, false); });
+  auto models = [&s](const httplib::Request&, httplib::Response& r) {
+    json m = {{"id", s.sp.alias}, {"object", "model"}, {"created", s.created}, {"owned_by", "minfer"}};
+    r.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+  };
+  http.Get("/v1/models", models);
+  http.Get("/models", models);
+  http.Get("/health", [&s](const httplib::Request&, httplib::Response& r) {
+    if (s.draining) {
+      r.status = 503;
+      r.set_content(dump(error_json({503, "the server is shutting down", "server_error", "", "unavailable"})), "application/json");
+      return;
+    }
+    r.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+  http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& r) {
+    r.set_content(s.metrics.render(s.engine->metrics()), "text/plain; version=0.0.4");
+  });
+
+  if (!http.bind_to_port(s.sp.host, s.sp.port)) {
+    std::fprintf(stderr, "error: cannot listen on %s:%d (in use, or not an address of this machine)\n", s.sp.host.c_str(), s.sp.port);
+    return 1;
+  }
+  std::atomic<bool> got_signal{false};
+  std::thread sig_thread([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    got_signal = true;
+    if (s.draining) return;  // woken by run_server itself
+    std::fprintf(stderr, "[server] signal %d: draining in-flight requests\n", sig);
+    s.draining = true;
+    s.engine->drain();
+    http.stop();  // closes the listener; listen_after_bind() returns when every handler is done
+  });
+  std::fprintf(stderr, "[server] %s: %d slots x %d ctx, listening on http://%s:%d\n", s.sp.alias.c_str(), ep.n_slots,
+               s.engine->n_ctx_slot(), s.sp.host.c_str(), s.sp.port);
+  std::fflush(stderr);
+  http.listen_after_bind();
+  s.draining = true;
+  s.engine->wait_idle();
+  if (!got_signal) pthread_kill(sig_thread.native_handle(), SIGTERM);  // listen failed: wake it
+  sig_thread.join();
+  std::fprintf(stderr, "[server] stopped\n");
+  return 0;
+}
+
+}  // namespace minfer::server

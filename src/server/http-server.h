@@ -1,0 +1,33 @@
+// The OpenAI-compatible HTTP server (docs/server-api.md) over the batching Engine.
+//
+//   ServerParams sp; sp.port = 8080; sp.alias = "smollm2";
+//   return run_server(model, tok, {.n_slots = 4, .n_ctx_slot = 2048}, sp);  // until SIGTERM
+//
+// SIGTERM or SIGINT: stop accepting connections, finish every in-flight request, exit 0.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "models/model.h"
+#include "server/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::server {
+
+struct ServerParams {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;           // empty: no authentication
+  std::string alias;             // the model id clients see
+  size_t max_body = 8u << 20;    // request bodies above this get 413
+  int timeout_s = 600;           // read/write timeout of a connection, and the longest a generation runs
+  int n_http_threads = 0;        // connections served at once; 0: slots + queue + 64
+  int default_n_predict = -1;    // max_tokens of requests that give none
+};
+
+// Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.
+int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp);
+
+}  // namespace minfer::server

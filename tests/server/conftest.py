@@ -1,0 +1,84 @@
+"""Starts `minfer serve` on a free loopback port for the server tests and stops it (SIGTERM,
+which must drain and exit 0).
+
+Environment: MINFER_BIN (the binary), MINFER_SMOLLM2 (the GGUF model).
+"""
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+BIN = os.environ.get("MINFER_BIN", "build/bin/minfer")
+MODEL = os.environ.get("MINFER_SMOLLM2", os.path.expanduser("~/.cache/minfer/models/SmolLM2-135M-Instruct-Q4_1.gguf"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    def __init__(self, *extra):
+        assert os.path.exists(BIN), f"MINFER_BIN {BIN} does not exist"
+        assert os.path.exists(MODEL), f"model {MODEL} does not exist (run scripts/setup.sh)"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(f"/tmp/minfer-serve-{self.port}.log", "w+")
+        self.proc = subprocess.Popen([BIN, "serve", MODEL, "--host", "127.0.0.1", "--port", str(self.port),
+                                      "--alias", "smollm2", *extra], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            assert self.proc.poll() is None, f"server exited: {self.read_log()}"
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"server did not become healthy: {self.read_log()}")
+
+    def read_log(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self):
+        """SIGTERM: in-flight requests finish, then exit code 0."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("server did not exit within 60 s of SIGTERM")
+        return rc
+
+
+@pytest.fixture(scope="session")
+def server():
+    s = ServerProcess("--parallel", "4", "-c", "1024", "-t", "2")
+    yield s
+    rc = s.stop()
+    assert rc == 0, f"exit code {rc} after SIGTERM: {s.read_log()[-2000:]}"
+
+
+@pytest.fixture(scope="session")
+def strict_server():
+    """One slot, no queue, an API key and a small body limit: for 401, 503 and 413."""
+    s = ServerProcess("--parallel", "1", "--queue", "0", "-c", "256", "-t", "1", "--api-key", "sekret",
+                      "--max-body-mb", "0.01")
+    yield s
+    rc = s.stop()
+    assert rc == 0, f"exit code {rc} after SIGTERM: {s.read_log()[-2000:]}"
+
+
+def metric(url, name):
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise AssertionError(f"metric {name} missing")

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Stands in for llama-server in llama.cpp's server test suite (tools/server/tests): maps the
+llama-server flags its utils.py passes to `minfer serve`, and serves our test model whatever
+model they name (their tests download tiny models; only the model-independent ones can pass).
+
+  LLAMA_SERVER_BIN_PATH=tests/server/llama-server-wrapper.py MINFER_BIN=build/bin/minfer \
+  MINFER_SMOLLM2=~/.cache/minfer/models/SmolLM2-135M-Instruct-Q4_1.gguf pytest unit/test_basic.py
+"""
+import os
+import sys
+
+MAPPED = {"--host": "--host", "--port": "--port", "--ctx-size": "-c", "-c": "-c", "--parallel": "--parallel",
+          "-np": "--parallel", "--api-key": "--api-key", "--alias": "--alias", "--threads": "-t", "-t": "-t",
+          "--n-predict": "-n", "-n": "-n", "--batch-size": "-b", "-b": "-b"}
+# Flags with a value that minfer serve has no use for (model sources, GPU, sampling defaults...).
+IGNORED_WITH_VALUE = {"--temp", "--seed", "--model", "-m", "--model-url", "--hf-repo", "--hf-file", "--model-draft",
+                      "--ubatch-size", "-ub", "--n-gpu-layers", "-ngl", "--pooling", "--tags", "-ctk", "-ctv", "-fa",
+                      "--slot-save-path", "--grp-attn-n", "--grp-attn-w", "--lora", "--spec-type",
+                      "--spec-draft-n-max", "--spec-draft-n-min", "--chat-template", "--chat-template-file",
+                      "--reasoning-format", "--reasoning", "--mmproj-url", "--media-path", "--sleep-idle-seconds",
+                      "--cache-ram", "--cors-origins", "--models-dir", "--models-max", "--models-preset", "--tools",
+                      "--tools-runtime", "--mcp-servers-config", "--mcp-servers-json", "--draft", "--draft-min",
+                      "--draft-max", "--spec-synth-len", "--spec-synth-rates", "--keep", "--ctx-checkpoints"}
+
+
+def main(argv):
+    out = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in MAPPED and i + 1 < len(argv):
+            out += [MAPPED[a], argv[i + 1]]
+            i += 2
+        elif a in IGNORED_WITH_VALUE:
+            i += 2
+        else:  # boolean flags (--jinja, --cont-batching, --metrics, --no-ui, --offline...)
+            i += 1
+    # llama-server's --ctx-size is the total over its slots; ours is per slot.
+    if "-c" in out and "--parallel" in out:
+        c = out.index("-c") + 1
+        out[c] = str(max(8, int(out[c]) // int(out[out.index("--parallel") + 1])))
+    binary = os.environ.get("MINFER_BIN", "build/bin/minfer")
+    model = os.environ.get("MINFER_SMOLLM2",
+                           os.path.expanduser("~/.cache/minfer/models/SmolLM2-135M-Instruct-Q4_1.gguf"))
+    os.execv(binary, [binary, "serve", model, *out])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,126 @@
+// `minfer serve` driven by the official `openai` npm package (v6). Run by test_openai_node.py,
+// which starts the server: MINFER_URL is its base URL, OPENAI_NODE_MODULES where npm put openai.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+
+const require = createRequire(process.env.OPENAI_NODE_MODULES + '/');
+const mod = require('openai');
+const OpenAI = mod.OpenAI ?? mod.default ?? mod;
+const pkg = JSON.parse(readFileSync(process.env.OPENAI_NODE_MODULES + '/openai/package.json', 'utf8'));
+assert.equal(pkg.version.split('.')[0], '6', `expected openai@6, found ${pkg.version}`);
+
+const client = new OpenAI({ baseURL: process.env.MINFER_URL + '/v1', apiKey: 'none', maxRetries: 0 });
+const MSG = [{ role: 'user', content: 'What is the capital of France?' }];
+const PROMPTS = ['What is the capital of France?', 'Name three colors.', 'Write a haiku about the sea.', 'What is 2 + 2?'];
+
+const greedy = (content, extra = {}) =>
+  client.chat.completions.create({ model: 'smollm2', messages: [{ role: 'user', content }], temperature: 0, max_tokens: 20, ...extra });
+
+async function streamText(content, extra = {}) {
+  const s = await client.chat.completions.create({
+    model: 'smollm2', messages: [{ role: 'user', content }], temperature: 0, max_tokens: 20, stream: true, ...extra,
+  });
+  const chunks = [];
+  for await (const c of s) chunks.push(c);
+  return chunks;
+}
+
+test('models', async () => {
+  const list = await client.models.list();
+  assert.deepEqual(list.data.map((m) => m.id), ['smollm2']);
+});
+
+test('non-stream chat', async () => {
+  const r = await greedy(PROMPTS[0], { max_tokens: 12 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.ok(r.choices[0].message.content.length > 0);
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+test('stream equals non-stream, role first, one id, usage chunk', async () => {
+  const solo = await greedy(PROMPTS[1]);
+  const chunks = await streamText(PROMPTS[1], { stream_options: { include_usage: true } });
+  assert.equal(new Set(chunks.map((c) => c.id)).size, 1);
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  const text = chunks.filter((c) => c.choices.length).map((c) => c.choices[0].delta.content ?? '').join('');
+  assert.equal(text, solo.choices[0].message.content);
+  const last = chunks[chunks.length - 1];
+  assert.deepEqual(last.choices, []);
+  assert.equal(last.usage.completion_tokens, solo.usage.completion_tokens);
+});
+
+test('max_tokens gives finish_reason length', async () => {
+  const r = await greedy(PROMPTS[2], { max_tokens: 4 });
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 4);
+});
+
+test('stop string cuts the reply', async () => {
+  const full = (await greedy(PROMPTS[0], { max_tokens: 24 })).choices[0].message.content;
+  const words = full.split(/\s+/).filter(Boolean);
+  assert.ok(words.length >= 4, full);
+  const stop = ' ' + words[2];
+  const r = await greedy(PROMPTS[0], { max_tokens: 24, stop: [stop] });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.equal(r.choices[0].message.content, full.slice(0, full.indexOf(stop)));
+});
+
+test('logprobs', async () => {
+  const r = await greedy(PROMPTS[3], { max_tokens: 6, logprobs: true, top_logprobs: 2 });
+  const lp = r.choices[0].logprobs.content;
+  assert.equal(lp.length, r.usage.completion_tokens);
+  for (const t of lp) {
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 2);
+    assert.equal(t.top_logprobs[0].token, t.token);
+  }
+});
+
+test('errors map to the client error classes', async () => {
+  await assert.rejects(client.chat.completions.create({ model: 'smollm2', messages: MSG, temperature: 'hot' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'temperature');
+  await assert.rejects(
+    client.chat.completions.create({ model: 'smollm2', messages: [{ role: 'user', content: 'word '.repeat(1100) }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
+  await assert.rejects(client.get('/nope'), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+});
+
+test('concurrent streams equal their solo results', async () => {
+  const solo = [];
+  for (const p of PROMPTS) solo.push((await greedy(p)).choices[0].message.content);
+  const together = await Promise.all(PROMPTS.map(async (p) => {
+    const chunks = await streamText(p);
+    return chunks.filter((c) => c.choices.length).map((c) => c.choices[0].delta.content ?? '').join('');
+  }));
+  assert.deepEqual(together, solo);
+});
+
+test('abort mid-stream frees the slot', async () => {
+  const metric = async (name) => {
+    const text = await (await fetch(process.env.MINFER_URL + '/metrics')).text();
+    const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+    return Number(line.split(' ')[1]);
+  };
+  const before = await metric('minfer_jobs_cancelled_total');
+  const ac = new AbortController();
+  const s = await client.completions.create(
+    { model: 'smollm2', prompt: 'Once upon a time', max_tokens: 800, temperature: 0, stream: true,
+      logit_bias: { 0: -100, 1: -100, 2: -100 } },
+    { signal: ac.signal });
+  let n = 0;
+  try {  // openai@6 ends the iteration (or throws an AbortError) once the signal fires
+    for await (const _ of s) if (++n === 3) ac.abort();
+  } catch (e) {
+    assert.ok(e.name === 'AbortError' || e instanceof OpenAI.APIUserAbortError, String(e));
+  }
+  assert.ok(n < 20, `the stream went on after abort (${n} chunks)`);
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline && ((await metric('minfer_jobs_cancelled_total')) === before || (await metric('minfer_slots_busy')) !== 0))
+    await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await metric('minfer_jobs_cancelled_total'), before + 1);
+  assert.equal(await metric('minfer_slots_busy'), 0);
+});

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs the llama.cpp server tests listed in llama-suite-pass.txt against `minfer serve` (through
+# llama-server-wrapper.py) in a scratch copy of .deps/llama.cpp/tools/server/tests.
+#   MINFER_BIN=build/bin/minfer tests/server/run-llama-suite.sh [extra pytest args]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+src=$root/.deps/llama.cpp/tools/server/tests
+[ -d "$src/unit" ] || { echo "missing $src (scripts/setup.sh fetches llama.cpp)"; exit 1; }
+work=$(mktemp -d /tmp/minfer-llama-suite.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp -r "$src/." "$work/"
+mapfile -t tests < <(grep -v '^#' "$here/llama-suite-pass.txt" | grep -v '^$')
+cd "$work"
+LLAMA_SERVER_BIN_PATH=$here/llama-server-wrapper.py PORT=${PORT:-$((20000 + RANDOM % 20000))} \
+  python3 -m pytest -q -p no:cacheprovider "${tests[@]}" "$@"

@@ -1,0 +1,324 @@
+// Session KV editing: kv_remove (drop positions, shift the rest down, re-rotate K by -d) must
+// leave the cache as a from-scratch prefill of the kept tokens would, up to the rounding of the
+// re-rotated K (f16 or f32), and kv_export/kv_import must round-trip exactly. Tiny random models
+// of each architecture (RoPE NORM and NEOX pairings), and SmolLM2-135M-Instruct (MINFER_SMOLLM2).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "gguf/writer.h"
+#include "quant/quant.h"
+#include "core/fp16.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer {
+namespace {
+
+// The tiny-model writer of test-models.cpp.
+struct Tiny {
+  std::string arch = "llama";
+  int64_t n_vocab = 96, n_embd = 64, n_layer = 2, n_head = 4, n_head_kv = 2, n_ff = 96, head_dim = 0;
+  bool tied = false;
+  DType type = DType::F32;
+  std::string drop;                   // a tensor to leave out
+  std::string reshape;                // a tensor to write with a wrong shape
+  bool drop_key_length = false;
+};
+
+std::string write_tiny(const Tiny& t, const std::string& tag) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("minfer-test-models-" + tag + ".gguf")).string();
+  const int64_t hd = t.head_dim ? t.head_dim : t.n_embd / t.n_head;
+  GgufWriter w;
+  const std::string a = t.arch;
+  w.add_string("general.architecture", a);
+  w.add_u32(a + ".embedding_length", static_cast<uint32_t>(t.n_embd));
+  w.add_u32(a + ".block_count", static_cast<uint32_t>(t.n_layer));
+  w.add_u32(a + ".attention.head_count", static_cast<uint32_t>(t.n_head));
+  w.add_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(t.n_head_kv));
+  w.add_u32(a + ".feed_forward_length", static_cast<uint32_t>(t.n_ff));
+  w.add_u32(a + ".context_length", 256);
+  w.add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  if (t.head_dim && !t.drop_key_length) {
+    w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(hd));
+    w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(hd));
+  }
+  std::vector<std::string> toks;
+  for (int64_t i = 0; i < t.n_vocab; ++i) toks.push_back(std::string(1, 't').append(std::to_string(i)));  // (not "t" + ...: GCC 12 -Wrestrict false positive)
+  w.add("tokenizer.ggml.tokens", GgufValue::make_string_array(toks));
+
+  std::mt19937 rng(42);
+  auto tensor = [&](const std::string& name, std::vector<int64_t> shape, double mean, double sd, bool matrix) {
+    if (name == t.drop) return;
+    if (name == t.reshape) shape[0] += matrix ? 32 : 1;
+    std::normal_distribution<float> nd(static_cast<float>(mean), static_cast<float>(sd));
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = nd(rng);
+    const DType type = matrix ? t.type : DType::F32;
+    std::vector<uint8_t> bytes(row_bytes(type, shape[0]) * static_cast<size_t>(n / shape[0]));
+    for (int64_t r = 0; r < n / shape[0]; ++r)
+      quantize_row(type, v.data() + r * shape[0], bytes.data() + r * row_bytes(type, shape[0]), shape[0]);
+    w.add_tensor(name, type, shape, std::move(bytes));
+  };
+  const int64_t e = t.n_embd, q = t.n_head * hd, kv = t.n_head_kv * hd;
+  tensor("token_embd.weight", {e, t.n_vocab}, 0, 1, true);
+  for (int64_t il = 0; il < t.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    tensor(p + "attn_norm.weight", {e}, 1, 0.1, false);
+    tensor(p + "attn_q.weight", {e, q}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "attn_k.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "attn_v.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
+    if (a == "qwen2") {
+      tensor(p + "attn_q.bias", {q}, 0, 0.1, false);
+      tensor(p + "attn_k.bias", {kv}, 0, 0.1, false);
+      tensor(p + "attn_v.bias", {kv}, 0, 0.1, false);
+    }
+    if (a == "qwen3") {
+      tensor(p + "attn_q_norm.weight", {hd}, 1, 0.1, false);
+      tensor(p + "attn_k_norm.weight", {hd}, 1, 0.1, false);
+    }
+    tensor(p + "attn_output.weight", {q, e}, 0, 1 / std::sqrt(double(q)), true);
+    tensor(p + "ffn_norm.weight", {e}, 1, 0.1, false);
+    tensor(p + "ffn_gate.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "ffn_up.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
+    tensor(p + "ffn_down.weight", {t.n_ff, e}, 0, 1 / std::sqrt(double(t.n_ff)), true);
+  }
+  tensor("output_norm.weight", {e}, 1, 0.1, false);
+  if (!t.tied) tensor("output.weight", {e, t.n_vocab}, 0, 2 / std::sqrt(double(e)), true);
+  const Status s = w.write(path);
+  EXPECT_TRUE(s) << (s ? "" : s.error().message);
+  return path;
+}
+
+// The file is removed once loaded (the model keeps its mapping).
+std::shared_ptr<const Model> load(const Tiny& t, const std::string& tag) {
+  const std::string path = write_tiny(t, tag);
+  auto m = Model::load(path);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(m) << (m ? "" : m.error().message);
+  return m ? *m : nullptr;
+}
+
+
+struct Diff {
+  double max_abs = 0;
+  bool same_top1 = false;
+};
+
+Diff compare(std::span<const float> a, std::span<const float> b) {
+  Diff d;
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) d.max_abs = std::max(d.max_abs, double(std::fabs(a[i] - b[i])));
+  d.same_top1 = std::max_element(a.begin(), a.end()) - a.begin() == std::max_element(b.begin(), b.end()) - b.begin();
+  return d;
+}
+
+std::unique_ptr<Session> make_session(std::shared_ptr<const Model> m, DType kv, int n_ctx) {
+  SessionParams p;
+  p.n_ctx = n_ctx;
+  p.n_threads = 2;
+  p.kv_type = kv;
+  auto s = Session::create(std::move(m), p);
+  EXPECT_TRUE(s) << (s ? "" : s.error().message);
+  return s ? std::move(*s) : nullptr;
+}
+
+// Layer 0's K rows then V rows as f32 (kv_export's first two blocks).
+std::vector<float> layer0(const Session& s) {
+  auto bytes = s.kv_export();
+  EXPECT_TRUE(bytes);
+  const ModelHparams& hp = s.model().hparams();
+  const size_t n = static_cast<size_t>(s.n_past()) * static_cast<size_t>(hp.n_embd_k() + hp.n_embd_v());
+  std::vector<float> out(n);
+  if (!bytes) return out;
+  if (s.params().kv_type == DType::F16) {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(bytes->data());
+    for (size_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(h[i]);
+  } else {
+    std::memcpy(out.data(), bytes->data(), n * sizeof(float));
+  }
+  return out;
+}
+
+struct ShiftResult {
+  double layer0_max_abs = 0;  // K and V rows of layer 0: shifted vs fresh
+  double layer0_range = 0;    // max |value| there
+  Diff next;                  // logits of the next token: shifted vs fresh
+};
+
+// Decodes toks, removes [p0, p1) and decodes `next`; compares with a fresh session fed the kept
+// tokens and `next`. Layer 0's K and V do not depend on the context (only on the token and its
+// position), so there the shifted cache must equal the fresh one up to the rounding of the second
+// rotation; in deeper layers the kept rows still carry the removed tokens' context (as in any
+// KV-cache context shift), so the logits agree exactly only for a one-layer model.
+ShiftResult shift_vs_fresh(std::shared_ptr<const Model> m, DType kv, const std::vector<int32_t>& toks, int p0, int p1,
+                           int32_t next, int n_ctx) {
+  ShiftResult r;
+  auto a = make_session(m, kv, n_ctx);
+  auto b = make_session(m, kv, n_ctx);
+  EXPECT_TRUE(a && b);
+  if (!a || !b) return r;
+  EXPECT_TRUE(a->decode(toks, 1));
+  const Status st = a->kv_remove(p0, p1);
+  EXPECT_TRUE(st) << (st ? "" : st.error().message);
+  EXPECT_EQ(a->n_past(), static_cast<int>(toks.size()) - (p1 - p0));
+  std::vector<int32_t> kept(toks.begin(), toks.begin() + p0);
+  kept.insert(kept.end(), toks.begin() + p1, toks.end());
+  EXPECT_TRUE(b->decode(kept, 1));
+  const std::vector<float> la0 = layer0(*a), lb0 = layer0(*b);
+  r.layer0_max_abs = compare(la0, lb0).max_abs;
+  for (float x : lb0) r.layer0_range = std::max(r.layer0_range, double(std::fabs(x)));
+  auto la = a->decode({&next, 1}, 1);
+  EXPECT_TRUE(la);
+  if (!la) return r;
+  const std::vector<float> va(la->begin(), la->end());
+  auto lb = b->decode({&next, 1}, 1);
+  EXPECT_TRUE(lb);
+  if (!lb) return r;
+  r.next = compare(va, *lb);
+  return r;
+}
+
+std::vector<int32_t> some_tokens(int n, int n_vocab) {
+  std::vector<int32_t> v;
+  for (int i = 0; i < n; ++i) v.push_back((7 + 37 * i) % n_vocab);
+  return v;
+}
+
+// Relative bounds on layer 0: f32 rows differ by the rounding of one more rotation; f16 rows
+// were rounded to f16, rotated in f32 and rounded again (at most about one f16 ulp, 2^-10).
+double layer0_bound(DType kv) { return kv == DType::F32 ? 2e-6 : 1.5e-3; }
+
+class KvShift : public ::testing::TestWithParam<std::tuple<std::string, DType>> {};
+
+TEST_P(KvShift, MatchesFreshPrefillOfTheKeptTokens) {
+  const DType kv = std::get<1>(GetParam());
+  const std::vector<int32_t> toks = some_tokens(40, 96);
+  for (int n_layer : {1, 2}) {
+    Tiny t;
+    t.arch = std::get<0>(GetParam());
+    t.n_layer = n_layer;
+    if (t.arch == "qwen3") t.head_dim = 32;
+    auto m = load(t, "kvshift-" + t.arch + std::to_string(n_layer));
+    ASSERT_TRUE(m);
+    for (auto [p0, p1] : {std::pair{5, 17}, std::pair{0, 10}, std::pair{20, 21}, std::pair{30, 40}}) {
+      const ShiftResult r = shift_vs_fresh(m, kv, toks, p0, p1, 11, 64);
+      EXPECT_LE(r.layer0_max_abs, layer0_bound(kv) * r.layer0_range)
+          << n_layer << " layers, remove [" << p0 << ", " << p1 << ")";
+      if (n_layer == 1 && p0 == 5)
+        std::printf("[kv-shift] %s %s KV, 1 layer, removed [5, 17) of 40: layer 0 max |d| %.3g (max |x| %.2f), "
+                    "next-token logits max |d| %.3g\n", t.arch.c_str(), kv == DType::F16 ? "f16" : "f32",
+                    r.layer0_max_abs, r.layer0_range, r.next.max_abs);
+      if (n_layer == 1 || p1 == 40) {  // nothing else differs: the logits agree closely
+        EXPECT_TRUE(r.next.same_top1) << "remove [" << p0 << ", " << p1 << ")";
+        EXPECT_LT(r.next.max_abs, kv == DType::F32 ? 1e-4 : 2e-2) << "remove [" << p0 << ", " << p1 << ")";
+      }
+    }
+  }
+  // Without the re-rotation the rows would be off by far more than the bound: the test has teeth.
+  Tiny t;
+  t.arch = std::get<0>(GetParam());
+  t.n_layer = 1;
+  if (t.arch == "qwen3") t.head_dim = 32;
+  auto m = load(t, "kvshift-neg-" + t.arch);
+  auto a = make_session(m, kv, 64), b = make_session(m, kv, 64);
+  ASSERT_TRUE(a->decode(std::span<const int32_t>(toks).subspan(5, 10), 1));  // tokens 5..14 at 0..9
+  ASSERT_TRUE(b->decode(std::span<const int32_t>(toks).subspan(0, 15), 1));  // the same at 5..14
+  ASSERT_TRUE(b->kv_remove(0, 5));
+  const std::vector<float> la0 = layer0(*a), lb0 = layer0(*b);
+  double range = 0;
+  for (float x : la0) range = std::max(range, double(std::fabs(x)));
+  EXPECT_LE(compare(la0, lb0).max_abs, layer0_bound(kv) * range);
+  auto c = make_session(m, kv, 64);
+  ASSERT_TRUE(c->decode(std::span<const int32_t>(toks).subspan(0, 15), 1));
+  ASSERT_TRUE(c->truncate(10));  // positions 0..9 hold tokens 0..9, not 5..14: a bad "shift"
+  EXPECT_GT(compare(la0, layer0(*c)).max_abs, 100 * layer0_bound(kv) * range);
+
+  // Edge cases and bad ranges.
+  auto s = make_session(m, kv, 64);
+  ASSERT_TRUE(s->decode(toks, 1));
+  EXPECT_TRUE(s->kv_remove(7, 7));
+  EXPECT_EQ(s->n_past(), 40);
+  EXPECT_FALSE(s->kv_remove(5, 41));
+  EXPECT_FALSE(s->kv_remove(6, 5));
+  EXPECT_EQ(s->n_past(), 40);
+}
+
+TEST_P(KvShift, ExportImportRoundTripsExactly) {
+  Tiny t;
+  t.arch = std::get<0>(GetParam());
+  if (t.arch == "qwen3") t.head_dim = 32;
+  auto m = load(t, "kvio-" + t.arch);
+  ASSERT_TRUE(m);
+  const DType kv = std::get<1>(GetParam());
+  const std::vector<int32_t> toks = some_tokens(23, 96);
+  auto a = make_session(m, kv, 64);
+  ASSERT_TRUE(a->decode(toks, 1));
+  auto bytes = a->kv_export();
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size(), 23 * a->kv_row_bytes());
+  auto b = make_session(m, kv, 64);  // fresh: no graph prepared yet
+  const Status st = b->kv_import(*bytes, 23);
+  ASSERT_TRUE(st) << (st ? "" : st.error().message);
+  EXPECT_EQ(b->n_past(), 23);
+  const int32_t next = 5;
+  auto la = a->decode({&next, 1}, 1);
+  ASSERT_TRUE(la);
+  const std::vector<float> va(la->begin(), la->end());
+  auto lb = b->decode({&next, 1}, 1);
+  ASSERT_TRUE(lb);
+  EXPECT_EQ(0, std::memcmp(va.data(), lb->data(), va.size() * sizeof(float)));
+  EXPECT_FALSE(b->kv_import(std::span<const uint8_t>(bytes->data(), bytes->size() - 1), 23));
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, KvShift,
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3"),
+                                            ::testing::Values(DType::F16, DType::F32)));
+
+// The real model: a chat-sized cut in the middle of a conversation-like text.
+TEST(KvShiftSmolLM2, Layer0MatchesFreshPrefillAndTop1IsKept) {
+  const char* env = std::getenv("MINFER_SMOLLM2");
+  const std::string path = env ? env : MINFER_TEST_SMOLLM2;
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing (scripts/setup.sh fetches it; MINFER_SMOLLM2 overrides)";
+  auto m = Model::load(path);
+  ASSERT_TRUE(m) << m.error().message;
+  auto tok = Tokenizer::from_gguf((*m)->file());
+  ASSERT_TRUE(tok);
+  const std::string text =
+      "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+      "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
+      "<|im_start|>assistant\nThe capital of France is Paris.<|im_end|>\n"
+      "<|im_start|>user\nAnd what is the capital of Germany?<|im_end|>\n"
+      "<|im_start|>assistant\nThe capital of Germany is Berlin.<|im_end|>\n"
+      "<|im_start|>user\nName a famous river in that city.<|im_end|>\n<|im_start|>assistant\n";
+  const std::vector<int32_t> toks = tok->encode(text, false, true);
+  // Drop the first question and answer: from the first "<|im_start|>user" to the second.
+  const int32_t im_start = tok->find_token("<|im_start|>");
+  std::vector<int> starts;
+  for (size_t i = 0; i < toks.size(); ++i)
+    if (toks[i] == im_start) starts.push_back(static_cast<int>(i));
+  ASSERT_GE(starts.size(), 6u);
+  const int p0 = starts[1], p1 = starts[3];
+  for (DType kv : {DType::F16, DType::F32}) {
+    const ShiftResult r = shift_vs_fresh(*m, kv, std::vector<int32_t>(toks.begin(), toks.end() - 1), p0, p1, toks.back(), 256);
+    std::printf("[kv-shift] SmolLM2 %s KV: removed [%d, %d) of %zu positions; layer 0 K/V max |d| %.3g (max |x| %.1f, "
+                "relative %.2g); next-token logits max |d| %.3g, top-1 %s\n",
+                kv == DType::F16 ? "f16" : "f32", p0, p1, toks.size() - 1, r.layer0_max_abs, r.layer0_range,
+                r.layer0_max_abs / r.layer0_range, r.next.max_abs, r.next.same_top1 ? "same" : "DIFFERENT");
+    EXPECT_LE(r.layer0_max_abs, layer0_bound(kv) * r.layer0_range);
+    // Deeper layers keep the dropped turn's context, so the logits are not equal, but the reply
+    // starts the same.
+    EXPECT_TRUE(r.next.same_top1);
+  }
+}
+
+}  // namespace
+}  // namespace minfer
