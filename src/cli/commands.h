@@ -14,6 +14,7 @@ int cmd_detokenize(int argc, char** argv);      // cmd-tokenize.cpp
 int cmd_chat_template(int argc, char** argv);   // cmd-chat-template.cpp
 int cmd_logits(int argc, char** argv);          // cmd-logits.cpp
 int cmd_perplexity(int argc, char** argv);      // cmd-perplexity.cpp
+int cmd_bench(int argc, char** argv);           // cmd-bench.cpp
 // The main command, `minfer MODEL [PROMPT...]`: argv[0] is the program, argv[1] the model.
 int cmd_generate(int argc, char** argv);        // cmd-generate.cpp
 

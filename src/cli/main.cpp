@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"chat-template", minfer::cli::cmd_chat_template, "render a chat template like transformers' apply_chat_template"},
     {"logits", minfer::cli::cmd_logits, "write the logits of a token sequence (and greedy continuations)"},
     {"perplexity", minfer::cli::cmd_perplexity, "perplexity of a model on a text file (llama-perplexity's method)"},
+    {"bench", minfer::cli::cmd_bench, "prompt-processing and generation speed (like llama-bench)"},
 };
 
 void usage(std::FILE* out) {

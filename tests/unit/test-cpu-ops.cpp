@@ -114,6 +114,33 @@ TEST(CpuVecDot, EveryTypeMatchesFloat64DotOfItsOperands) {
   }
 }
 
+// The 32-element block types have one float order on every ISA (vec-dot-ref.cpp, Lanes8): the
+// results are bit-identical to the reference's, on random rows including extreme values.
+TEST(CpuVecDot, BlockTypesAreBitIdenticalAcrossIsas) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL}) {
+    const DType act = activation_type(type);
+    for (int64_t n : {32, 96, 4096}) {
+      for (uint32_t seed = 1; seed <= 3; ++seed) {
+        std::vector<float> w = randn(static_cast<size_t>(n), seed, 3.0f), x = randn(static_cast<size_t>(n), seed + 10, 50.0f);
+        x[0] = 1e4f;  // one large activation: a block with tiny other values
+        std::vector<uint8_t> wq(row_bytes(type, n)), xq(row_bytes(act, n));
+        quantize_row(type, w.data(), wq.data(), n);
+        tables[0]->quantize[type_slot(act)](x.data(), xq.data(), n);
+        const float want = tables[0]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+        for (int t = 1; t < n_tables; ++t) {
+          std::vector<uint8_t> xq2(xq.size());
+          tables[t]->quantize[type_slot(act)](x.data(), xq2.data(), n);
+          ASSERT_EQ(xq2, xq) << dtype_name(act) << " quantizer on " << tables[t]->isa;
+          const float got = tables[t]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+          ASSERT_EQ(f32_bits(got), f32_bits(want)) << dtype_name(type) << " n " << n << " on " << tables[t]->isa;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuMatmul, EveryTypeOnEveryIsaWithinItsBound) {
   const CpuKernels* tables[4];
   const int n_tables = cpu_kernel_variants(tables, 4);

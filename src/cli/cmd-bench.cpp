@@ -1,0 +1,205 @@
+// `minfer bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512] [-o md|json]`, like llama-bench.
+//
+// Two kinds of test, each repeated -r times after one warm-up run, every repetition from an
+// empty KV cache with random token ids (fixed seed; a BOS first when the vocabulary adds one):
+//   ppN  one prompt of N tokens in batches of -b (logits of the last token only): N / seconds
+//   tgN  N single-token decode steps:                                              N / seconds
+// -p and -n take comma-separated lists ("-p 128,512"); 0 skips the kind. Output: a markdown
+// table ("t/s" = mean ± sample standard deviation), or with -o json an array of objects with
+// n_prompt, n_gen, n_threads, n_batch, avg_ts, stddev_ts, samples_ts, model fields.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "quantize/mix.h"
+#include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::cli {
+namespace {
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "minfer bench: %s\n", msg.c_str());
+  return 1;
+}
+
+Expected<std::vector<int>> parse_list(const std::string& flag, const std::string& s) {
+  std::vector<int> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long x = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || x < 0 || x > (1 << 20))
+      return make_error("{}: '{}' is not a token count in [0, {}]", flag, item, 1 << 20);
+    v.push_back(static_cast<int>(x));
+  }
+  if (v.empty()) return make_error("{}: empty list", flag);
+  return v;
+}
+
+struct TestResult {
+  int n_prompt = 0, n_gen = 0;
+  std::vector<double> samples;  // tokens per second, one per repetition
+  double mean() const {
+    double s = 0;
+    for (double x : samples) s += x;
+    return samples.empty() ? 0 : s / static_cast<double>(samples.size());
+  }
+  double stddev() const {
+    if (samples.size() < 2) return 0;
+    const double m = mean();
+    double s = 0;
+    for (double x : samples) s += (x - m) * (x - m);
+    return std::sqrt(s / static_cast<double>(samples.size() - 1));
+  }
+};
+
+std::string human_params(uint64_t n) {
+  if (n >= 1000000000ULL) return fmt::format("{:.2f} B", static_cast<double>(n) / 1e9);
+  return fmt::format("{:.2f} M", static_cast<double>(n) / 1e6);
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  CLI::App app{"Prompt-processing and generation speed (like llama-bench)", "minfer bench"};
+  std::string model, p_list = "512", n_list = "128", out = "md", kv = "f16";
+  int reps = 3, n_threads = 0, n_batch = 512;
+  app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
+  app.add_option("-p,--n-prompt", p_list, "prompt lengths (comma-separated; 0 = none)")->capture_default_str();
+  app.add_option("-n,--n-gen", n_list, "generation lengths (comma-separated; 0 = none)")->capture_default_str();
+  app.add_option("-r,--repetitions", reps, "repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
+  app.add_option("-b,--batch-size", n_batch, "most prompt tokens per graph")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_option("--kv-type", kv, "KV cache type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+  app.add_option("-o,--output", out, "output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto pp = parse_list("-p", p_list);
+  if (!pp) return fail(pp.error().message);
+  auto tg = parse_list("-n", n_list);
+  if (!tg) return fail(tg.error().message);
+  const std::string path = resolve_model(model);
+  if (path.empty()) return 1;
+  auto m = Model::load(path);
+  if (!m) return fail(m.error().message);
+  auto tok = Tokenizer::from_gguf((*m)->file());
+  if (!tok) return fail(tok.error().message);
+
+  int max_len = 1;
+  for (int x : *pp) max_len = std::max(max_len, x);
+  for (int x : *tg) max_len = std::max(max_len, x);
+  SessionParams sp;
+  sp.n_ctx = max_len;
+  sp.n_batch = n_batch;
+  sp.n_threads = n_threads;
+  sp.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  if (static_cast<int64_t>(max_len) > (*m)->hparams().n_ctx_train && (*m)->hparams().n_ctx_train > 0)
+    return fail(fmt::format("a test of {} tokens exceeds the model's context of {}", max_len, (*m)->hparams().n_ctx_train));
+  auto s = Session::create(*m, sp);
+  if (!s) return fail(s.error().message);
+  Session& session = **s;
+
+  std::mt19937 rng(1234);
+  const int n_vocab = session.n_vocab();
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (int32_t& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+    if (tok->add_bos() && tok->bos_id() >= 0 && n > 0) t[0] = tok->bos_id();
+    return t;
+  };
+  using Clock = std::chrono::steady_clock;
+  auto run_pp = [&](int n) -> Expected<double> {
+    session.clear();
+    const auto ids = random_tokens(n);
+    const auto t0 = Clock::now();
+    auto r = session.decode(ids, 1);
+    if (!r) return r.error();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  auto run_tg = [&](int n) -> Expected<double> {
+    session.clear();
+    auto ids = random_tokens(n);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      auto r = session.decode({&ids[static_cast<size_t>(i)], 1}, 1);
+      if (!r) return r.error();
+    }
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+
+  // Warm-up (pages the weights in, builds the graphs).
+  if (auto w = run_pp(std::min(max_len, 32)); !w) return fail(w.error().message);
+  if (auto w = run_tg(1); !w) return fail(w.error().message);
+
+  std::vector<TestResult> results;
+  for (int n : *pp) {
+    if (n == 0) continue;
+    TestResult r;
+    r.n_prompt = n;
+    for (int i = 0; i < reps; ++i) {
+      auto sec = run_pp(n);
+      if (!sec) return fail(sec.error().message);
+      r.samples.push_back(n / *sec);
+    }
+    results.push_back(r);
+  }
+  for (int n : *tg) {
+    if (n == 0) continue;
+    TestResult r;
+    r.n_gen = n;
+    for (int i = 0; i < reps; ++i) {
+      auto sec = run_tg(n);
+      if (!sec) return fail(sec.error().message);
+      r.samples.push_back(n / *sec);
+    }
+    results.push_back(r);
+  }
+
+  const GgufFile& f = (*m)->file();
+  uint64_t n_params = 0, size = 0;
+  for (const GgufTensor& t : f.tensors()) {
+    n_params += static_cast<uint64_t>(t.n_elements());
+    size += t.n_bytes;
+  }
+  std::string ftype = "?";
+  if (auto ft = f.get_int("general.file_type")) ftype = std::string(file_type_name(static_cast<FileType>(*ft)));
+  auto arch_s = f.get_string("general.architecture");
+  const std::string arch = arch_s ? *arch_s : "?";
+  const std::string model_type = fmt::format("{} {} {}", arch, human_params(n_params), ftype);
+  if (out == "json") {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const TestResult& r : results) {
+      arr.push_back({{"model_filename", path}, {"model_type", model_type}, {"model_size", size},
+                     {"model_n_params", n_params}, {"backend", "CPU"}, {"n_threads", session.n_threads()},
+                     {"n_batch", session.n_batch()}, {"type_kv", kv}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
+                     {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()}, {"samples_ts", r.samples}});
+    }
+    std::printf("%s\n", arr.dump(2).c_str());
+    return 0;
+  }
+  std::printf("| model | size | params | backend | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  for (const TestResult& r : results) {
+    const std::string test = r.n_prompt > 0 ? fmt::format("pp{}", r.n_prompt) : fmt::format("tg{}", r.n_gen);
+    std::printf("| %s | %.2f MiB | %s | CPU | %d | %s | %.2f ± %.2f |\n", model_type.c_str(),
+                static_cast<double>(size) / (1024.0 * 1024.0), human_params(n_params).c_str(), session.n_threads(),
+                test.c_str(), r.mean(), r.stddev());
+  }
+  return 0;
+}
+
+}  // namespace minfer::cli
