@@ -32,7 +32,8 @@ def run_json(cmd):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"command failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout[out.stdout.index("["):] if "[" in out.stdout else out.stdout)
+    text = out.stdout.strip()
+    return json.loads(text[text.index("["):] if not text.startswith("{") else text)
 
 
 def ensure_models(a):

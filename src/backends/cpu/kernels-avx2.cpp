@@ -38,6 +38,9 @@ CpuKernels make_avx2() {
   k.dot_w64_f32 = avx2::dot_w64_f32;
   k.mad_f16 = avx2::mad_f16;
   k.silu_row = avx2::silu_row;
+  k.gemm[type_slot(DType::Q4_0)] = avx2::gemm_q4_0;
+  k.gemm[type_slot(DType::Q5_0)] = avx2::gemm_q5_0;
+  k.gemm[type_slot(DType::Q8_0)] = avx2::gemm_q8_0;
   return k;
 }
 

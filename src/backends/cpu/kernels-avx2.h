@@ -4,7 +4,16 @@
 
 #include <cstdint>
 
+namespace minfer::cpu {
+struct GemmArgs;
+}
+
 namespace minfer::cpu::avx2 {
+
+// gemm-avx2.cpp
+void gemm_q4_0(const GemmArgs& a);
+void gemm_q5_0(const GemmArgs& a);
+void gemm_q8_0(const GemmArgs& a);
 
 // vec-dot-avx2.cpp
 float vec_dot_f32(int64_t n, const void* w, const void* x);

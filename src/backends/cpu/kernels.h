@@ -1,6 +1,7 @@
 // The CPU kernel seam: dot products of one weight row with one activation row, and the
 // activation quantizers, per ISA. The scalar reference ("ref") is the spec and the oracle of
-// every ISA version; a table is chosen once from cpuid, and MINFER_ISA=ref|avx2 forces one.
+// every ISA version; a table is chosen once from cpuid, and MINFER_ISA=ref|avx2|avx512 forces
+// one.
 //
 //   const CpuKernels& k = cpu_kernels();                 // the selected ISA
 //   DType act = activation_type(DType::Q4_K);            // Q8_K
@@ -39,12 +40,30 @@ using SiluRowFn = void (*)(int64_t n, float* y, const float* x);
 // y[i] = f16(fma(x[i], v, y[i])): an f16 accumulator (llama.cpp's VKQ16).
 using MadF16Fn = void (*)(int64_t n, uint16_t* y, const uint16_t* x, float v);
 
+// A GEMM over weights repacked in groups of 16 rows (repack.h) and Q8_0 activation rows:
+//   y[t * y_stride + 16 g + r] = dot(row 16 g + r, activation row t)   for g in [g0, g1)
+// in the Seq order of vec-dot-ref.cpp (bit-identical to the type's vec_dot).
+struct GemmArgs {
+  const uint8_t* w = nullptr;  // repacked groups [n_groups][n_blocks][block bytes]
+  size_t block_bytes = 0;
+  int64_t n_blocks = 0;        // blocks of 32 per row
+  int64_t g0 = 0, g1 = 0;      // groups to compute
+  const uint8_t* x = nullptr;  // [n_tok] rows of n_blocks Q8_0 blocks
+  size_t x_row = 0;            // bytes per activation row
+  const int32_t* xsum = nullptr;  // [n_tok][n_blocks] sum of each activation block's 32 values
+  int64_t n_tok = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;        // floats between token rows of y
+};
+using GemmFn = void (*)(const GemmArgs& a);
+
 constexpr int kTypeSlots = 40;  // > every GGML type id used
 inline int type_slot(DType t) { return static_cast<int>(t); }
 
 struct CpuKernels {
-  std::string_view isa;                  // "ref", "avx2"
+  std::string_view isa;                  // "ref", "avx2", "avx512"
   VecDotFn vec_dot[kTypeSlots] = {};     // by weight type; null = unsupported
+  GemmFn gemm[kTypeSlots] = {};          // by weight type, over repacked weights; null = none
   QuantizeFn quantize[kTypeSlots] = {};  // by activation type
   KqDotFn kq_dot_f16 = nullptr, kq_dot_f32 = nullptr;
   VAxpyFn v_axpy_f16 = nullptr, v_axpy_f32 = nullptr;
@@ -67,6 +86,7 @@ bool matmul_supported(DType weight);
 const CpuKernels& cpu_kernels_ref();
 // nullptr when this build or this machine has no such ISA.
 const CpuKernels* cpu_kernels_avx2();
+const CpuKernels* cpu_kernels_avx512();  // AVX-512 F/BW/VL/DQ + VNNI
 // The table used by the backend: MINFER_ISA if set (an unknown or unavailable value is
 // reported once on stderr and ignored), else the best the CPU supports.
 const CpuKernels& cpu_kernels();

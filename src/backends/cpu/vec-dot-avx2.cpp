@@ -70,13 +70,13 @@ float vec_dot_bf16(int64_t n, const void* w, const void* x) {
 float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ4_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     const __m256i q = _mm256_sub_epi8(nibbles_32(a[ib].qs), _mm256_set1_epi8(8));
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_i8_i32(q, load_q8(b[ib])))), acc);
   }
-  return hsum_f32(acc);
+  return acc;
 }
 
 float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
@@ -95,15 +95,15 @@ float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
 float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     // q - 16 as a signed byte: the nibble with 0xf0 set where the fifth bit is clear.
     const __m256i hi = _mm256_andnot_si256(bytes_from_bits_32(a[ib].qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
     const __m256i q = _mm256_or_si256(nibbles_32(a[ib].qs), hi);
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_i8_i32(q, load_q8(b[ib])))), acc);
   }
-  return hsum_f32(acc);
+  return acc;
 }
 
 float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
@@ -124,12 +124,12 @@ float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ8_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(load_q8(a[ib]), load_q8(b[ib]))), acc);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_i8_i32(load_q8(a[ib]), load_q8(b[ib])))), acc);
   }
-  return hsum_f32(acc);
+  return acc;
 }
 
 float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {

@@ -54,8 +54,8 @@ float vec_dot_bf16(int64_t n, const void* w, const void* x) {
 
 namespace {
 
-// The float order of the 32-element block types, the same on every ISA (the AVX2 kernels
-// compute exactly this, and so does llama.cpp's x86 build): lane l (0..7) of a block is the
+// The float order of Q4_1, Q5_1 and IQ4_NL, the same on every ISA (the AVX2 kernels compute
+// exactly this, and so does llama.cpp's x86 build): lane l (0..7) of a block is the
 // integer sum of elements 4l..4l+3; lane l accumulates fma(d_w * d_x, lane, acc_l) over the
 // blocks in order; the lanes are added as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7));
 // the mins of Q4_1/Q5_1 (m_w * s_x per block) are summed separately in block order, added last.
@@ -77,13 +77,27 @@ struct Lanes8 {
 
 inline float dxw(uint16_t a, uint16_t b) { return fp16_to_fp32(a) * fp16_to_fp32(b); }
 
+// The float order of the types with repacked GEMM kernels (Q4_0, Q5_0, Q8_0; repack.h): one
+// exact integer sum per block, accumulated as s = fma(d_w * d_x, isum, s) in block order. The
+// repacked kernels keep 16 rows in the lanes of a vector and follow it exactly, so decode
+// (GEMV), prefill (GEMM) and every ISA give the same bits for a (row, token) pair.
+struct Seq {
+  float s = 0.0f;
+  void add(float d, const int* w, const int8_t* x) {
+    int isum = 0;
+    for (int e = 0; e < kQK; ++e) isum += w[e] * x[e];
+    s = std::fma(d, static_cast<float>(isum), s);
+  }
+  float sum() const { return s; }
+};
+
 }  // namespace
 
 // sum_b d_w * d_x * sum_i (q_i - 8) * x_i
 float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ4_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  Lanes8 acc;
+  Seq acc;
   int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     for (int i = 0; i < kQK; ++i) q[i] = nibble(a[ib].qs, i) - 8;
@@ -109,7 +123,7 @@ float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
 float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  Lanes8 acc;
+  Seq acc;
   int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     for (int i = 0; i < kQK; ++i) q[i] = (nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4)) - 16;
@@ -134,7 +148,7 @@ float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ8_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  Lanes8 acc;
+  Seq acc;
   int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     for (int i = 0; i < kQK; ++i) q[i] = a[ib].qs[i];

@@ -1,0 +1,117 @@
+// AVX-512 (F/BW/DQ/VL + VNNI) GEMM kernels over repacked weights (repack.h): one zmm holds 16
+// rows; vpdpbusd multiplies 4 weight bytes (unsigned) by 4 broadcast activation bytes (signed)
+// per row and adds them to the row's exact integer block sum; the sum starts at
+// -offset * sum(x block) for the unsigned encodings (Q4_0: 8, Q5_0: 16, Q8_0: 128). Then per
+// block and row: s = fma(d_w * d_x, float(isum), s), the Seq order of vec-dot-ref.cpp.
+// Compiled alone with the AVX-512 flags; called only after cpuid says so (kernels-avx512.cpp).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/repack.h"
+#include "quant/blocks.h"
+
+namespace minfer::cpu::avx512 {
+namespace {
+
+constexpr int kTile = 8;  // tokens per register tile
+
+inline __m512i bcast_x(const BlockQ8_0& xb, int byte) {
+  int32_t v;
+  std::memcpy(&v, xb.qs + byte, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// The 8 weight vectors of one block: w[c] pairs with activation dword xoff(c).
+struct Q4Block {
+  static constexpr int kBias = 8;
+  static void load(const uint8_t* blk, __m512i w[8]) {
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * k);
+      w[k] = _mm512_and_si512(v, m);
+      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+    }
+  }
+  static int xoff(int c) { return c < 4 ? 4 * c : 16 + 4 * (c - 4); }
+};
+
+struct Q5Block {
+  static constexpr int kBias = 16;
+  static void load(const uint8_t* blk, __m512i w[8]) {
+    const __m512i m = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
+    uint64_t hm[8];
+    std::memcpy(hm, blk + 32 + 256, sizeof hm);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * k);
+      w[k] = _mm512_or_si512(_mm512_and_si512(v, m), _mm512_and_si512(_mm512_movm_epi8(hm[2 * k]), b4));
+      w[4 + k] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m),
+                                 _mm512_and_si512(_mm512_movm_epi8(hm[2 * k + 1]), b4));
+    }
+  }
+  static int xoff(int c) { return c < 4 ? 4 * c : 16 + 4 * (c - 4); }
+};
+
+struct Q8Block {
+  static constexpr int kBias = 128;
+  static void load(const uint8_t* blk, __m512i w[8]) {
+    for (int k = 0; k < 8; ++k) w[k] = _mm512_loadu_si512(blk + 32 + 64 * k);
+  }
+  static int xoff(int c) { return 4 * c; }
+};
+
+template <class B, int T>
+void tile(const GemmArgs& a, int64_t g, int64_t t0) {
+  __m512 acc[T];
+  for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const BlockQ8_0* xr[T];
+  for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    __m512i w[8];
+    B::load(blk, w);
+    for (int i = 0; i < T; ++i) {
+      const BlockQ8_0& xb = xr[i][b];
+      // Two independent chains of 4 (the dpbusd latency), added exactly at the end.
+      __m512i s0 = _mm512_set1_epi32(-B::kBias * a.xsum[(t0 + i) * a.n_blocks + b]);
+      __m512i s1 = _mm512_setzero_si512();
+      for (int c = 0; c < 8; c += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, w[c], bcast_x(xb, B::xoff(c)));
+        s1 = _mm512_dpbusd_epi32(s1, w[c + 1], bcast_x(xb, B::xoff(c + 1)));
+      }
+      const __m512i s = _mm512_add_epi32(s0, s1);
+      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xb.d)));
+      acc[i] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s), acc[i]);
+    }
+  }
+  for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
+}
+
+template <class B>
+void gemm(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    int64_t t = 0;
+    for (; t + kTile <= a.n_tok; t += kTile) tile<B, kTile>(a, g, t);
+    switch (a.n_tok - t) {
+      case 7: tile<B, 7>(a, g, t); break;
+      case 6: tile<B, 6>(a, g, t); break;
+      case 5: tile<B, 5>(a, g, t); break;
+      case 4: tile<B, 4>(a, g, t); break;
+      case 3: tile<B, 3>(a, g, t); break;
+      case 2: tile<B, 2>(a, g, t); break;
+      case 1: tile<B, 1>(a, g, t); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_q4_0(const GemmArgs& a) { gemm<Q4Block>(a); }
+void gemm_q5_0(const GemmArgs& a) { gemm<Q5Block>(a); }
+void gemm_q8_0(const GemmArgs& a) { gemm<Q8Block>(a); }
+
+}  // namespace minfer::cpu::avx512

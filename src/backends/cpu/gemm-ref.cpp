@@ -1,0 +1,70 @@
+// Scalar GEMM kernels over repacked weights (repack.h): the spec of the layout and of the
+// vector versions (gemm-avx2.cpp, gemm-avx512.cpp), in the Seq order of vec-dot-ref.cpp.
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/kernels-ref.h"
+#include "backends/cpu/repack.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+
+namespace minfer::cpu::ref {
+namespace {
+
+// w(k, r, j) -> the integer weight paired with activation byte x_index(k, j) in chunk k.
+template <int kChunks, class Weight, class XIndex>
+void gemm_generic(const GemmArgs& a, Weight weight, XIndex x_index) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        for (int r = 0; r < kRepackRows; ++r) {
+          int isum = 0;
+          for (int k = 0; k < kChunks; ++k)
+            for (int j = 0; j < 4; ++j) isum += weight(blk, k, r, j) * xb[b].qs[x_index(k, j)];
+          const float dd = fp16_to_fp32(d[r]) * fp16_to_fp32(xb[b].d);
+          acc[r] = std::fma(dd, static_cast<float>(isum), acc[r]);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+}  // namespace
+
+// Chunks 0..3 are the low nibbles (elements 4k+j), 4..7 the high nibbles (16+4k+j).
+void gemm_q4_0(const GemmArgs& a) {
+  gemm_generic<8>(
+      a,
+      [](const uint8_t* blk, int k, int r, int j) {
+        const uint8_t byte = blk[32 + ((k % 4) * kRepackRows + r) * 4 + j];
+        return (k < 4 ? (byte & 0x0f) : (byte >> 4)) - 8;
+      },
+      [](int k, int j) { return (k < 4 ? 4 * k : 16 + 4 * (k - 4)) + j; });
+}
+
+void gemm_q5_0(const GemmArgs& a) {
+  gemm_generic<8>(
+      a,
+      [](const uint8_t* blk, int k, int r, int j) {
+        const uint8_t byte = blk[32 + ((k % 4) * kRepackRows + r) * 4 + j];
+        uint64_t hm;
+        std::memcpy(&hm, blk + 32 + 256 + ((k % 4) * 2 + k / 4) * 8, 8);
+        const int hi = static_cast<int>((hm >> (4 * r + j)) & 1u);
+        return ((k < 4 ? (byte & 0x0f) : (byte >> 4)) | (hi << 4)) - 16;
+      },
+      [](int k, int j) { return (k < 4 ? 4 * k : 16 + 4 * (k - 4)) + j; });
+}
+
+void gemm_q8_0(const GemmArgs& a) {
+  gemm_generic<8>(
+      a,
+      [](const uint8_t* blk, int k, int r, int j) { return static_cast<int>(blk[32 + (k * kRepackRows + r) * 4 + j]) - 128; },
+      [](int k, int j) { return 4 * k + j; });
+}
+
+}  // namespace minfer::cpu::ref

@@ -1,0 +1,51 @@
+// Weights repacked at load for the GEMM kernels (kernels.h, GemmFn): rows in groups of 16,
+// interleaved block by block, so that one vector holds the same 4 bytes of 16 rows and a
+// multiply-add of 4-byte integer dot products (VNNI vpdpbusd, or its AVX2 emulation) computes
+// 16 rows at once against one activation block. Same size as the GGUF layout.
+//
+// Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
+//   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
+//         4k+j, high nibble = element 16+4k+j)                                   288 bytes
+//   Q5_0  as Q4_0 | hm[4][2] u64: bit 4r+j of hm[k][h] = the fifth bit of element 16h+4k+j
+//                                                                                 352 bytes
+//   Q8_0  d[16] f16 | qs[8][16][4]: qs[k][r][j] = row r's element 4k+j XOR 0x80 (unsigned)
+//                                                                                 544 bytes
+// Rows past the last full group (n_out % 16) are not repacked: the matmul computes them with
+// the row kernels. A process-wide cache keyed by the weight's address shares one repacked copy
+// between sessions; after repacking, the source pages are handed back to the kernel
+// (madvise MADV_PAGEOUT, contents kept), so resident memory stays about the file size. MINFER_REPACK=0 turns repacking off (zero-copy mmap).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+
+namespace minfer::cpu {
+
+constexpr int kRepackRows = 16;
+
+struct RepackedWeight {
+  DType type = DType::F32;
+  int64_t n_in = 0, n_out = 0;
+  int64_t n_groups = 0;        // n_out / 16
+  int64_t n_blocks = 0;        // n_in / 32
+  size_t block_bytes = 0;      // one block of a group (288 / 352 / 544)
+  uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
+  ~RepackedWeight();
+  const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
+};
+
+bool repack_supported(DType t);
+size_t repack_block_bytes(DType t);  // 0 when unsupported
+bool repack_enabled();               // MINFER_REPACK != 0
+
+// Repacks W [n_in, n_out] (memory [n_out][n_in] in `type`), or returns the cached copy of the
+// same address. nullptr when the type is not supported or n_out < 16.
+std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data, int64_t n_in, int64_t n_out);
+
+// Repacks without the cache and without releasing the source (tests).
+std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out);
+
+}  // namespace minfer::cpu
