@@ -126,6 +126,9 @@ TEST(CpuVecDot, BlockTypesAreBitIdenticalAcrossIsas) {
       for (uint32_t seed = 1; seed <= 3; ++seed) {
         std::vector<float> w = randn(static_cast<size_t>(n), seed, 3.0f), x = randn(static_cast<size_t>(n), seed + 10, 50.0f);
         x[0] = 1e4f;  // one large activation: a block with tiny other values
+        if (n >= 96)
+          for (int i = 32; i < 64; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero block
+        if (n >= 96) x[70] = 0.5f * 127.0f / 50.0f;  // near a rounding boundary
         std::vector<uint8_t> wq(row_bytes(type, n)), xq(row_bytes(act, n));
         quantize_row(type, w.data(), wq.data(), n);
         tables[0]->quantize[type_slot(act)](x.data(), xq.data(), n);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 
 #include "backends/cpu/ops.h"
 #include "quant/quant.h"
@@ -86,6 +87,11 @@ void CpuBackend::read(void* host, const void* src, size_t n) { std::memcpy(host,
 
 Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
   size_t need = 0;
+  std::unordered_set<const void*> read_elsewhere;  // weights some non-matmul op reads
+  for (const Node& n : g.nodes)
+    if (!n.dead && n.op != Op::kMatmul)
+      for (int s : n.src)
+        if (g.nodes[static_cast<size_t>(s)].op == Op::kWeight) read_elsewhere.insert(g.nodes[static_cast<size_t>(s)].data);
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     const Node* s0 = n.src.size() > 0 ? &g.nodes[static_cast<size_t>(n.src[0])] : nullptr;
@@ -93,7 +99,8 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
     need = std::max(need, op_work_size(n, s0, s1));
     if (n.op == Op::kMatmul && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)] &&
         !repacked_.count(s0->data)) {
-      if (auto r = repack_weight(s0->type, s0->data, s0->ne[0], s0->ne[1])) repacked_.emplace(s0->data, std::move(r));
+      if (auto r = repack_weight(s0->type, s0->data, s0->ne[0], s0->ne[1], !read_elsewhere.count(s0->data)))
+        repacked_.emplace(s0->data, std::move(r));
     }
   }
   if (need > work_.size()) work_.resize(need);

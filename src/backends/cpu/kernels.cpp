@@ -50,6 +50,7 @@ CpuKernels make_ref() {
   k.dot_w64_f32 = ref::dot_w64_f32;
   k.mad_f16 = ref::mad_f16;
   k.silu_row = ref::silu_row;
+  k.attn_wide = ref::attn_wide;
   k.gemm[type_slot(DType::Q4_0)] = ref::gemm_q4_0;
   k.gemm[type_slot(DType::Q5_0)] = ref::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = ref::gemm_q8_0;

@@ -40,6 +40,25 @@ using SiluRowFn = void (*)(int64_t n, float* y, const float* x);
 // y[i] = f16(fma(x[i], v, y[i])): an f16 accumulator (llama.cpp's VKQ16).
 using MadF16Fn = void (*)(int64_t n, uint16_t* y, const uint16_t* x, float v);
 
+// Attention of the wide (64+ query rows) batches for the G query rows of one token that share a
+// KV head (ops-attn.cpp): keys in blocks of 8 (cache rows converted to f32 once per block for
+// all G rows), scores scaled, an online softmax per block with exp_poly, the V sum in f32.
+struct AttnWideArgs {
+  const float* q = nullptr;  // [G][q_stride] the query rows
+  int64_t q_stride = 0, G = 0;
+  int64_t hd = 0, hd_v = 0;
+  const uint8_t* k = nullptr;  // cache row 0 of this KV head; rows k_row bytes apart
+  const uint8_t* v = nullptr;
+  size_t k_row = 0, v_row = 0;
+  bool f16 = true;             // cache element type (else f32)
+  int64_t n_kv = 0;            // keys 0 .. n_kv - 1
+  float scale = 1.0f;
+  float* y = nullptr;          // [G][y_stride] outputs
+  int64_t y_stride = 0;
+  float* scratch = nullptr;    // G * hd_v + 16 * 256 floats
+};
+using AttnWideFn = void (*)(const AttnWideArgs& a);
+
 // A GEMM over weights repacked in groups of 16 rows (repack.h) and Q8_0 activation rows:
 //   y[t * y_stride + 16 g + r] = dot(row 16 g + r, activation row t)   for g in [g0, g1)
 // in the Seq order of vec-dot-ref.cpp (bit-identical to the type's vec_dot).
@@ -71,6 +90,7 @@ struct CpuKernels {
   DotW64F32Fn dot_w64_f32 = nullptr;
   MadF16Fn mad_f16 = nullptr;
   SiluRowFn silu_row = nullptr;
+  AttnWideFn attn_wide = nullptr;
 };
 
 // e^x in f32 with Arm's optimized-routines v_expf method (MIT OR Apache-2.0: x = n ln2 + r

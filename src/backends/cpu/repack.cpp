@@ -121,7 +121,8 @@ std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* d
   return w;
 }
 
-std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data, int64_t n_in, int64_t n_out) {
+std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data, int64_t n_in, int64_t n_out,
+                                                    bool release_source) {
   static std::mutex mu;
   static std::map<const void*, std::weak_ptr<const RepackedWeight>> cache;
   std::lock_guard<std::mutex> lock(mu);
@@ -132,7 +133,7 @@ std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data
   std::shared_ptr<const RepackedWeight> w = repack_weight_uncached(type, data, n_in, n_out);
   if (!w) return nullptr;
   // Only the repacked rows' pages: the tail rows are still read in place.
-  release_pages(data, row_bytes(type, n_in) * static_cast<size_t>(w->n_groups * kRepackRows));
+  if (release_source) release_pages(data, row_bytes(type, n_in) * static_cast<size_t>(w->n_groups * kRepackRows));
   cache[data] = w;
   return w;
 }
