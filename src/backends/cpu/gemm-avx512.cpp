@@ -108,7 +108,114 @@ void gemm(const GemmArgs& a) {
   }
 }
 
+// Q4_K x Q8_K (gemm-ref.cpp's order): per 4-byte chunk c of sub-block pair p, the low nibbles
+// go with sub-block 2p, the high with 2p + 1.
+template <int T>
+void tile_q4_k(const GemmArgs& a, int64_t g, int64_t t0) {
+  __m512 acc[T];
+  for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const BlockQ8_K* xr[T];
+  for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    __m512i sum_q[T];
+    for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      __m512i lo[8], hi[8];
+      for (int c = 0; c < 8; ++c) {
+        const __m512i v = _mm512_loadu_si512(blk + 320 + 64 * (8 * p + c));
+        lo[c] = _mm512_and_si512(v, m4);
+        hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      }
+      const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 16 * (2 * p))));
+      const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 16 * (2 * p + 1))));
+      for (int i = 0; i < T; ++i) {
+        const int8_t* xq = xr[i][b].qs;
+        __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
+        for (int c = 0; c < 8; ++c) {
+          int32_t xl, xh;
+          std::memcpy(&xl, xq + 32 * (2 * p) + 4 * c, 4);
+          std::memcpy(&xh, xq + 32 * (2 * p + 1) + 4 * c, 4);
+          s_lo = _mm512_dpbusd_epi32(s_lo, lo[c], _mm512_set1_epi32(xl));
+          s_hi = _mm512_dpbusd_epi32(s_hi, hi[c], _mm512_set1_epi32(xh));
+        }
+        sum_q[i] = _mm512_add_epi32(sum_q[i], _mm512_add_epi32(_mm512_mullo_epi32(s_lo, sc_lo), _mm512_mullo_epi32(s_hi, sc_hi)));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    for (int i = 0; i < T; ++i) {
+      const BlockQ8_K& xb = xr[i][b];
+      __m512i sum_m = _mm512_setzero_si512();
+      for (int j = 0; j < 8; ++j) {
+        const __m512i mj = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192 + 16 * j)));
+        sum_m = _mm512_add_epi32(sum_m, _mm512_mullo_epi32(mj, _mm512_set1_epi32(xb.bsums[2 * j] + xb.bsums[2 * j + 1])));
+      }
+      const __m512 f = _mm512_sub_ps(_mm512_mul_ps(dw, _mm512_cvtepi32_ps(sum_q[i])), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(sum_m)));
+      acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_set1_ps(xb.d), f));
+    }
+  }
+  for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
+}
+
+// Q6_K x Q8_K (gemm-ref.cpp's order): per group j of 16 elements, the exact sum starts at
+// -32 * bsum_j and takes 4 vpdpbusd of unsigned 6-bit weights.
+template <int T>
+void tile_q6_k(const GemmArgs& a, int64_t g, int64_t t0) {
+  __m512 acc[T];
+  for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const BlockQ8_K* xr[T];
+  for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    __m512i sum[T];
+    for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
+    for (int j = 0; j < 16; ++j) {
+      __m512i u[4];
+      for (int c = 0; c < 4; ++c) u[c] = _mm512_loadu_si512(blk + 288 + 64 * (4 * j + c));
+      const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * j)));
+      for (int i = 0; i < T; ++i) {
+        const BlockQ8_K& xb = xr[i][b];
+        __m512i s0 = _mm512_set1_epi32(-32 * xb.bsums[j]), s1 = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c += 2) {
+          int32_t x0, x1;
+          std::memcpy(&x0, xb.qs + 16 * j + 4 * c, 4);
+          std::memcpy(&x1, xb.qs + 16 * j + 4 * c + 4, 4);
+          s0 = _mm512_dpbusd_epi32(s0, u[c], _mm512_set1_epi32(x0));
+          s1 = _mm512_dpbusd_epi32(s1, u[c + 1], _mm512_set1_epi32(x1));
+        }
+        sum[i] = _mm512_add_epi32(sum[i], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    for (int i = 0; i < T; ++i) {
+      const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(xr[i][b].d), dw);
+      acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(sum[i])));
+    }
+  }
+  for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
+}
+
 }  // namespace
+
+void gemm_q6_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    int64_t t = 0;
+    for (; t + 4 <= a.n_tok; t += 4) tile_q6_k<4>(a, g, t);
+    for (; t < a.n_tok; ++t) tile_q6_k<1>(a, g, t);
+  }
+}
+
+void gemm_q4_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    int64_t t = 0;
+    for (; t + 4 <= a.n_tok; t += 4) tile_q4_k<4>(a, g, t);
+    for (; t < a.n_tok; ++t) tile_q4_k<1>(a, g, t);
+  }
+}
 
 void gemm_q4_0(const GemmArgs& a) { gemm<Q4Block>(a); }
 void gemm_q5_0(const GemmArgs& a) { gemm<Q5Block>(a); }

@@ -67,4 +67,65 @@ void gemm_q8_0(const GemmArgs& a) {
       [](int k, int j) { return 4 * k + j; });
 }
 
+// Q4_K x Q8_K in the order of vec_dot_q4_k: per super-block exact sums
+// sum_q = sum_j sc_j * (q . x over sub-block j), sum_m = sum_j m_j * (sum of x over j), then
+// s += d_x * (d * sum_q - dmin * sum_m).
+void gemm_q4_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const uint8_t* sc = blk + 64;
+        const uint8_t* mn = blk + 64 + 128;
+        const uint8_t* qs = blk + 64 + 256;
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum_q = 0, sum_m = 0;
+          for (int j = 0; j < 8; ++j) {
+            const int p = j / 2, shift = 4 * (j % 2);
+            int isum = 0;
+            for (int c = 0; c < 8; ++c)
+              for (int e = 0; e < 4; ++e)
+                isum += ((qs[((p * 8 + c) * kRepackRows + r) * 4 + e] >> shift) & 0x0f) * xb[b].qs[32 * j + 4 * c + e];
+            sum_q += sc[j * kRepackRows + r] * isum;
+            sum_m += mn[j * kRepackRows + r] * (xb[b].bsums[2 * j] + xb[b].bsums[2 * j + 1]);
+          }
+          acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(sum_q) -
+                               fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(sum_m));
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+// Q6_K x Q8_K in the order of vec_dot_q6_k: sum = sum_j sc_j * ((u - 32) . x over the 16
+// elements of group j), then s += (d_x * d) * sum.
+void gemm_q6_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
+        const uint8_t* u = blk + 32 + 256;
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum = 0;
+          for (int j = 0; j < 16; ++j) {
+            int isum = 0;
+            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += (u[((e / 4) * kRepackRows + r) * 4 + e % 4] - 32) * xb[b].qs[e];
+            sum += sc[j * kRepackRows + r] * isum;
+          }
+          acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
 }  // namespace minfer::cpu::ref

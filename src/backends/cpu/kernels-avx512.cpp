@@ -6,6 +6,8 @@ namespace avx512 {
 void gemm_q4_0(const GemmArgs& a);  // gemm-avx512.cpp
 void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
+void gemm_q4_k(const GemmArgs& a);
+void gemm_q6_k(const GemmArgs& a);
 }  // namespace avx512
 
 namespace {
@@ -23,6 +25,8 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q4_0)] = avx512::gemm_q4_0;
   k.gemm[type_slot(DType::Q5_0)] = avx512::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = avx512::gemm_q8_0;
+  k.gemm[type_slot(DType::Q4_K)] = avx512::gemm_q4_k;
+  k.gemm[type_slot(DType::Q6_K)] = avx512::gemm_q6_k;
   return k;
 }
 

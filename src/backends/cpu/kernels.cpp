@@ -54,6 +54,8 @@ CpuKernels make_ref() {
   k.gemm[type_slot(DType::Q4_0)] = ref::gemm_q4_0;
   k.gemm[type_slot(DType::Q5_0)] = ref::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = ref::gemm_q8_0;
+  k.gemm[type_slot(DType::Q4_K)] = ref::gemm_q4_k;
+  k.gemm[type_slot(DType::Q6_K)] = ref::gemm_q6_k;
   return k;
 }
 

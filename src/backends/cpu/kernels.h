@@ -59,7 +59,8 @@ struct AttnWideArgs {
 };
 using AttnWideFn = void (*)(const AttnWideArgs& a);
 
-// A GEMM over weights repacked in groups of 16 rows (repack.h) and Q8_0 activation rows:
+// A GEMM over weights repacked in groups of 16 rows (repack.h) and activation rows of the
+// type's activation type (Q8_0; Q8_K for Q4_K):
 //   y[t * y_stride + 16 g + r] = dot(row 16 g + r, activation row t)   for g in [g0, g1)
 // in the Seq order of vec-dot-ref.cpp (bit-identical to the type's vec_dot).
 struct GemmArgs {
@@ -67,9 +68,9 @@ struct GemmArgs {
   size_t block_bytes = 0;
   int64_t n_blocks = 0;        // blocks of 32 per row
   int64_t g0 = 0, g1 = 0;      // groups to compute
-  const uint8_t* x = nullptr;  // [n_tok] rows of n_blocks Q8_0 blocks
+  const uint8_t* x = nullptr;  // [n_tok] rows of n_blocks activation blocks
   size_t x_row = 0;            // bytes per activation row
-  const int32_t* xsum = nullptr;  // [n_tok][n_blocks] sum of each activation block's 32 values
+  const int32_t* xsum = nullptr;  // Q8_0: [n_tok][n_blocks] sum of each block's 32 values
   int64_t n_tok = 0;
   float* y = nullptr;
   int64_t y_stride = 0;        // floats between token rows of y

@@ -66,15 +66,18 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
 
   const GemmFn gemm = c.k.gemm[type_slot(w.type)];
   const RepackedWeight* rw = nullptr;
-  if (gemm && c.repacked && act == DType::Q8_0) {
+  if (gemm && c.repacked) {
     auto it = c.repacked->find(a.src[0].data);
     if (it != c.repacked->end() && it->second->n_in == n_in && it->second->n_out == n_out) rw = it->second.get();
   }
   if (rw) {
-    const int64_t n_blocks = n_in / 32;
-    auto* xsum = reinterpret_cast<int32_t*>(c.work + x_row * static_cast<size_t>(n_rows));
-    MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows) + static_cast<size_t>(n_rows * n_blocks) * 4);
-    c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { block_sums(xq, x_row, n_blocks, r0, r1, xsum); }, 16);
+    const int64_t n_blocks = rw->n_blocks;
+    int32_t* xsum = nullptr;
+    if (act == DType::Q8_0) {
+      xsum = reinterpret_cast<int32_t*>(c.work + x_row * static_cast<size_t>(n_rows));
+      MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows) + static_cast<size_t>(n_rows * n_blocks) * 4);
+      c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { block_sums(xq, x_row, n_blocks, r0, r1, xsum); }, 16);
+    }
     GemmArgs g;
     g.w = rw->data;
     g.block_bytes = rw->block_bytes;

@@ -52,6 +52,56 @@ void repack_block_q8_0(const BlockQ8_0* rows[kRepackRows], int64_t b, uint8_t* o
   }
 }
 
+// Q4_K: d[16] | dmin[16] (f16) | sc[8][16] | m[8][16] (6-bit values as bytes) |
+// qs[4][8][16][4]: qs[p][c][r][j] = row r's qs byte 32p + 4c + j (low nibble: sub-block 2p,
+// high nibble: sub-block 2p + 1; element 4c + j of that sub-block).
+void repack_block_q4_k(const BlockQ4_K* rows[kRepackRows], int64_t b, uint8_t* out) {
+  auto* d = reinterpret_cast<uint16_t*>(out);
+  uint8_t* sc = out + 64;
+  uint8_t* mn = out + 64 + 128;
+  uint8_t* qs = out + 64 + 256;
+  for (int r = 0; r < kRepackRows; ++r) {
+    const BlockQ4_K& blk = rows[r][b];
+    d[r] = blk.d;
+    d[kRepackRows + r] = blk.dmin;
+    for (int j = 0; j < 8; ++j) {
+      int s, m;
+      if (j < 4) {
+        s = blk.scales[j] & 63;
+        m = blk.scales[j + 4] & 63;
+      } else {
+        s = (blk.scales[j + 4] & 0x0f) | ((blk.scales[j - 4] >> 6) << 4);
+        m = (blk.scales[j + 4] >> 4) | ((blk.scales[j] >> 6) << 4);
+      }
+      sc[j * kRepackRows + r] = static_cast<uint8_t>(s);
+      mn[j * kRepackRows + r] = static_cast<uint8_t>(m);
+    }
+    for (int p = 0; p < 4; ++p)
+      for (int c = 0; c < 8; ++c)
+        for (int j = 0; j < 4; ++j) qs[((p * 8 + c) * kRepackRows + r) * 4 + j] = blk.qs[32 * p + 4 * c + j];
+  }
+}
+
+// Q6_K: d[16] f16 | sc[16][16] (int8) | u[64][16][4]: u[c][r][j] = row r's element 4c + j as
+// its unsigned 6-bit value (0..63; the weight is u - 32), one byte each (the 4 + 2 bit packing
+// is undone at load: +30% for these tensors, no bit juggling in the kernel).
+void repack_block_q6_k(const BlockQ6_K* rows[kRepackRows], int64_t b, uint8_t* out) {
+  auto* d = reinterpret_cast<uint16_t*>(out);
+  auto* sc = reinterpret_cast<int8_t*>(out + 32);
+  uint8_t* u = out + 32 + 256;
+  for (int r = 0; r < kRepackRows; ++r) {
+    const BlockQ6_K& blk = rows[r][b];
+    d[r] = blk.d;
+    for (int j = 0; j < 16; ++j) sc[j * kRepackRows + r] = blk.scales[j];
+    for (int e = 0; e < 256; ++e) {
+      const int h = e / 128, q = e % 128;
+      const int low = (blk.ql[64 * h + q % 64] >> (4 * (q / 64))) & 0x0f;
+      const int high = (blk.qh[32 * h + q % 32] >> (2 * (q / 32))) & 3;
+      u[((e / 4) * kRepackRows + r) * 4 + e % 4] = static_cast<uint8_t>(low | (high << 4));
+    }
+  }
+}
+
 template <class Block, class Fn>
 void repack_rows(const void* data, size_t row_bytes, RepackedWeight& w, Fn block_fn) {
   for (int64_t g = 0; g < w.n_groups; ++g) {
@@ -85,6 +135,8 @@ size_t repack_block_bytes(DType t) {
     case DType::Q4_0: return 288;
     case DType::Q5_0: return 352;
     case DType::Q8_0: return 544;
+    case DType::Q4_K: return 64 + 256 + 2048;
+    case DType::Q6_K: return 32 + 256 + 4096;
     default: return 0;
   }
 }
@@ -100,13 +152,14 @@ bool repack_enabled() {
 }
 
 std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out) {
-  if (!repack_supported(type) || n_out < kRepackRows || n_in % 32 != 0) return nullptr;
+  const int64_t block_elems = type == DType::Q4_K || type == DType::Q6_K ? 256 : 32;
+  if (!repack_supported(type) || n_out < kRepackRows || n_in % block_elems != 0) return nullptr;
   auto w = std::make_unique<RepackedWeight>();
   w->type = type;
   w->n_in = n_in;
   w->n_out = n_out;
   w->n_groups = n_out / kRepackRows;
-  w->n_blocks = n_in / 32;
+  w->n_blocks = n_in / block_elems;
   w->block_bytes = repack_block_bytes(type);
   const size_t bytes = static_cast<size_t>(w->n_groups * w->n_blocks) * w->block_bytes;
   w->data = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
@@ -116,6 +169,8 @@ std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* d
     case DType::Q4_0: repack_rows<BlockQ4_0>(data, row, *w, repack_block_q4_0); break;
     case DType::Q5_0: repack_rows<BlockQ5_0>(data, row, *w, repack_block_q5_0); break;
     case DType::Q8_0: repack_rows<BlockQ8_0>(data, row, *w, repack_block_q8_0); break;
+    case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, repack_block_q4_k); break;
+    case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, repack_block_q6_k); break;
     default: return nullptr;
   }
   return w;
