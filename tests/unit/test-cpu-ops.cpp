@@ -199,6 +199,11 @@ TEST(CpuMatmul, RepackedGemmIsBitIdenticalToTheRowKernels) {
       repacked.emplace(wq.data(), repack_weight_uncached(type, wq.data(), n_in, n_out));
       ASSERT_TRUE(repacked.begin()->second) << dtype_name(type);
       ASSERT_EQ(repacked.begin()->second->n_groups, 3);
+      std::vector<uint8_t> row(row_bytes(type, n_in));
+      for (int64_t o = 0; o < 48; ++o) {  // the layout loses nothing: every row comes back
+        unrepack_row(*repacked.begin()->second, o, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), wq.data() + o * row_bytes(type, n_in), row.size())) << dtype_name(type) << " row " << o;
+      }
       for (int64_t n_rows : {1, 3, 9, 17}) {
         std::vector<float> x = randn(static_cast<size_t>(n_in * n_rows), 8, 2.0f);
         x[5] = 300.0f;  // an outlier: one block with many tiny quanta

@@ -87,9 +87,9 @@ void CpuBackend::read(void* host, const void* src, size_t n) { std::memcpy(host,
 
 Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
   size_t need = 0;
-  std::unordered_set<const void*> read_elsewhere;  // weights some non-matmul op reads
+  std::unordered_set<const void*> read_elsewhere;  // weights read by ops that need the GGUF bytes
   for (const Node& n : g.nodes)
-    if (!n.dead && n.op != Op::kMatmul)
+    if (!n.dead && n.op != Op::kMatmul && n.op != Op::kGetRows)
       for (int s : n.src)
         if (g.nodes[static_cast<size_t>(s)].op == Op::kWeight) read_elsewhere.insert(g.nodes[static_cast<size_t>(s)].data);
   for (int id : nodes) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/status.h"
 #include "quant/blocks.h"
 
 namespace minfer::cpu {
@@ -129,6 +130,79 @@ void release_pages(const void* data, size_t bytes) {
 }  // namespace
 
 RepackedWeight::~RepackedWeight() { std::free(data); }
+
+void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
+  const int64_t g = row / kRepackRows;
+  const int r = static_cast<int>(row % kRepackRows);
+  for (int64_t b = 0; b < w.n_blocks; ++b) {
+    const uint8_t* in = w.group(g) + static_cast<size_t>(b) * w.block_bytes;
+    const auto* d = reinterpret_cast<const uint16_t*>(in);
+    switch (w.type) {
+      case DType::Q4_0: {
+        auto& o = reinterpret_cast<BlockQ4_0*>(out)[b];
+        o.d = d[r];
+        for (int k = 0; k < 4; ++k)
+          for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = in[32 + (k * kRepackRows + r) * 4 + j];
+        break;
+      }
+      case DType::Q5_0: {
+        auto& o = reinterpret_cast<BlockQ5_0*>(out)[b];
+        o.d = d[r];
+        uint64_t hm[4][2];
+        std::memcpy(hm, in + 32 + 256, sizeof hm);
+        uint32_t qh = 0;
+        for (int k = 0; k < 4; ++k)
+          for (int j = 0; j < 4; ++j) {
+            o.qs[4 * k + j] = in[32 + (k * kRepackRows + r) * 4 + j];
+            for (int h = 0; h < 2; ++h) qh |= static_cast<uint32_t>((hm[k][h] >> (4 * r + j)) & 1u) << (16 * h + 4 * k + j);
+          }
+        std::memcpy(o.qh, &qh, 4);
+        break;
+      }
+      case DType::Q8_0: {
+        auto& o = reinterpret_cast<BlockQ8_0*>(out)[b];
+        o.d = d[r];
+        for (int k = 0; k < 8; ++k)
+          for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = static_cast<int8_t>(in[32 + (k * kRepackRows + r) * 4 + j] ^ 0x80u);
+        break;
+      }
+      case DType::Q4_K: {
+        auto& o = reinterpret_cast<BlockQ4_K*>(out)[b];
+        o.d = d[r];
+        o.dmin = d[kRepackRows + r];
+        int sc[8], m[8];
+        for (int j = 0; j < 8; ++j) {
+          sc[j] = in[64 + j * kRepackRows + r];
+          m[j] = in[64 + 128 + j * kRepackRows + r];
+        }
+        for (int j = 0; j < 4; ++j) {  // the 12-byte 6-bit packing (inverse of the repack)
+          o.scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+          o.scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+          o.scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4));
+        }
+        for (int p = 0; p < 4; ++p)
+          for (int c = 0; c < 8; ++c)
+            for (int j = 0; j < 4; ++j) o.qs[32 * p + 4 * c + j] = in[320 + ((p * 8 + c) * kRepackRows + r) * 4 + j];
+        break;
+      }
+      case DType::Q6_K: {
+        auto& o = reinterpret_cast<BlockQ6_K*>(out)[b];
+        o.d = d[r];
+        for (int j = 0; j < 16; ++j) o.scales[j] = static_cast<int8_t>(in[32 + j * kRepackRows + r]);
+        std::memset(o.ql, 0, sizeof o.ql);
+        std::memset(o.qh, 0, sizeof o.qh);
+        for (int e = 0; e < 256; ++e) {
+          const int u = in[288 + ((e / 4) * kRepackRows + r) * 4 + e % 4];
+          const int h = e / 128, q = e % 128;
+          o.ql[64 * h + q % 64] = static_cast<uint8_t>(o.ql[64 * h + q % 64] | ((u & 0x0f) << (4 * (q / 64))));
+          o.qh[32 * h + q % 32] = static_cast<uint8_t>(o.qh[32 * h + q % 32] | ((u >> 4) << (2 * (q / 32))));
+        }
+        break;
+      }
+      default: MINFER_ASSERT(false && "unrepack_row: type without a repacked layout");
+    }
+  }
+}
 
 size_t repack_block_bytes(DType t) {
   switch (t) {

@@ -49,10 +49,14 @@ bool repack_enabled();               // MINFER_REPACK != 0
 
 // Repacks W [n_in, n_out] (memory [n_out][n_in] in `type`), or returns the cached copy of the
 // same address. nullptr when the type is not supported or n_out < 16.
-// release_source: hand the source pages back to the kernel afterwards (not for a tensor that
-// other ops still read, such as a tied token embedding read by get_rows).
+// release_source: hand the source pages back to the kernel afterwards (only when every reader
+// of the tensor reads the repacked copy: matmul, and get_rows through unrepack_row).
 std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data, int64_t n_in, int64_t n_out,
                                                     bool release_source);
+
+// The original GGUF bytes of row `row` (< n_groups * 16) of a repacked weight: out gets
+// row_bytes(type, n_in) bytes. Lets get_rows read a repacked tied embedding.
+void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out);
 
 // Repacks without the cache and without releasing the source (tests).
 std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out);
