@@ -199,7 +199,55 @@ void tile_q6_k(const GemmArgs& a, int64_t g, int64_t t0) {
   for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
 }
 
+// Q5_1 x Q8_1: the Q5_0 weights without the offset, then the min term per block.
+template <int T>
+void tile_q5_1(const GemmArgs& a, int64_t g, int64_t t0) {
+  __m512 acc[T];
+  for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const BlockQ8_1* xr[T];
+  for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_1*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
+  const __m512i m = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    uint64_t hm[8];
+    std::memcpy(hm, blk + 64 + 256, sizeof hm);
+    __m512i w[8];
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(blk + 64 + 64 * k);
+      w[k] = _mm512_or_si512(_mm512_and_si512(v, m), _mm512_and_si512(_mm512_movm_epi8(hm[2 * k]), b4));
+      w[4 + k] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m), _mm512_and_si512(_mm512_movm_epi8(hm[2 * k + 1]), b4));
+    }
+    for (int i = 0; i < T; ++i) {
+      const BlockQ8_1& xb = xr[i][b];
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+      for (int c = 0; c < 8; c += 2) {
+        int32_t x0, x1;
+        std::memcpy(&x0, xb.qs + (c < 4 ? 4 * c : 16 + 4 * (c - 4)), 4);
+        std::memcpy(&x1, xb.qs + (c + 1 < 4 ? 4 * (c + 1) : 16 + 4 * (c - 3)), 4);
+        s0 = _mm512_dpbusd_epi32(s0, w[c], _mm512_set1_epi32(x0));
+        s1 = _mm512_dpbusd_epi32(s1, w[c + 1], _mm512_set1_epi32(x1));
+      }
+      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xb.d)));
+      acc[i] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[i]);
+      acc[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(_cvtsh_ss(xb.s)), acc[i]);
+    }
+  }
+  for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
+}
+
 }  // namespace
+
+void gemm_q5_1(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    int64_t t = 0;
+    for (; t + 8 <= a.n_tok; t += 8) tile_q5_1<8>(a, g, t);
+    for (; t + 4 <= a.n_tok; t += 4) tile_q5_1<4>(a, g, t);
+    for (; t < a.n_tok; ++t) tile_q5_1<1>(a, g, t);
+  }
+}
 
 void gemm_q6_k(const GemmArgs& a) {
   for (int64_t g = a.g0; g < a.g1; ++g) {

@@ -60,6 +60,36 @@ void gemm_q5_0(const GemmArgs& a) {
       [](int k, int j) { return (k < 4 ? 4 * k : 16 + 4 * (k - 4)) + j; });
 }
 
+// Q5_1 x Q8_1: unsigned 5-bit weights (no offset); per block s = fma(d_w d_x, isum, s), then
+// s = fma(m_w, s_x, s).
+void gemm_q5_1(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_1*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        uint64_t hm[4][2];
+        std::memcpy(hm, blk + 64 + 256, sizeof hm);
+        for (int r = 0; r < kRepackRows; ++r) {
+          int isum = 0;
+          for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 4; ++j) {
+              const uint8_t byte = blk[64 + (k * kRepackRows + r) * 4 + j];
+              const int lo = (byte & 0x0f) | static_cast<int>(((hm[k][0] >> (4 * r + j)) & 1u) << 4);
+              const int hi = (byte >> 4) | static_cast<int>(((hm[k][1] >> (4 * r + j)) & 1u) << 4);
+              isum += lo * xb[b].qs[4 * k + j] + hi * xb[b].qs[16 + 4 * k + j];
+            }
+          acc[r] = std::fma(fp16_to_fp32(d[r]) * fp16_to_fp32(xb[b].d), static_cast<float>(isum), acc[r]);
+          acc[r] = std::fma(fp16_to_fp32(d[kRepackRows + r]), fp16_to_fp32(xb[b].s), acc[r]);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
 void gemm_q8_0(const GemmArgs& a) {
   gemm_generic<8>(
       a,

@@ -8,6 +8,7 @@ void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
 void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
+void gemm_q5_1(const GemmArgs& a);
 }  // namespace avx512
 
 namespace {
@@ -27,6 +28,7 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q8_0)] = avx512::gemm_q8_0;
   k.gemm[type_slot(DType::Q4_K)] = avx512::gemm_q4_k;
   k.gemm[type_slot(DType::Q6_K)] = avx512::gemm_q6_k;
+  k.gemm[type_slot(DType::Q5_1)] = avx512::gemm_q5_1;
   return k;
 }
 

@@ -109,16 +109,15 @@ float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
 float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_1*>(w);
   const auto* b = static_cast<const BlockQ8_1*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     const __m256i hi = _mm256_and_si256(bytes_from_bits_32(a[ib].qh), _mm256_set1_epi8(0x10));
     const __m256i q = _mm256_or_si256(nibbles_32(a[ib].qs), hi);
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i32(q, load_q8(b[ib]))), acc);
-    mins += fp16(a[ib].m) * fp16(b[ib].s);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_u8_i32(q, load_q8(b[ib])))), acc);
+    acc = std::fma(fp16(a[ib].m), fp16(b[ib].s), acc);
   }
-  return hsum_f32(acc) + mins;
+  return acc;
 }
 
 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {

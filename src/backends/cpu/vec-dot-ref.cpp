@@ -54,7 +54,7 @@ float vec_dot_bf16(int64_t n, const void* w, const void* x) {
 
 namespace {
 
-// The float order of Q4_1, Q5_1 and IQ4_NL, the same on every ISA (the AVX2 kernels compute
+// The float order of Q4_1 and IQ4_NL, the same on every ISA (the AVX2 kernels compute
 // exactly this, and so does llama.cpp's x86 build): lane l (0..7) of a block is the
 // integer sum of elements 4l..4l+3; lane l accumulates fma(d_w * d_x, lane, acc_l) over the
 // blocks in order; the lanes are added as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7));
@@ -77,8 +77,9 @@ struct Lanes8 {
 
 inline float dxw(uint16_t a, uint16_t b) { return fp16_to_fp32(a) * fp16_to_fp32(b); }
 
-// The float order of the types with repacked GEMM kernels (Q4_0, Q5_0, Q8_0; repack.h): one
-// exact integer sum per block, accumulated as s = fma(d_w * d_x, isum, s) in block order. The
+// The float order of the types with repacked GEMM kernels (Q4_0, Q5_0, Q5_1, Q8_0; repack.h):
+// one exact integer sum per block, accumulated as s = fma(d_w * d_x, isum, s) in block order
+// (Q5_1: then s = fma(m_w, s_x, s) for the block's min). The
 // repacked kernels keep 16 rows in the lanes of a vector and follow it exactly, so decode
 // (GEMV), prefill (GEMM) and every ISA give the same bits for a (row, token) pair.
 struct Seq {
@@ -88,6 +89,8 @@ struct Seq {
     for (int e = 0; e < kQK; ++e) isum += w[e] * x[e];
     s = std::fma(d, static_cast<float>(isum), s);
   }
+  // Q5_1: the block's min term right after its integer term.
+  void add_min(float m_w, float s_x) { s = std::fma(m_w, s_x, s); }
   float sum() const { return s; }
 };
 
@@ -135,12 +138,12 @@ float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
 float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_1*>(w);
   const auto* b = static_cast<const BlockQ8_1*>(x);
-  Lanes8 acc;
+  Seq acc;
   int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     for (int i = 0; i < kQK; ++i) q[i] = nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4);
     acc.add(dxw(a[ib].d, b[ib].d), q, b[ib].qs);
-    acc.mins += dxw(a[ib].m, b[ib].s);
+    acc.add_min(fp16_to_fp32(a[ib].m), fp16_to_fp32(b[ib].s));
   }
   return acc.sum();
 }
