@@ -15,7 +15,7 @@ log() { echo "[setup] $*" >&2; }
 
 # 1. Debian packages: toolchain, libraries, fuzzing runtime.
 APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
-          libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+          libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libedit-dev
           git unzip)
 missing=()
 for p in "${APT_PKGS[@]}"; do
