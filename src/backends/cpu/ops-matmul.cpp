@@ -8,6 +8,7 @@
 // order), so results never depend on the batch. Work is split over weight rows, so each thread
 // streams its own slice of the weight and reuses it for every activation row.
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/cpu/ops.h"
 #include "core/status.h"
@@ -90,11 +91,24 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
     g.y_stride = n_out;
     // ~64 K weight elements x rows per task at least.
     const int64_t min_groups = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_rows * kRepackRows));
+    // Token blocks of ~192 KiB of activations, so a block stays in L2 while the chunk's
+    // weight groups stream past it.
+    static const int64_t tb_bytes = [] {
+      const char* e = std::getenv("MINFER_GEMM_TB_BYTES");
+      return e ? std::atoll(e) : 196608LL;
+    }();
+    const int64_t tb = std::max<int64_t>(8, static_cast<int64_t>(tb_bytes / static_cast<int64_t>(x_row)) / 8 * 8);
     c.pool.parallel_for(rw->n_groups, [&](int64_t g0, int64_t g1) {
-      GemmArgs part = g;
-      part.g0 = g0;
-      part.g1 = g1;
-      gemm(part);
+      for (int64_t t0 = 0; t0 < n_rows; t0 += tb) {
+        GemmArgs part = g;
+        part.g0 = g0;
+        part.g1 = g1;
+        part.x = xq + static_cast<size_t>(t0) * x_row;
+        part.xsum = xsum ? xsum + t0 * n_blocks : nullptr;
+        part.n_tok = std::min(tb, n_rows - t0);
+        part.y = y + t0 * n_out;
+        gemm(part);
+      }
     }, min_groups);
     for (int64_t o = rw->n_groups * kRepackRows; o < n_out; ++o) {  // the rows past the last group
       const uint8_t* wr = wd + static_cast<size_t>(o) * w_row;
