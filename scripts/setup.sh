@@ -13,10 +13,10 @@ SUDO=""
 
 log() { echo "[setup] $*" >&2; }
 
-# 1. Debian packages: toolchain, libraries, fuzzing runtime.
+# 1. Debian packages: toolchain, libraries, fuzzing runtime, nginx for the scale-out test.
 APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
-          libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-          git unzip)
+          libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libedit-dev libcpp-httplib-dev
+          nginx-light git unzip)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,10 +30,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# 2. Python oracles (pinned): gguf-py is the bit-exact reference for GGUF and (de)quantization.
-PY_PKGS=(gguf==0.19.0 numpy pytest jinja2==3.1.6 tokenizers==0.23.3)
-if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers" 2>/dev/null \
-   || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ]; then
+# 2. Python oracles (pinned): gguf-py is the bit-exact reference for GGUF and (de)quantization;
+#    the official openai client and llama.cpp's server test suite drive `minfer serve`.
+PY_PKGS=(gguf==0.19.0 numpy pytest jinja2==3.1.6 tokenizers==0.23.3 openai==3.51.0
+         prometheus-client==0.20.0 wget==3.2 aiohttp==3.14.5 requests filelock)
+if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, prometheus_client, wget, aiohttp, requests, filelock" 2>/dev/null \
+   || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ] \
+   || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("openai"))' 2>/dev/null)" != "3.51.0" ]; then
   log "pip install ${PY_PKGS[*]}"
   python3 -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}" 2>&1 | grep -v "WARNING: Running pip as" || true
 fi
@@ -51,6 +54,14 @@ if [ ! -f "$DEPS/llama.cpp/include/llama.h" ]; then
   log "unpacking llama.cpp source from the node-llama-cpp bundle"
   rm -rf "$DEPS/llama.cpp"
   git clone -q "$NLC/llama/gitRelease.bundle" "$DEPS/llama.cpp"
+fi
+
+# The official openai npm client for the server tests.
+if [ ! -f "$DEPS/npm-openai/node_modules/openai/package.json" ]; then
+  log "npm install openai@6.49.0"
+  mkdir -p "$DEPS/npm-openai"
+  (cd "$DEPS/npm-openai" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$DEPS/npm-openai" && npm install --silent --no-audit --no-fund openai@6.49.0 >/dev/null)
 fi
 
 # 4. Default model into the cache.

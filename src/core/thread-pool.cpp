@@ -1,8 +1,30 @@
 #include "core/thread-pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MINFER_CPU_RELAX() _mm_pause()
+#else
+#define MINFER_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace minfer {
+namespace {
+
+// Spins until pred() holds or kSpinMicros pass; returns whether it holds.
+template <class Pred>
+bool spin_until(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    MINFER_CPU_RELAX();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return pred();
+  }
+}
+
+}  // namespace
 
 int hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
@@ -10,71 +32,78 @@ int hardware_threads() {
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_start_.notify_all();
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-static void run_part(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int parts,
-                     int index) {
-  const int64_t begin = n * index / parts;
-  const int64_t end = n * (index + 1) / parts;
-  if (begin < end) fn(begin, end);
+void ThreadPool::run_chunks(uint32_t gen) {
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<uint32_t>(c >> 32) != gen) return;  // a later job: ours is done
+    const uint32_t index = static_cast<uint32_t>(c);
+    if (index >= job_chunks_.load(std::memory_order_acquire)) return;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // Claimed chunk `index` of job `gen`: the job cannot finish (nor its fields change) before
+    // this chunk is counted done.
+    const int64_t size = job_chunk_.load(std::memory_order_relaxed);
+    const int64_t begin = size * index;
+    const int64_t end = std::min(job_n_.load(std::memory_order_relaxed), begin + size);
+    (*job_.load(std::memory_order_relaxed))(begin, end);
+    const uint32_t finished = done_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    if (finished == job_chunks_.load(std::memory_order_relaxed)) done_.notify_one();
+    c = claim_.load(std::memory_order_acquire);
+  }
 }
 
-void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+void ThreadPool::worker_loop() {
+  uint32_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    int parts;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      parts = job_parts_;
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+      generation_.wait(seen, std::memory_order_acquire);
+      if (generation_.load(std::memory_order_acquire) == seen) continue;  // spurious
     }
-    if (index < parts) run_part(*job, n, parts, index);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
-    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load(std::memory_order_acquire)) return;
+    run_chunks(seen);
   }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                               int64_t min_chunk) {
   if (n <= 0) return;
-  const int64_t max_parts = std::max<int64_t>(1, n / std::max<int64_t>(1, min_chunk));
-  const int parts = static_cast<int>(std::min<int64_t>(n_threads_, max_parts));
-  if (parts == 1 || workers_.empty()) {
+  min_chunk = std::max<int64_t>(1, min_chunk);
+  const int64_t max_parts = std::max<int64_t>(1, n / min_chunk);
+  if (max_parts == 1 || workers_.empty()) {
     fn(0, n);
     return;
   }
+  // Up to 4 chunks per thread: slack for a thread the OS delays, few enough that each chunk
+  // still streams a long run of rows.
+  const int64_t parts = std::min<int64_t>(max_parts, 4 * static_cast<int64_t>(n_threads_));
+  const int64_t size = (n + parts - 1) / parts;
+  const uint32_t chunks = static_cast<uint32_t>((n + size - 1) / size);
   std::lock_guard<std::mutex> submit(submit_mu_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_parts_ = parts;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  job_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_chunk_.store(size, std::memory_order_relaxed);
+  job_chunks_.store(chunks, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  generation_.store(gen, std::memory_order_release);
+  generation_.notify_all();
+  run_chunks(gen);
+  for (;;) {
+    const uint32_t d = done_.load(std::memory_order_acquire);
+    if (d == chunks) break;
+    if (!spin_until([&] { return done_.load(std::memory_order_acquire) == chunks; })) done_.wait(d, std::memory_order_acquire);
   }
-  cv_start_.notify_all();
-  run_part(fn, n, parts, 0);
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
 }
 
 }  // namespace minfer

@@ -208,6 +208,8 @@ TEST(CpuAttention, MatchesNaiveSoftmaxAttentionOnEveryIsa) {
     check_attention({36, 4, 1, 64, {63, 10}, DType::F16, 8.0f}, k);          // peaked softmax, MQA, hd % 8 != 0
     check_attention({64, 4, 2, 80, iota_pos(10, 64), DType::F16, 1.0f}, k);  // wide batch: f32 arithmetic
     check_attention({72, 2, 1, 70, iota_pos(0, 64), DType::F32, 4.0f}, k);
+    check_attention({64, 3, 1, 90, iota_pos(20, 64), DType::F16, 2.0f}, k);   // odd GQA group
+    check_attention({128, 14, 2, 70, iota_pos(3, 65), DType::F32, 1.0f}, k);  // Qwen-like 7:1
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/repack.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -114,6 +115,36 @@ TEST(CpuVecDot, EveryTypeMatchesFloat64DotOfItsOperands) {
   }
 }
 
+// The 32-element block types have one float order on every ISA (vec-dot-ref.cpp, Lanes8): the
+// results are bit-identical to the reference's, on random rows including extreme values.
+TEST(CpuVecDot, BlockTypesAreBitIdenticalAcrossIsas) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL}) {
+    const DType act = activation_type(type);
+    for (int64_t n : {32, 96, 4096}) {
+      for (uint32_t seed = 1; seed <= 3; ++seed) {
+        std::vector<float> w = randn(static_cast<size_t>(n), seed, 3.0f), x = randn(static_cast<size_t>(n), seed + 10, 50.0f);
+        x[0] = 1e4f;  // one large activation: a block with tiny other values
+        if (n >= 96)
+          for (int i = 32; i < 64; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero block
+        if (n >= 96) x[70] = 0.5f * 127.0f / 50.0f;  // near a rounding boundary
+        std::vector<uint8_t> wq(row_bytes(type, n)), xq(row_bytes(act, n));
+        quantize_row(type, w.data(), wq.data(), n);
+        tables[0]->quantize[type_slot(act)](x.data(), xq.data(), n);
+        const float want = tables[0]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+        for (int t = 1; t < n_tables; ++t) {
+          std::vector<uint8_t> xq2(xq.size());
+          tables[t]->quantize[type_slot(act)](x.data(), xq2.data(), n);
+          ASSERT_EQ(xq2, xq) << dtype_name(act) << " quantizer on " << tables[t]->isa;
+          const float got = tables[t]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+          ASSERT_EQ(f32_bits(got), f32_bits(want)) << dtype_name(type) << " n " << n << " on " << tables[t]->isa;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuMatmul, EveryTypeOnEveryIsaWithinItsBound) {
   const CpuKernels* tables[4];
   const int n_tables = cpu_kernel_variants(tables, 4);
@@ -146,6 +177,59 @@ TEST(CpuMatmul, EveryTypeOnEveryIsaWithinItsBound) {
       EXPECT_TRUE(y.intact()) << dtype_name(tb.type);
       const double e = nmse(y.data(), want.data(), want.size());
       EXPECT_LE(e, tb.matmul_nmse) << dtype_name(tb.type) << " on " << tables[t]->isa;
+    }
+  }
+}
+
+// Repacked weights (repack.h) through op_matmul's GEMM path give the same bits as the row
+// kernels of the reference, for every ISA, batch size and the rows past the last 16-row group.
+TEST(CpuMatmul, RepackedGemmIsBitIdenticalToTheRowKernels) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  ThreadPool pool(2);
+  for (DType type : {DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    const bool k_quant = type == DType::Q4_K || type == DType::Q6_K;
+    for (int64_t n_in : {k_quant ? 256 : 32, k_quant ? 768 : 320}) {
+      const int64_t n_out = 16 * 3 + 5;
+      const std::vector<float> w = randn(static_cast<size_t>(n_in * n_out), 7, 0.1f);
+      std::vector<uint8_t> wq(row_bytes(type, n_in) * n_out);
+      for (int64_t o = 0; o < n_out; ++o)
+        quantize_row(type, w.data() + o * n_in, wq.data() + o * row_bytes(type, n_in), n_in);
+      RepackMap repacked;
+      repacked.emplace(wq.data(), repack_weight_uncached(type, wq.data(), n_in, n_out));
+      ASSERT_TRUE(repacked.begin()->second) << dtype_name(type);
+      ASSERT_EQ(repacked.begin()->second->n_groups, 3);
+      std::vector<uint8_t> row(row_bytes(type, n_in));
+      for (int64_t o = 0; o < 48; ++o) {  // the layout loses nothing: every row comes back
+        unrepack_row(*repacked.begin()->second, o, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), wq.data() + o * row_bytes(type, n_in), row.size())) << dtype_name(type) << " row " << o;
+      }
+      for (int64_t n_rows : {1, 3, 9, 17}) {
+        std::vector<float> x = randn(static_cast<size_t>(n_in * n_rows), 8, 2.0f);
+        x[5] = 300.0f;  // an outlier: one block with many tiny quanta
+        Node wn = make_node(Op::kWeight, type, {n_in, n_out, 1, 1});
+        Node xn = make_node(Op::kInput, DType::F32, {n_in, n_rows, 1, 1});
+        Node yn = make_node(Op::kMatmul, DType::F32, {n_out, n_rows, 1, 1});
+        std::vector<uint8_t> work(op_work_size(yn, &wn, &xn));
+        auto run = [&](const CpuKernels& k, const RepackMap* map) {
+          Guarded y(static_cast<size_t>(n_out * n_rows));
+          OpArgs a;
+          a.dst = {&yn, y.data()};
+          a.src[0] = {&wn, wq.data()};
+          a.src[1] = {&xn, x.data()};
+          op_matmul(OpContext{pool, k, work.data(), work.size(), map}, a);
+          EXPECT_TRUE(y.intact());
+          return std::vector<float>(y.data(), y.data() + n_out * n_rows);
+        };
+        const std::vector<float> want = run(*tables[0], nullptr);  // reference row kernels
+        for (int t = 0; t < n_tables; ++t) {
+          if (!tables[t]->gemm[type_slot(type)]) continue;
+          const std::vector<float> got = run(*tables[t], &repacked);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i]))
+                << dtype_name(type) << " n_in " << n_in << " rows " << n_rows << " element " << i << " on " << tables[t]->isa;
+        }
+      }
     }
   }
 }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cpu/kernels.h"
+
 namespace minfer::cpu::avx2 {
 
 inline float hsum_f32(__m256 v) {
@@ -54,6 +56,29 @@ inline __m256i dot_i8_i32(__m256i x, __m256i y) {
 // Unsigned x signed bytes -> 8 int32 sums.
 inline __m256i dot_u8_i32(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// exp_poly (kernels.h) on 8 lanes; a vector with some |n| > 126 (|x| > ~87) goes lane by lane
+// through the scalar form, whose 2^n may leave the normal range.
+inline __m256 exp_poly8(__m256 x) {
+  const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+  const __m256 n = _mm256_sub_ps(z, shift);
+  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_NLE_UQ);
+  if (_mm256_movemask_ps(big)) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, x);
+    for (float& e : v) e = exp_poly(e);
+    return _mm256_load_ps(v);
+  }
+  const __m256 u = _mm256_mul_ps(r, r);
+  const __m256 p = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), r, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), r, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));  // p * 2^n, exact scaling
 }
 
 }  // namespace minfer::cpu::avx2

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 
 #include "backends/cpu/ops.h"
 #include "quant/quant.h"
@@ -28,6 +29,8 @@ CpuBackend::~CpuBackend() {
                  static_cast<long long>(op_calls_[static_cast<size_t>(i)]), op_seconds_[static_cast<size_t>(i)] * 1e3,
                  100.0 * op_seconds_[static_cast<size_t>(i)] / (total > 0 ? total : 1));
   }
+  for (const auto& [k, v] : matmul_profile_)
+    std::fprintf(stderr, "    matmul %-40s %8lld calls %9.3f ms\n", k.c_str(), static_cast<long long>(v.second), v.first * 1e3);
 }
 
 bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
@@ -85,18 +88,28 @@ void CpuBackend::read(void* host, const void* src, size_t n) { std::memcpy(host,
 
 Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
   size_t need = 0;
+  std::unordered_set<const void*> read_elsewhere;  // weights read by ops that need the GGUF bytes
+  for (const Node& n : g.nodes)
+    if (!n.dead && n.op != Op::kMatmul && n.op != Op::kGetRows)
+      for (int s : n.src)
+        if (g.nodes[static_cast<size_t>(s)].op == Op::kWeight) read_elsewhere.insert(g.nodes[static_cast<size_t>(s)].data);
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     const Node* s0 = n.src.size() > 0 ? &g.nodes[static_cast<size_t>(n.src[0])] : nullptr;
     const Node* s1 = n.src.size() > 1 ? &g.nodes[static_cast<size_t>(n.src[1])] : nullptr;
     need = std::max(need, op_work_size(n, s0, s1));
+    if (n.op == Op::kMatmul && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)] &&
+        !repacked_.count(s0->data)) {
+      if (auto r = repack_weight(s0->type, s0->data, s0->ne[0], s0->ne[1], !read_elsewhere.count(s0->data)))
+        repacked_.emplace(s0->data, std::move(r));
+    }
   }
   if (need > work_.size()) work_.resize(need);
   return Status::ok();
 }
 
 Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) {
-  OpContext ctx{pool_, *k_, work_.data(), work_.size()};
+  OpContext ctx{pool_, *k_, work_.data(), work_.size(), &repacked_};
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     OpArgs a;
@@ -127,6 +140,14 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       op_seconds_[static_cast<size_t>(n.op)] += s;
       ++op_calls_[static_cast<size_t>(n.op)];
+      if (n.op == Op::kMatmul) {
+        const Node& w = g.nodes[static_cast<size_t>(n.src[0])];
+        auto& e = matmul_profile_[std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "x" +
+                                  std::to_string(w.ne[1]) + " rows " + std::to_string(n.ne[1]) +
+                                  (repacked_.count(w.data) ? " repacked" : "")];
+        e.first += s;
+        ++e.second;
+      }
     }
   }
   return Status::ok();

@@ -4,15 +4,20 @@
 //   CpuBackend cpu(/*n_threads=*/2);                 // kernels: cpu_kernels() (cpuid/MINFER_ISA)
 //   Scheduler sched({&cpu});
 //
+// prepare() repacks the weights of matmuls whose type has a GEMM kernel in the table
+// (repack.h; MINFER_REPACK=0 keeps every weight in place).
 // MINFER_CPU_PROFILE=1 prints the time spent per op (and per matmul weight type) when the
 // backend is destroyed.
 #pragma once
 
 #include <array>
+#include <map>
+#include <string>
 #include <cstdint>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/ops.h"
 #include "core/thread-pool.h"
 #include "graph/backend.h"
 
@@ -42,9 +47,11 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   const CpuKernels* k_;
   std::vector<uint8_t> work_;  // scratch shared by the ops, sized in prepare()
+  RepackMap repacked_;         // matmul weights repacked for the GEMM kernels (prepare())
   bool profile_ = false;
   std::array<double, kOpCount> op_seconds_{};
   std::array<int64_t, kOpCount> op_calls_{};
+  std::map<std::string, std::pair<double, int64_t>> matmul_profile_;  // "Q4_0 896x4864 x1" -> (s, calls)
 };
 
 }  // namespace minfer::cpu

@@ -1,6 +1,5 @@
-// The "avx2" table: AVX2/FMA/F16C dot products where they exist, the reference elsewhere
-// (the activation quantizers stay the reference ones, so every ISA sees the same activation
-// bytes and only the order of float additions differs).
+// The "avx2" table: AVX2/FMA/F16C dot products where they exist, the reference elsewhere.
+// The activation quantizers produce the reference's bytes exactly (tests/unit/test-cpu-ops).
 #include "backends/cpu/kernels-avx2.h"
 #include "backends/cpu/kernels.h"
 
@@ -38,6 +37,12 @@ CpuKernels make_avx2() {
   k.dot_w64_f32 = avx2::dot_w64_f32;
   k.mad_f16 = avx2::mad_f16;
   k.silu_row = avx2::silu_row;
+  k.attn_wide = avx2::attn_wide;
+  k.quantize[type_slot(DType::Q8_0)] = avx2::quantize_q8_0;
+  k.quantize[type_slot(DType::Q8_1)] = avx2::quantize_q8_1;
+  k.gemm[type_slot(DType::Q4_0)] = avx2::gemm_q4_0;
+  k.gemm[type_slot(DType::Q5_0)] = avx2::gemm_q5_0;
+  k.gemm[type_slot(DType::Q8_0)] = avx2::gemm_q8_0;
   return k;
 }
 

@@ -4,9 +4,21 @@
 
 #include <cstdint>
 
+namespace minfer::cpu {
+struct GemmArgs;
+struct AttnWideArgs;
+}
+
 namespace minfer::cpu::avx2 {
 
+// gemm-avx2.cpp
+void gemm_q4_0(const GemmArgs& a);
+void gemm_q5_0(const GemmArgs& a);
+void gemm_q8_0(const GemmArgs& a);
+
 // vec-dot-avx2.cpp
+void quantize_q8_0(const float* x, void* y, int64_t n);
+void quantize_q8_1(const float* x, void* y, int64_t n);
 float vec_dot_f32(int64_t n, const void* w, const void* x);
 float vec_dot_f16(int64_t n, const void* w, const void* x);
 float vec_dot_bf16(int64_t n, const void* w, const void* x);
@@ -24,6 +36,7 @@ float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y);
 float dot_w64_f32(int64_t n, const float* x, const float* y);
 void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v);
 void silu_row(int64_t n, float* y, const float* x);
+void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp
 // vec-dot-kquant-avx2.cpp
 float vec_dot_q2_k(int64_t n, const void* w, const void* x);
 float vec_dot_q3_k(int64_t n, const void* w, const void* x);

@@ -35,6 +35,15 @@ float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y);
 float dot_w64_f32(int64_t n, const float* x, const float* y);
 void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v);
 void silu_row(int64_t n, float* y, const float* x);
+void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp
+
+// GEMMs over repacked weights (gemm-ref.cpp).
+void gemm_q4_0(const GemmArgs& a);
+void gemm_q5_0(const GemmArgs& a);
+void gemm_q8_0(const GemmArgs& a);
+void gemm_q4_k(const GemmArgs& a);
+void gemm_q6_k(const GemmArgs& a);
+void gemm_q5_1(const GemmArgs& a);
 
 // Activation quantizers (vec-dot-ref.cpp).
 void quantize_f32(const float* x, void* y, int64_t n);

@@ -50,6 +50,13 @@ CpuKernels make_ref() {
   k.dot_w64_f32 = ref::dot_w64_f32;
   k.mad_f16 = ref::mad_f16;
   k.silu_row = ref::silu_row;
+  k.attn_wide = ref::attn_wide;
+  k.gemm[type_slot(DType::Q4_0)] = ref::gemm_q4_0;
+  k.gemm[type_slot(DType::Q5_0)] = ref::gemm_q5_0;
+  k.gemm[type_slot(DType::Q8_0)] = ref::gemm_q8_0;
+  k.gemm[type_slot(DType::Q4_K)] = ref::gemm_q4_k;
+  k.gemm[type_slot(DType::Q6_K)] = ref::gemm_q6_k;
+  k.gemm[type_slot(DType::Q5_1)] = ref::gemm_q5_1;
   return k;
 }
 
@@ -63,14 +70,16 @@ const F16Table kF16Table;
 
 const CpuKernels* select() {
   const CpuKernels* avx2 = cpu_kernels_avx2();
-  const CpuKernels* best = avx2 ? avx2 : &cpu_kernels_ref();
+  const CpuKernels* avx512 = cpu_kernels_avx512();
+  const CpuKernels* best = avx512 ? avx512 : avx2 ? avx2 : &cpu_kernels_ref();
   const char* env = std::getenv("MINFER_ISA");
   if (!env || !*env) return best;
   const std::string want = env;
   if (want == "ref") return &cpu_kernels_ref();
   if (want == "avx2" && avx2) return avx2;
-  std::fprintf(stderr, "minfer: MINFER_ISA=%s is not available here (have: ref%s); using %s\n", env,
-               avx2 ? ", avx2" : "", std::string(best->isa).c_str());
+  if (want == "avx512" && avx512) return avx512;
+  std::fprintf(stderr, "minfer: MINFER_ISA=%s is not available here (have: ref%s%s); using %s\n", env,
+               avx2 ? ", avx2" : "", avx512 ? ", avx512" : "", std::string(best->isa).c_str());
   return best;
 }
 
@@ -126,6 +135,7 @@ int cpu_kernel_variants(const CpuKernels** out, int max) {
   int n = 0;
   if (n < max) out[n++] = &cpu_kernels_ref();
   if (const CpuKernels* a = cpu_kernels_avx2(); a && n < max) out[n++] = a;
+  if (const CpuKernels* a = cpu_kernels_avx512(); a && n < max) out[n++] = a;
   return n;
 }
 

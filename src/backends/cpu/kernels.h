@@ -1,6 +1,7 @@
 // The CPU kernel seam: dot products of one weight row with one activation row, and the
 // activation quantizers, per ISA. The scalar reference ("ref") is the spec and the oracle of
-// every ISA version; a table is chosen once from cpuid, and MINFER_ISA=ref|avx2 forces one.
+// every ISA version; a table is chosen once from cpuid, and MINFER_ISA=ref|avx2|avx512 forces
+// one.
 //
 //   const CpuKernels& k = cpu_kernels();                 // the selected ISA
 //   DType act = activation_type(DType::Q4_K);            // Q8_K
@@ -39,12 +40,50 @@ using SiluRowFn = void (*)(int64_t n, float* y, const float* x);
 // y[i] = f16(fma(x[i], v, y[i])): an f16 accumulator (llama.cpp's VKQ16).
 using MadF16Fn = void (*)(int64_t n, uint16_t* y, const uint16_t* x, float v);
 
+// Attention of the wide (64+ query rows) batches for the G query rows of one token that share a
+// KV head (ops-attn.cpp): keys in blocks of 8 (cache rows converted to f32 once per block for
+// all G rows), scores scaled, an online softmax per block with exp_poly, the V sum in f32.
+struct AttnWideArgs {
+  const float* q = nullptr;  // [G][q_stride] the query rows
+  int64_t q_stride = 0, G = 0;
+  int64_t hd = 0, hd_v = 0;
+  const uint8_t* k = nullptr;  // cache row 0 of this KV head; rows k_row bytes apart
+  const uint8_t* v = nullptr;
+  size_t k_row = 0, v_row = 0;
+  bool f16 = true;             // cache element type (else f32)
+  int64_t n_kv = 0;            // keys 0 .. n_kv - 1
+  float scale = 1.0f;
+  float* y = nullptr;          // [G][y_stride] outputs
+  int64_t y_stride = 0;
+  float* scratch = nullptr;    // G * hd_v + 16 * 256 floats
+};
+using AttnWideFn = void (*)(const AttnWideArgs& a);
+
+// A GEMM over weights repacked in groups of 16 rows (repack.h) and activation rows of the
+// type's activation type (Q8_0; Q8_K for Q4_K):
+//   y[t * y_stride + 16 g + r] = dot(row 16 g + r, activation row t)   for g in [g0, g1)
+// in the Seq order of vec-dot-ref.cpp (bit-identical to the type's vec_dot).
+struct GemmArgs {
+  const uint8_t* w = nullptr;  // repacked groups [n_groups][n_blocks][block bytes]
+  size_t block_bytes = 0;
+  int64_t n_blocks = 0;        // blocks of 32 per row
+  int64_t g0 = 0, g1 = 0;      // groups to compute
+  const uint8_t* x = nullptr;  // [n_tok] rows of n_blocks activation blocks
+  size_t x_row = 0;            // bytes per activation row
+  const int32_t* xsum = nullptr;  // Q8_0: [n_tok][n_blocks] sum of each block's 32 values
+  int64_t n_tok = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;        // floats between token rows of y
+};
+using GemmFn = void (*)(const GemmArgs& a);
+
 constexpr int kTypeSlots = 40;  // > every GGML type id used
 inline int type_slot(DType t) { return static_cast<int>(t); }
 
 struct CpuKernels {
-  std::string_view isa;                  // "ref", "avx2"
+  std::string_view isa;                  // "ref", "avx2", "avx512"
   VecDotFn vec_dot[kTypeSlots] = {};     // by weight type; null = unsupported
+  GemmFn gemm[kTypeSlots] = {};          // by weight type, over repacked weights; null = none
   QuantizeFn quantize[kTypeSlots] = {};  // by activation type
   KqDotFn kq_dot_f16 = nullptr, kq_dot_f32 = nullptr;
   VAxpyFn v_axpy_f16 = nullptr, v_axpy_f32 = nullptr;
@@ -52,6 +91,7 @@ struct CpuKernels {
   DotW64F32Fn dot_w64_f32 = nullptr;
   MadF16Fn mad_f16 = nullptr;
   SiluRowFn silu_row = nullptr;
+  AttnWideFn attn_wide = nullptr;
 };
 
 // e^x in f32 with Arm's optimized-routines v_expf method (MIT OR Apache-2.0: x = n ln2 + r
@@ -67,6 +107,7 @@ bool matmul_supported(DType weight);
 const CpuKernels& cpu_kernels_ref();
 // nullptr when this build or this machine has no such ISA.
 const CpuKernels* cpu_kernels_avx2();
+const CpuKernels* cpu_kernels_avx512();  // AVX-512 F/BW/VL/DQ + VNNI
 // The table used by the backend: MINFER_ISA if set (an unknown or unavailable value is
 // reported once on stderr and ignored), else the best the CPU supports.
 const CpuKernels& cpu_kernels();

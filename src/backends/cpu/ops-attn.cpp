@@ -13,8 +13,10 @@
 //    scores are W64-order dot products (kernels.h), the V sum of an f16 cache is kept in f16
 //    (y = f16(fma(v, p, y))), the softmax sum as S = fma(S, ms, p);
 //  - kWideBatch rows or more (long prompts, perplexity): q stays f32, cache values are widened
-//    to f32, scores and the V sum accumulate in f32.
+//    to f32, scores and the V sum accumulate in f32 (k.attn_wide: keys in blocks of 8 shared by
+//    the query heads of a KV head, exp_poly).
 #include <cmath>
+#include <vector>
 
 #include "backends/cpu/ops.h"
 #include "core/fp16.h"
@@ -75,30 +77,6 @@ void attn_row_narrow(const CpuKernels& k, const AttnShape& sh, bool f16_cache, c
   for (int64_t i = 0; i < sh.hd_v; ++i) yr[i] = acc[i] * inv;
 }
 
-// One (token, head) row of the wide-batch (f32) arithmetic.
-void attn_row_wide(const CpuKernels& k, const AttnShape& sh, bool k_f16, bool v_f16, const float* qr,
-                   const uint8_t* kc, const uint8_t* vc, int64_t n_kv, float* yr) {
-  const KqDotFn kq_dot = k_f16 ? k.kq_dot_f16 : k.kq_dot_f32;
-  const VAxpyFn v_axpy = v_f16 ? k.v_axpy_f16 : k.v_axpy_f32;
-  float acc[kMaxHeadDim];  // [hd_v] running sum of p_j * v_j, scaled to the current max
-  for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = 0.0f;
-  float m = -INFINITY, l = 0.0f;
-  for (int64_t j = 0; j < n_kv; ++j) {
-    const float s = kq_dot(sh.hd, kc + static_cast<size_t>(j) * sh.k_row, qr) * sh.scale;
-    if (s > m) {
-      const float corr = std::exp(m - s);  // 0 on the first row (m = -inf)
-      l *= corr;
-      for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] *= corr;
-      m = s;
-    }
-    const float p = std::exp(s - m);
-    l += p;
-    v_axpy(sh.hd_v, acc, p, vc + static_cast<size_t>(j) * sh.v_row);
-  }
-  const float inv = 1.0f / l;
-  for (int64_t i = 0; i < sh.hd_v; ++i) yr[i] = acc[i] * inv;
-}
-
 }  // namespace
 
 void op_attn(const OpContext& c, const OpArgs& a) {
@@ -120,7 +98,7 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   sh.v_head = row_bytes(vn.type, sh.hd_v);
   const bool k_f16 = kn.type == DType::F16;
   const bool v_f16 = vn.type == DType::F16;
-  const bool narrow = sh.n_tokens < kWideBatch && k_f16 == v_f16;
+  MINFER_ASSERT(k_f16 == v_f16);  // one cache type (SessionParams::kv_type)
   const auto* kc = static_cast<const uint8_t*>(a.src[1].data);
   const auto* vc = static_cast<const uint8_t*>(a.src[2].data);
   const float* q = a.src[0].f32();
@@ -130,27 +108,61 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   // a decode token batched beside another sequence's long prompt still takes the narrow path.
   const int32_t* ranges = out.params.attn_ranges ? a.src[3].i32() : nullptr;
   float* y = a.dst.f32();
-  MINFER_ASSERT(sh.hd <= kMaxHeadDim && sh.hd_v <= kMaxHeadDim);
+  MINFER_ASSERT(sh.hd <= kMaxHeadDim && sh.hd_v <= kMaxHeadDim && sh.group <= 64);
 
-  c.pool.parallel_for(sh.n_tokens * sh.n_head, [&](int64_t i0, int64_t i1) {
+  if (!ranges && sh.n_tokens < kWideBatch) {  // all narrow (decode): one item per query head
+    c.pool.parallel_for(sh.n_tokens * sh.n_head, [&](int64_t i0, int64_t i1) {
+      for (int64_t item = i0; item < i1; ++item) {
+        const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
+        const int64_t n_kv = static_cast<int64_t>(pos[t]) + 1;
+        MINFER_ASSERT(n_kv >= 1 && n_kv <= kn.ne[1]);
+        attn_row_narrow(c.k, sh, k_f16, q + (t * sh.n_head + h) * sh.hd, kc + static_cast<size_t>(kvh) * sh.k_head,
+                        vc + static_cast<size_t>(kvh) * sh.v_head, n_kv, y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
+      }
+    }, 1);
+    return;
+  }
+
+  // One item = the `group` query heads of one token that read the same KV head.
+  c.pool.parallel_for(sh.n_tokens * sh.n_head_kv, [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<float> scratch;  // attn_wide's: [group][hd_v] + 8 K and V rows
+    scratch.resize(static_cast<size_t>(sh.group * sh.hd_v + 8 * (sh.hd + sh.hd_v)));
     for (int64_t item = i0; item < i1; ++item) {
-      const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
-      const float* qr = q + (t * sh.n_head + h) * sh.hd;
-      float* yr = y + t * sh.n_head * sh.hd_v + h * sh.hd_v;
-      int64_t first = 0, n_kv = 0;
-      bool row_narrow = narrow;
+      const int64_t t = item / sh.n_head_kv, kvh = item % sh.n_head_kv;
+      int64_t first = 0, n_kv = 0, rows = sh.n_tokens;
       if (ranges) {
         first = ranges[3 * t];
         n_kv = ranges[3 * t + 1];
-        row_narrow = ranges[3 * t + 2] < kWideBatch && k_f16 == v_f16;
+        rows = ranges[3 * t + 2];
       } else {
         n_kv = static_cast<int64_t>(pos[t]) + 1;
       }
       MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
       const uint8_t* kh = kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head;
       const uint8_t* vh = vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head;
-      if (row_narrow) attn_row_narrow(c.k, sh, k_f16, qr, kh, vh, n_kv, yr);
-      else attn_row_wide(c.k, sh, k_f16, v_f16, qr, kh, vh, n_kv, yr);
+      const float* qg = q + (t * sh.n_head + kvh * sh.group) * sh.hd;
+      float* yg = y + t * sh.n_head * sh.hd_v + kvh * sh.group * sh.hd_v;
+      if (rows < kWideBatch) {
+        for (int64_t h = 0; h < sh.group; ++h) attn_row_narrow(c.k, sh, k_f16, qg + h * sh.hd, kh, vh, n_kv, yg + h * sh.hd_v);
+        continue;
+      }
+      AttnWideArgs w;
+      w.q = qg;
+      w.q_stride = sh.hd;
+      w.G = sh.group;
+      w.hd = sh.hd;
+      w.hd_v = sh.hd_v;
+      w.k = kh;
+      w.v = vh;
+      w.k_row = sh.k_row;
+      w.v_row = sh.v_row;
+      w.f16 = k_f16;
+      w.n_kv = n_kv;
+      w.scale = sh.scale;
+      w.y = yg;
+      w.y_stride = sh.hd_v;
+      w.scratch = scratch.data();
+      c.k.attn_wide(w);
     }
   }, 1);
 }

@@ -1,21 +1,44 @@
 // Matrix multiplication of a weight (any supported type) with f32 activations:
 //   W [n_in, n_out] (memory [n_out][n_in]), x [n_in, n_rows] f32 -> y [n_out, n_rows] f32
 //   y[t][o] = dot(W row o, x row t)
-// The activations are first converted to the weight type's activation type (kernels.h), then
-// every (weight row, activation row) pair is one vec_dot. Work is split over weight rows, so
-// each thread streams its own slice of the weight once and reuses it for every activation row.
+// The activations are first converted to the weight type's activation type (kernels.h). A
+// weight repacked for a GEMM kernel (repack.h) goes through it 16 rows at a time for all
+// activation rows (its last n_out % 16 rows through vec_dot); any other weight does one vec_dot
+// per (weight row, activation row) pair. Both give the same bits (the kernels share the float
+// order), so results never depend on the batch. Work is split over weight rows, so each thread
+// streams its own slice of the weight and reuses it for every activation row.
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/cpu/ops.h"
 #include "core/status.h"
+#include "quant/blocks.h"
 
 namespace minfer::cpu {
+
+namespace {
+
+// Q8_0 rows [n_rows][n_blocks] -> xsum [n_rows][n_blocks]: each block's sum of its 32 values.
+void block_sums(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t r0, int64_t r1, int32_t* xsum) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(xq + static_cast<size_t>(r) * x_row);
+    for (int64_t i = 0; i < n_blocks; ++i) {
+      int32_t s = 0;
+      for (int8_t q : b[i].qs) s += q;
+      xsum[r * n_blocks + i] = s;
+    }
+  }
+}
+
+}  // namespace
 
 size_t op_work_size(const Node& n, const Node* src0, const Node* src1) {
   if (n.op != Op::kMatmul || !src0 || !src1) return 0;
   const DType act = activation_type(src0->type);
   if (act == DType::F32) return 0;
-  return row_bytes(act, src1->ne[0]) * static_cast<size_t>(src1->n_rows());
+  size_t bytes = row_bytes(act, src1->ne[0]) * static_cast<size_t>(src1->n_rows());
+  if (act == DType::Q8_0) bytes += static_cast<size_t>(src1->n_rows() * (src1->ne[0] / 32)) * sizeof(int32_t);  // xsum
+  return bytes;
 }
 
 void op_matmul(const OpContext& c, const OpArgs& a) {
@@ -41,6 +64,58 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   const size_t w_row = row_bytes(w.type, n_in);
   const auto* wd = static_cast<const uint8_t*>(a.src[0].data);
   float* y = a.dst.f32();
+
+  const GemmFn gemm = c.k.gemm[type_slot(w.type)];
+  const RepackedWeight* rw = nullptr;
+  if (gemm && c.repacked) {
+    auto it = c.repacked->find(a.src[0].data);
+    if (it != c.repacked->end() && it->second->n_in == n_in && it->second->n_out == n_out) rw = it->second.get();
+  }
+  if (rw) {
+    const int64_t n_blocks = rw->n_blocks;
+    int32_t* xsum = nullptr;
+    if (act == DType::Q8_0) {
+      xsum = reinterpret_cast<int32_t*>(c.work + x_row * static_cast<size_t>(n_rows));
+      MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows) + static_cast<size_t>(n_rows * n_blocks) * 4);
+      c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { block_sums(xq, x_row, n_blocks, r0, r1, xsum); }, 16);
+    }
+    GemmArgs g;
+    g.w = rw->data;
+    g.block_bytes = rw->block_bytes;
+    g.n_blocks = n_blocks;
+    g.x = xq;
+    g.x_row = x_row;
+    g.xsum = xsum;
+    g.n_tok = n_rows;
+    g.y = y;
+    g.y_stride = n_out;
+    // ~64 K weight elements x rows per task at least.
+    const int64_t min_groups = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_rows * kRepackRows));
+    // Token blocks of ~192 KiB of activations, so a block stays in L2 while the chunk's
+    // weight groups stream past it.
+    static const int64_t tb_bytes = [] {
+      const char* e = std::getenv("MINFER_GEMM_TB_BYTES");
+      return e ? std::atoll(e) : 196608LL;
+    }();
+    const int64_t tb = std::max<int64_t>(8, static_cast<int64_t>(tb_bytes / static_cast<int64_t>(x_row)) / 8 * 8);
+    c.pool.parallel_for(rw->n_groups, [&](int64_t g0, int64_t g1) {
+      for (int64_t t0 = 0; t0 < n_rows; t0 += tb) {
+        GemmArgs part = g;
+        part.g0 = g0;
+        part.g1 = g1;
+        part.x = xq + static_cast<size_t>(t0) * x_row;
+        part.xsum = xsum ? xsum + t0 * n_blocks : nullptr;
+        part.n_tok = std::min(tb, n_rows - t0);
+        part.y = y + t0 * n_out;
+        gemm(part);
+      }
+    }, min_groups);
+    for (int64_t o = rw->n_groups * kRepackRows; o < n_out; ++o) {  // the rows past the last group
+      const uint8_t* wr = wd + static_cast<size_t>(o) * w_row;
+      for (int64_t t = 0; t < n_rows; ++t) y[t * n_out + o] = dot(n_in, wr, xq + static_cast<size_t>(t) * x_row);
+    }
+    return;
+  }
   // At least ~64 K weight elements per task, so small matrices do not pay for a wake-up.
   const int64_t min_chunk = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_rows));
   c.pool.parallel_for(n_out, [&](int64_t o0, int64_t o1) {

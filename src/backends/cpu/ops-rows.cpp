@@ -1,5 +1,6 @@
 // Row gathers and scatters: get_rows (embedding lookup, tail gather) and kv_store.
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/ops.h"
 #include "core/fp16.h"
@@ -16,11 +17,21 @@ void op_get_rows(const OpContext& c, const OpArgs& a) {
   const auto* table = static_cast<const uint8_t*>(a.src[0].data);
   const int32_t* ids = a.src[1].i32();
   float* y = a.dst.f32();
+  // A tied embedding may live in its repacked form only (repack.h): rebuild the row's bytes.
+  const RepackedWeight* rw = nullptr;
+  if (c.repacked)
+    if (auto it = c.repacked->find(table); it != c.repacked->end()) rw = it->second.get();
   c.pool.parallel_for(a.dst.node->ne[1], [&](int64_t r0, int64_t r1) {
+    std::vector<uint8_t> row(rw ? rb : 0);
     for (int64_t r = r0; r < r1; ++r) {
       const int32_t id = ids[r];
       MINFER_ASSERT(id >= 0 && id < t.n_rows());  // callers validate token ids
-      dequantize_row(t.type, table + static_cast<size_t>(id) * rb, y + r * ne0, ne0);
+      if (rw && id < rw->n_groups * kRepackRows) {
+        unrepack_row(*rw, id, row.data());
+        dequantize_row(t.type, row.data(), y + r * ne0, ne0);
+      } else {
+        dequantize_row(t.type, table + static_cast<size_t>(id) * rb, y + r * ne0, ne0);
+      }
     }
   }, 8);
 }

@@ -8,8 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/repack.h"
 #include "core/thread-pool.h"
 #include "graph/graph.h"
 
@@ -28,11 +31,15 @@ struct OpArgs {
   TensorArg src[4];
 };
 
+// Repacked copies of matmul weights, by the weight's data address (CpuBackend::prepare).
+using RepackMap = std::unordered_map<const void*, std::shared_ptr<const RepackedWeight>>;
+
 struct OpContext {
   ThreadPool& pool;
   const CpuKernels& k;
   uint8_t* work = nullptr;  // scratch of op_work_size() bytes
   size_t work_size = 0;
+  const RepackMap* repacked = nullptr;  // none: every matmul uses the row kernels
 };
 
 // Scratch bytes the op needs (matmul: the quantized activations).

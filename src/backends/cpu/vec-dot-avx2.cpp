@@ -70,13 +70,13 @@ float vec_dot_bf16(int64_t n, const void* w, const void* x) {
 float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ4_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     const __m256i q = _mm256_sub_epi8(nibbles_32(a[ib].qs), _mm256_set1_epi8(8));
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_i8_i32(q, load_q8(b[ib])))), acc);
   }
-  return hsum_f32(acc);
+  return acc;
 }
 
 float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
@@ -95,41 +95,40 @@ float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
 float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     // q - 16 as a signed byte: the nibble with 0xf0 set where the fifth bit is clear.
     const __m256i hi = _mm256_andnot_si256(bytes_from_bits_32(a[ib].qh), _mm256_set1_epi8(static_cast<char>(0xf0)));
     const __m256i q = _mm256_or_si256(nibbles_32(a[ib].qs), hi);
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_i8_i32(q, load_q8(b[ib])))), acc);
   }
-  return hsum_f32(acc);
+  return acc;
 }
 
 float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_1*>(w);
   const auto* b = static_cast<const BlockQ8_1*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.0f;
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     const __m256i hi = _mm256_and_si256(bytes_from_bits_32(a[ib].qh), _mm256_set1_epi8(0x10));
     const __m256i q = _mm256_or_si256(nibbles_32(a[ib].qs), hi);
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8_i32(q, load_q8(b[ib]))), acc);
-    mins += fp16(a[ib].m) * fp16(b[ib].s);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_u8_i32(q, load_q8(b[ib])))), acc);
+    acc = std::fma(fp16(a[ib].m), fp16(b[ib].s), acc);
   }
-  return hsum_f32(acc) + mins;
+  return acc;
 }
 
 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ8_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(load_q8(a[ib]), load_q8(b[ib]))), acc);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_i8_i32(load_q8(a[ib]), load_q8(b[ib])))), acc);
   }
-  return hsum_f32(acc);
+  return acc;
 }
 
 float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
@@ -212,28 +211,41 @@ void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
   for (; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16(x[i]), v, fp16(y[i])));
 }
 
-// exp_poly (kernels.h) on 8 lanes; a vector with some |n| > 126 (|x| > ~87) goes lane by lane
-// through the scalar form, whose 2^n may leave the normal range.
-inline __m256 exp_poly8(__m256 x) {
-  const __m256 shift = _mm256_set1_ps(0x1.8p23f);
-  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
-  const __m256 n = _mm256_sub_ps(z, shift);
-  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
-  const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_NLE_UQ);
-  if (_mm256_movemask_ps(big)) {
-    alignas(32) float v[8];
-    _mm256_store_ps(v, x);
-    for (float& e : v) e = exp_poly(e);
-    return _mm256_load_ps(v);
+// Q8_0 / Q8_1 activations exactly as the reference (vec-dot-ref.cpp): amax by max (exact in
+// any order), d = amax / 127, q = round-half-even(x * (127 / amax)) by cvtps (MXCSR's default
+// rounding), the Q8_1 sum as an integer.
+template <bool kWithSum, typename Block>
+void quantize_q8_blocks(const float* x, Block* b, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t ib = 0; ib < n / kQK; ++ib, x += kQK) {
+    __m256 v[4];
+    for (int j = 0; j < 4; ++j) v[j] = _mm256_loadu_ps(x + 8 * j);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 mul = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], mul));
+    // int32 -> int8 with the lanes back in order.
+    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+    __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[ib].qs), p8);
+    b[ib].d = fp32_to_fp16(d);
+    if constexpr (kWithSum) {
+      const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+      b[ib].s = fp32_to_fp16(static_cast<float>(sum) * d);
+    }
   }
-  const __m256 u = _mm256_mul_ps(r, r);
-  const __m256 p = _mm256_fmadd_ps(
-      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), r, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), r, _mm256_set1_ps(0x1.fffdb6p-2f))),
-      u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), r, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));  // p * 2^n, exact scaling
 }
+
+void quantize_q8_0(const float* x, void* y, int64_t n) { quantize_q8_blocks<false>(x, static_cast<BlockQ8_0*>(y), n); }
+void quantize_q8_1(const float* x, void* y, int64_t n) { quantize_q8_blocks<true>(x, static_cast<BlockQ8_1*>(y), n); }
 
 void silu_row(int64_t n, float* y, const float* x) {
   const int64_t nv = n / 16 * 16;

@@ -1,7 +1,7 @@
 // Scalar reference dot products of the float types and the 32-element block types, and the
 // activation quantizers. These are the spec of the ISA versions: integer sums per block are
-// exact, and the float steps (one scale product per block, accumulated in block order) are
-// what every faster version must reproduce to within float rounding.
+// exact; the 32-element block types fix their float order too (Lanes8 below), so every ISA
+// version of them is bit-identical to these; the float types agree to within float rounding.
 #include <cmath>
 #include <cstring>
 
@@ -52,80 +52,124 @@ float vec_dot_bf16(int64_t n, const void* w, const void* x) {
   return dot_f32_order(n, [&](int64_t i) { return bf16_to_fp32(a[i]) * bf16_to_fp32(b[i]); });
 }
 
+namespace {
+
+// The float order of Q4_1 and IQ4_NL, the same on every ISA (the AVX2 kernels compute
+// exactly this, and so does llama.cpp's x86 build): lane l (0..7) of a block is the
+// integer sum of elements 4l..4l+3; lane l accumulates fma(d_w * d_x, lane, acc_l) over the
+// blocks in order; the lanes are added as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7));
+// the mins of Q4_1/Q5_1 (m_w * s_x per block) are summed separately in block order, added last.
+struct Lanes8 {
+  float acc[8] = {};
+  float mins = 0.0f;
+  // w: the block's 32 integer weights (element order), x: its 32 activation bytes.
+  void add(float d, const int* w, const int8_t* x) {
+    for (int l = 0; l < 8; ++l) {
+      int lane = 0;
+      for (int e = 4 * l; e < 4 * l + 4; ++e) lane += w[e] * x[e];
+      acc[l] = std::fma(d, static_cast<float>(lane), acc[l]);
+    }
+  }
+  float sum() const {
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + mins;
+  }
+};
+
+inline float dxw(uint16_t a, uint16_t b) { return fp16_to_fp32(a) * fp16_to_fp32(b); }
+
+// The float order of the types with repacked GEMM kernels (Q4_0, Q5_0, Q5_1, Q8_0; repack.h):
+// one exact integer sum per block, accumulated as s = fma(d_w * d_x, isum, s) in block order
+// (Q5_1: then s = fma(m_w, s_x, s) for the block's min). The
+// repacked kernels keep 16 rows in the lanes of a vector and follow it exactly, so decode
+// (GEMV), prefill (GEMM) and every ISA give the same bits for a (row, token) pair.
+struct Seq {
+  float s = 0.0f;
+  void add(float d, const int* w, const int8_t* x) {
+    int isum = 0;
+    for (int e = 0; e < kQK; ++e) isum += w[e] * x[e];
+    s = std::fma(d, static_cast<float>(isum), s);
+  }
+  // Q5_1: the block's min term right after its integer term.
+  void add_min(float m_w, float s_x) { s = std::fma(m_w, s_x, s); }
+  float sum() const { return s; }
+};
+
+}  // namespace
+
 // sum_b d_w * d_x * sum_i (q_i - 8) * x_i
 float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ4_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  float s = 0.0f;
+  Seq acc;
+  int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    int sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += (nibble(a[ib].qs, i) - 8) * b[ib].qs[i];
-    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+    for (int i = 0; i < kQK; ++i) q[i] = nibble(a[ib].qs, i) - 8;
+    acc.add(dxw(a[ib].d, b[ib].d), q, b[ib].qs);
   }
-  return s;
+  return acc.sum();
 }
 
 // sum_b d_w * d_x * sum_i q_i * x_i + m_w * s_x   (s_x = d_x * sum_i x_i, stored in the Q8_1 block)
 float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ4_1*>(w);
   const auto* b = static_cast<const BlockQ8_1*>(x);
-  float s = 0.0f;
+  Lanes8 acc;
+  int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    int sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += nibble(a[ib].qs, i) * b[ib].qs[i];
-    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum) +
-         fp16_to_fp32(a[ib].m) * fp16_to_fp32(b[ib].s);
+    for (int i = 0; i < kQK; ++i) q[i] = nibble(a[ib].qs, i);
+    acc.add(dxw(a[ib].d, b[ib].d), q, b[ib].qs);
+    acc.mins += dxw(a[ib].m, b[ib].s);
   }
-  return s;
+  return acc.sum();
 }
 
 float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  float s = 0.0f;
+  Seq acc;
+  int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    int sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += ((nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4)) - 16) * b[ib].qs[i];
-    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+    for (int i = 0; i < kQK; ++i) q[i] = (nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4)) - 16;
+    acc.add(dxw(a[ib].d, b[ib].d), q, b[ib].qs);
   }
-  return s;
+  return acc.sum();
 }
 
 float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ5_1*>(w);
   const auto* b = static_cast<const BlockQ8_1*>(x);
-  float s = 0.0f;
+  Seq acc;
+  int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    int sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += (nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4)) * b[ib].qs[i];
-    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum) +
-         fp16_to_fp32(a[ib].m) * fp16_to_fp32(b[ib].s);
+    for (int i = 0; i < kQK; ++i) q[i] = nibble(a[ib].qs, i) | (high_bit(a[ib].qh, i) << 4);
+    acc.add(dxw(a[ib].d, b[ib].d), q, b[ib].qs);
+    acc.add_min(fp16_to_fp32(a[ib].m), fp16_to_fp32(b[ib].s));
   }
-  return s;
+  return acc.sum();
 }
 
 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ8_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  float s = 0.0f;
+  Seq acc;
+  int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    int sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += a[ib].qs[i] * b[ib].qs[i];
-    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+    for (int i = 0; i < kQK; ++i) q[i] = a[ib].qs[i];
+    acc.add(dxw(a[ib].d, b[ib].d), q, b[ib].qs);
   }
-  return s;
+  return acc.sum();
 }
 
 float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockIQ4_NL*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  float s = 0.0f;
+  Lanes8 acc;
+  int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
-    int sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += kIq4nlValues[nibble(a[ib].qs, i)] * b[ib].qs[i];
-    s += fp16_to_fp32(a[ib].d) * fp16_to_fp32(b[ib].d) * static_cast<float>(sum);
+    for (int i = 0; i < kQK; ++i) q[i] = kIq4nlValues[nibble(a[ib].qs, i)];
+    acc.add(dxw(a[ib].d, b[ib].d), q, b[ib].qs);
   }
-  return s;
+  return acc.sum();
 }
 
 // ---- attention ------------------------------------------------------------------------------

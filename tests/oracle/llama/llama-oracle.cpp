@@ -19,6 +19,10 @@
 //        -> every tensor llama.cpp computes for the prompt batch (and for N greedy decode steps
 //           after it), as DIR/<step>/<name>.f32 (float32, ggml's ne[0] fastest) plus
 //           DIR/<step>/index.json {name: {"type":..., "ne":[...]}}; for op-by-op comparisons.
+//   llama-oracle bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512]
+//        -> like llama-bench -o json: [{"n_prompt":..,"n_gen":..,"avg_ts":..,"stddev_ts":..,
+//           "samples_ts":[..]}, ...]; pp = one prompt of random tokens (batches of -b),
+//           tg = single-token steps; each repetition from an empty cache after one warm-up
 //   llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]
 //        -> "PPL = x +/- y" on stderr, {"ppl":x,"ppl_err":y,"n_chunks":..,"n_scored":..} on stdout
 //        (chunks of -c tokens, the second half of each chunk scored, as llama-perplexity does)
@@ -83,6 +87,9 @@ struct Args {
   int threads = 0;  // 0 = the subcommand's default
   int n_ctx = 0;
   int n_predict = -1;
+  int n_prompt = 512;   // bench -p
+  int reps = 3;         // bench -r
+  int n_batch = 512;    // bench -b
   bool special = false;
   bool bos = false;
 };
@@ -123,6 +130,9 @@ Args parse_args(int argc, char** argv, int first) {
     else if (s == "-t" || s == "--threads") a.threads = parse_int(s, value(), 1, 1024);
     else if (s == "-c" || s == "--ctx") a.n_ctx = parse_int(s, value(), 1, 1 << 24);
     else if (s == "-n") a.n_predict = parse_int(s, value(), 0, 1 << 20);
+    else if (s == "-p") a.n_prompt = parse_int(s, value(), 0, 1 << 20);
+    else if (s == "-r") a.reps = parse_int(s, value(), 1, 1000);
+    else if (s == "-b") a.n_batch = parse_int(s, value(), 1, 1 << 20);
     else if (s == "--special") a.special = true;
     else if (s == "--bos") a.bos = true;
     else if (s == "-v" || s == "--verbose") g_verbose = true;
@@ -428,6 +438,80 @@ int cmd_dump(const Args& a) {
   return 0;
 }
 
+int cmd_bench(const Args& a) {
+  if (a.pos.size() != 1) die("usage: llama-oracle bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512]");
+  const int n_pp = a.n_prompt, n_tg = a.n_predict < 0 ? 128 : a.n_predict, reps = a.reps;
+  Session s;
+  load_model(s, a.pos[0], false);
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(std::max({n_pp, n_tg, 16}));
+  cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(a.n_batch);
+  cp.n_seq_max = 1;
+  cp.n_threads = cp.n_threads_batch = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  cp.no_perf = true;
+  if (a.flash >= 0) cp.flash_attn_type = a.flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  s.ctx = llama_init_from_model(s.model, cp);
+  if (!s.ctx) die("failed to create a context");
+  std::srand(1234);
+  auto random_tokens = [&](int n) {
+    std::vector<llama_token> t(static_cast<size_t>(n));
+    for (auto& x : t) x = std::rand() % s.n_vocab;
+    if (llama_vocab_get_add_bos(s.vocab) && n > 0) t[0] = llama_vocab_bos(s.vocab);
+    return t;
+  };
+  using Clock = std::chrono::steady_clock;
+  auto run_pp = [&](int n) {
+    llama_memory_clear(llama_get_memory(s.ctx), true);
+    const auto ids = random_tokens(n);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < n; i += a.n_batch) {
+      const int m = std::min(a.n_batch, n - i);
+      decode(s, std::vector<llama_token>(ids.begin() + i, ids.begin() + i + m), i, false);
+    }
+    llama_synchronize(s.ctx);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  auto run_tg = [&](int n) {
+    llama_memory_clear(llama_get_memory(s.ctx), true);
+    const auto ids = random_tokens(n);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) decode(s, {ids[static_cast<size_t>(i)]}, i, false);
+    llama_synchronize(s.ctx);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  if (n_pp > 0) run_pp(std::min(n_pp, 32));
+  if (n_tg > 0) run_tg(1);
+  std::string out = "[";
+  auto report = [&](int np, int ng, const std::vector<double>& ts) {
+    double mean = 0, var = 0;
+    for (double x : ts) mean += x;
+    mean /= static_cast<double>(ts.size());
+    for (double x : ts) var += (x - mean) * (x - mean);
+    const double sd = ts.size() > 1 ? std::sqrt(var / static_cast<double>(ts.size() - 1)) : 0.0;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s{\"n_prompt\":%d,\"n_gen\":%d,\"n_threads\":%d,\"avg_ts\":%.4f,\"stddev_ts\":%.4f,\"samples_ts\":[",
+                  out.size() > 1 ? "," : "", np, ng, cp.n_threads, mean, sd);
+    out += buf;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(ts[i]);
+    }
+    out += "]}";
+  };
+  if (n_pp > 0) {
+    std::vector<double> ts;
+    for (int r = 0; r < reps; ++r) ts.push_back(n_pp / run_pp(n_pp));
+    report(n_pp, 0, ts);
+  }
+  if (n_tg > 0) {
+    std::vector<double> ts;
+    for (int r = 0; r < reps; ++r) ts.push_back(n_tg / run_tg(n_tg));
+    report(0, n_tg, ts);
+  }
+  std::printf("%s]\n", out.c_str());
+  return 0;
+}
+
 int cmd_tokenize(const Args& a) {
   if (a.pos.size() != 2) die("usage: llama-oracle tokenize MODEL TEXT [--special] [--bos]");
   std::string text = a.pos[1];
@@ -616,6 +700,7 @@ int main(int argc, char** argv) {
   if (cmd == "quantize") rc = cmd_quantize(a);
   else if (cmd == "logits") rc = cmd_logits(a);
   else if (cmd == "greedy") rc = cmd_greedy(a);
+  else if (cmd == "bench") rc = cmd_bench(a);
   else if (cmd == "dump") rc = cmd_dump(a);
   else if (cmd == "tokenize") rc = cmd_tokenize(a);
   else if (cmd == "tokenize-lines") rc = cmd_tokenize_lines(a);

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""minfer vs llama.cpp speed, side by side on the same machine, models and threads.
+
+Makes (or reuses) the test models: random weights in the exact shapes of Qwen2.5-0.5B and
+Qwen3-0.6B with the real Qwen2 tokenizer (tools/make-test-model.cpp, F16), quantized by
+`minfer quantize`, plus the real SmolLM2-135M-Instruct (Q4_1) of the model cache. Then runs
+`minfer bench` and `llama-oracle bench` (llama.cpp from node-llama-cpp) interleaved, one
+repetition each per round, so both see the same machine load; reports the median t/s of each
+engine, the ratio, and decode bandwidth (weight bytes read per token x tg t/s) as a fraction of
+the read-bandwidth ceiling measured by minfer-membw with the same thread count.
+
+  python3 bench/compare.py [--build build] [-t 2] [-p 512] [-n 128] [--rounds 5]
+      [--models qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0 ...] [--json out.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_MODELS = ["qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0,Q5_K_M,Q6_K", "qwen3-0.6b:Q4_0,Q4_K_M,Q8_0", "smollm2"]
+
+
+def log(msg):
+    print(f"[compare] {msg}", file=sys.stderr, flush=True)
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"command failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr[-2000:]}")
+    text = out.stdout.strip()
+    return json.loads(text[text.index("["):] if not text.startswith("{") else text)
+
+
+def ensure_models(a):
+    """[(label, path)] for the requested shapes and types, making missing files."""
+    vocab = os.path.join(ROOT, ".deps/llama.cpp/models/ggml-vocab-qwen2.gguf")
+    os.makedirs(a.model_dir, exist_ok=True)
+    out = []
+    for spec in a.models:
+        shape, _, types = spec.partition(":")
+        if shape == "smollm2":
+            path = os.path.expanduser(os.environ.get("MINFER_MODEL_DIR", "~/.cache/minfer/models"))
+            out.append(("SmolLM2-135M Q4_1", os.path.join(path, "SmolLM2-135M-Instruct-Q4_1.gguf")))
+            continue
+        f16 = os.path.join(a.model_dir, f"{shape}-F16.gguf")
+        if not os.path.exists(f16):
+            log(f"making {f16}")
+            subprocess.run([os.path.join(a.build, "bin/minfer-make-test-model"), "--preset", shape, "--vocab-from",
+                            vocab, "--type", "F16", "--out", f16], check=True, stdout=subprocess.DEVNULL)
+        for t in types.split(","):
+            q = os.path.join(a.model_dir, f"{shape}-{t}.gguf")
+            if not os.path.exists(q):
+                log(f"quantizing {q}")
+                subprocess.run([os.path.join(a.build, "bin/minfer"), "quantize", f16, q, t], check=True,
+                               stdout=subprocess.DEVNULL)
+            out.append((f"{shape} {t}", q))
+    return out
+
+
+def weight_bytes_per_token(path):
+    """Bytes of the 2-D weights a decode step reads (token_embd is read for one row only,
+    unless it is also the output projection)."""
+    import gguf
+    r = gguf.GGUFReader(path)
+    names = {t.name for t in r.tensors}
+    tied = "output.weight" not in names
+    total = 0
+    for t in r.tensors:
+        if len(t.shape) < 2:
+            continue
+        if t.name == "token_embd.weight" and not tied:
+            continue
+        total += int(t.n_bytes)
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--model-dir", default=os.path.expanduser("~/.cache/minfer/bench"))
+    ap.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("-p", type=int, default=512)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", help="also write the results here")
+    a = ap.parse_args()
+    minfer = os.path.join(a.build, "bin/minfer")
+    oracle = os.path.join(a.build, "tests/llama-oracle")
+    models = ensure_models(a)
+    bw = run_json([os.path.join(a.build, "bin/minfer-membw"), "-t", str(a.threads)])
+    ceiling = bw["best_gbps"]
+    log(f"read-bandwidth ceiling {ceiling:.1f} GB/s ({a.threads} threads)")
+
+    samples = {}  # (label, engine, test) -> [t/s]
+    for rnd in range(a.rounds):
+        for label, path in models:
+            for engine, cmd in (("minfer", [minfer, "bench", path, "-o", "json"]), ("llama.cpp", [oracle, "bench", path])):
+                res = run_json(cmd + ["-p", str(a.p), "-n", str(a.n), "-r", "1", "-t", str(a.threads)])
+                for r in res:
+                    test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+                    samples.setdefault((label, engine, test), []).extend(r["samples_ts"])
+        log(f"round {rnd + 1}/{a.rounds} done")
+
+    rows = []
+    for label, path in models:
+        wb = weight_bytes_per_token(path)
+        for test in (f"pp{a.p}", f"tg{a.n}"):
+            m = statistics.median(samples[(label, "minfer", test)])
+            l = statistics.median(samples[(label, "llama.cpp", test)])
+            row = {"model": label, "test": test, "minfer_ts": m, "llama_ts": l, "ratio": m / l}
+            if test.startswith("tg"):
+                row["minfer_bw_frac"] = wb * m / 1e9 / ceiling
+                row["llama_bw_frac"] = wb * l / 1e9 / ceiling
+            rows.append(row)
+    print(f"\nminfer vs llama.cpp, {a.threads} threads, medians of {a.rounds} interleaved rounds; "
+          f"read-bandwidth ceiling {ceiling:.1f} GB/s\n")
+    print("| model | test | minfer t/s | llama.cpp t/s | ratio | decode bandwidth (minfer / llama.cpp) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        bwc = f"{100 * r['minfer_bw_frac']:.0f}% / {100 * r['llama_bw_frac']:.0f}%" if "minfer_bw_frac" in r else ""
+        print(f"| {r['model']} | {r['test']} | {r['minfer_ts']:.1f} | {r['llama_ts']:.1f} | {r['ratio']:.2f} | {bwc} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"threads": a.threads, "ceiling_gbps": ceiling, "rows": rows,
+                       "samples": {"|".join(k): v for k, v in samples.items()}, "time": time.time()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

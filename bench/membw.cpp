@@ -1,0 +1,81 @@
+// minfer-membw: the machine's read-bandwidth ceiling, the denominator of bench/compare.py's
+// "fraction of bandwidth" column. T threads each sum their share of a buffer (default 1 GiB,
+// far above the caches) with 256-bit loads; prints {"threads":T,"bytes":B,"gbps":[...],
+// "best_gbps":x} (GB/s = 1e9 bytes/s; best of R passes after a warm-up pass).
+//
+//   minfer-membw [-t 2] [-m 1024] [-r 5]
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+__attribute__((target("avx2"))) double sum_range(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  alignas(32) float v[8];
+  _mm256_store_ps(v, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  double s = 0;
+  for (float x : v) s += x;
+  return s;
+}
+
+int arg(int argc, char** argv, const char* flag, int def) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], flag) == 0) return std::atoi(argv[i + 1]);
+  return def;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = std::max(1, arg(argc, argv, "-t", static_cast<int>(std::thread::hardware_concurrency())));
+  const size_t mib = static_cast<size_t>(std::max(64, arg(argc, argv, "-m", 1024)));
+  const int reps = std::max(1, arg(argc, argv, "-r", 5));
+  const size_t n = mib * 1024 * 1024 / sizeof(float);  // [n] f32
+  float* buf = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  if (!buf) {
+    std::fprintf(stderr, "minfer-membw: cannot allocate %zu MiB\n", mib);
+    return 1;
+  }
+  std::vector<std::thread> pool;
+  const size_t per = n / static_cast<size_t>(threads) / 32 * 32;
+  for (int t = 0; t < threads; ++t)  // first touch by the reading thread
+    pool.emplace_back([&, t] { std::memset(buf + static_cast<size_t>(t) * per, 1, per * sizeof(float)); });
+  for (auto& th : pool) th.join();
+  std::vector<double> gbps;
+  volatile double sink = 0;
+  for (int r = 0; r <= reps; ++r) {
+    std::vector<double> part(static_cast<size_t>(threads));
+    pool.clear();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] { part[static_cast<size_t>(t)] = sum_range(buf + static_cast<size_t>(t) * per, per); });
+    for (auto& th : pool) th.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (double x : part) sink = sink + x;
+    if (r > 0) gbps.push_back(static_cast<double>(per * static_cast<size_t>(threads) * sizeof(float)) / s / 1e9);
+  }
+  std::string list;
+  for (double g : gbps) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(g);
+  }
+  std::printf("{\"threads\":%d,\"bytes\":%zu,\"gbps\":[%s],\"best_gbps\":%.3f}\n", threads,
+              per * static_cast<size_t>(threads) * sizeof(float), list.c_str(), *std::max_element(gbps.begin(), gbps.end()));
+  std::free(buf);
+  return 0;
+}

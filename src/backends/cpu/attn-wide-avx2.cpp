@@ -1,0 +1,101 @@
+// AVX2 wide-batch attention (kernels.h, AttnWideFn): per block of 8 keys, the 8 scores of a
+// query row in one vector (8 dot products, then a transposing horizontal add), the block's
+// softmax terms by exp_poly8, and the V sum as 8 fused multiply-adds per 8 output values.
+// Compiled alone with -mavx2 -mfma -mf16c.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/avx2-common.h"
+#include "backends/cpu/kernels-avx2.h"
+#include "backends/cpu/kernels-ref.h"
+
+namespace minfer::cpu::avx2 {
+namespace {
+
+inline void load_row(const uint8_t* row, int64_t n, bool f16, float* out) {
+  if (f16) {
+    for (int64_t i = 0; i < n; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i))));
+  } else {
+    for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i));
+  }
+}
+
+// [s0 .. s7] = the horizontal sums of a[0] .. a[7].
+inline __m256 hsum8x8(const __m256 a[8]) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+inline float hmax8(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+}  // namespace
+
+void attn_wide(const AttnWideArgs& a) {
+  if (a.hd % 8 != 0 || a.hd_v % 8 != 0 || a.hd > 256 || a.hd_v > 256) return ref::attn_wide(a);
+  const int64_t G = a.G;
+  float* acc = a.scratch;                // [G][hd_v]
+  float* kf = a.scratch + G * a.hd_v;    // [8][hd]
+  float* vf = kf + 8 * a.hd;             // [8][hd_v]
+  std::fill(acc, acc + G * a.hd_v, 0.0f);
+  float m[64], l[64];
+  for (int64_t r = 0; r < G; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  const __m256 scale = _mm256_set1_ps(a.scale);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t j0 = 0; j0 < a.n_kv; j0 += 8) {
+    const int nb = static_cast<int>(std::min<int64_t>(8, a.n_kv - j0));
+    for (int k = 0; k < 8; ++k) {
+      if (k < nb) {
+        load_row(a.k + static_cast<size_t>(j0 + k) * a.k_row, a.hd, a.f16, kf + k * a.hd);
+        load_row(a.v + static_cast<size_t>(j0 + k) * a.v_row, a.hd_v, a.f16, vf + k * a.hd_v);
+      } else {
+        std::fill(kf + k * a.hd, kf + (k + 1) * a.hd, 0.0f);
+        std::fill(vf + k * a.hd_v, vf + (k + 1) * a.hd_v, 0.0f);
+      }
+    }
+    const __m256 valid = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nb), lane));
+    for (int64_t r = 0; r < G; ++r) {
+      const float* q = a.q + r * a.q_stride;
+      __m256 d[8];
+      for (int k = 0; k < 8; ++k) d[k] = _mm256_setzero_ps();
+      for (int64_t i = 0; i < a.hd; i += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + i);
+        for (int k = 0; k < 8; ++k) d[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kf + k * a.hd + i), d[k]);
+      }
+      __m256 s = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_mul_ps(hsum8x8(d), scale), valid);
+      const float nm = std::max(m[r], hmax8(s));
+      const float corr = exp_poly(m[r] - nm);
+      const __m256 p = exp_poly8(_mm256_sub_ps(s, _mm256_set1_ps(nm)));
+      alignas(32) float pk[8];
+      _mm256_store_ps(pk, p);
+      l[r] = l[r] * corr + hsum_f32(p);
+      m[r] = nm;
+      float* ar = acc + r * a.hd_v;
+      const __m256 cv = _mm256_set1_ps(corr);
+      for (int64_t i = 0; i < a.hd_v; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(ar + i), cv);
+        for (int k = 0; k < nb; ++k) v = _mm256_fmadd_ps(_mm256_set1_ps(pk[k]), _mm256_loadu_ps(vf + k * a.hd_v + i), v);
+        _mm256_storeu_ps(ar + i, v);
+      }
+    }
+  }
+  for (int64_t r = 0; r < G; ++r) {
+    const __m256 inv = _mm256_set1_ps(1.0f / l[r]);
+    for (int64_t i = 0; i < a.hd_v; i += 8)
+      _mm256_storeu_ps(a.y + r * a.y_stride + i, _mm256_mul_ps(_mm256_loadu_ps(acc + r * a.hd_v + i), inv));
+  }
+}
+
+}  // namespace minfer::cpu::avx2

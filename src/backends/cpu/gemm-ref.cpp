@@ -1,0 +1,161 @@
+// Scalar GEMM kernels over repacked weights (repack.h): the spec of the layout and of the
+// vector versions (gemm-avx2.cpp, gemm-avx512.cpp), in the Seq order of vec-dot-ref.cpp.
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/kernels-ref.h"
+#include "backends/cpu/repack.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+
+namespace minfer::cpu::ref {
+namespace {
+
+// w(k, r, j) -> the integer weight paired with activation byte x_index(k, j) in chunk k.
+template <int kChunks, class Weight, class XIndex>
+void gemm_generic(const GemmArgs& a, Weight weight, XIndex x_index) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        for (int r = 0; r < kRepackRows; ++r) {
+          int isum = 0;
+          for (int k = 0; k < kChunks; ++k)
+            for (int j = 0; j < 4; ++j) isum += weight(blk, k, r, j) * xb[b].qs[x_index(k, j)];
+          const float dd = fp16_to_fp32(d[r]) * fp16_to_fp32(xb[b].d);
+          acc[r] = std::fma(dd, static_cast<float>(isum), acc[r]);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+}  // namespace
+
+// Chunks 0..3 are the low nibbles (elements 4k+j), 4..7 the high nibbles (16+4k+j).
+void gemm_q4_0(const GemmArgs& a) {
+  gemm_generic<8>(
+      a,
+      [](const uint8_t* blk, int k, int r, int j) {
+        const uint8_t byte = blk[32 + ((k % 4) * kRepackRows + r) * 4 + j];
+        return (k < 4 ? (byte & 0x0f) : (byte >> 4)) - 8;
+      },
+      [](int k, int j) { return (k < 4 ? 4 * k : 16 + 4 * (k - 4)) + j; });
+}
+
+void gemm_q5_0(const GemmArgs& a) {
+  gemm_generic<8>(
+      a,
+      [](const uint8_t* blk, int k, int r, int j) {
+        const uint8_t byte = blk[32 + ((k % 4) * kRepackRows + r) * 4 + j];
+        uint64_t hm;
+        std::memcpy(&hm, blk + 32 + 256 + ((k % 4) * 2 + k / 4) * 8, 8);
+        const int hi = static_cast<int>((hm >> (4 * r + j)) & 1u);
+        return ((k < 4 ? (byte & 0x0f) : (byte >> 4)) | (hi << 4)) - 16;
+      },
+      [](int k, int j) { return (k < 4 ? 4 * k : 16 + 4 * (k - 4)) + j; });
+}
+
+// Q5_1 x Q8_1: unsigned 5-bit weights (no offset); per block s = fma(d_w d_x, isum, s), then
+// s = fma(m_w, s_x, s).
+void gemm_q5_1(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_1*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        uint64_t hm[4][2];
+        std::memcpy(hm, blk + 64 + 256, sizeof hm);
+        for (int r = 0; r < kRepackRows; ++r) {
+          int isum = 0;
+          for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 4; ++j) {
+              const uint8_t byte = blk[64 + (k * kRepackRows + r) * 4 + j];
+              const int lo = (byte & 0x0f) | static_cast<int>(((hm[k][0] >> (4 * r + j)) & 1u) << 4);
+              const int hi = (byte >> 4) | static_cast<int>(((hm[k][1] >> (4 * r + j)) & 1u) << 4);
+              isum += lo * xb[b].qs[4 * k + j] + hi * xb[b].qs[16 + 4 * k + j];
+            }
+          acc[r] = std::fma(fp16_to_fp32(d[r]) * fp16_to_fp32(xb[b].d), static_cast<float>(isum), acc[r]);
+          acc[r] = std::fma(fp16_to_fp32(d[kRepackRows + r]), fp16_to_fp32(xb[b].s), acc[r]);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+void gemm_q8_0(const GemmArgs& a) {
+  gemm_generic<8>(
+      a,
+      [](const uint8_t* blk, int k, int r, int j) { return static_cast<int>(blk[32 + (k * kRepackRows + r) * 4 + j]) - 128; },
+      [](int k, int j) { return 4 * k + j; });
+}
+
+// Q4_K x Q8_K in the order of vec_dot_q4_k: per super-block exact sums
+// sum_q = sum_j sc_j * (q . x over sub-block j), sum_m = sum_j m_j * (sum of x over j), then
+// s += d_x * (d * sum_q - dmin * sum_m).
+void gemm_q4_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const uint8_t* sc = blk + 64;
+        const uint8_t* mn = blk + 64 + 128;
+        const uint8_t* qs = blk + 64 + 256;
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum_q = 0, sum_m = 0;
+          for (int j = 0; j < 8; ++j) {
+            const int p = j / 2, shift = 4 * (j % 2);
+            int isum = 0;
+            for (int c = 0; c < 8; ++c)
+              for (int e = 0; e < 4; ++e)
+                isum += ((qs[((p * 8 + c) * kRepackRows + r) * 4 + e] >> shift) & 0x0f) * xb[b].qs[32 * j + 4 * c + e];
+            sum_q += sc[j * kRepackRows + r] * isum;
+            sum_m += mn[j * kRepackRows + r] * (xb[b].bsums[2 * j] + xb[b].bsums[2 * j + 1]);
+          }
+          acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(sum_q) -
+                               fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(sum_m));
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+// Q6_K x Q8_K in the order of vec_dot_q6_k: sum = sum_j sc_j * ((u - 32) . x over the 16
+// elements of group j), then s += (d_x * d) * sum.
+void gemm_q6_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
+        const uint8_t* u = blk + 32 + 256;
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum = 0;
+          for (int j = 0; j < 16; ++j) {
+            int isum = 0;
+            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += (u[((e / 4) * kRepackRows + r) * 4 + e % 4] - 32) * xb[b].qs[e];
+            sum += sc[j * kRepackRows + r] * isum;
+          }
+          acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+}  // namespace minfer::cpu::ref

@@ -1,0 +1,46 @@
+// The "avx512" table: the AVX2 table plus AVX-512 VNNI GEMM kernels over repacked weights.
+#include "backends/cpu/kernels.h"
+
+namespace minfer::cpu {
+namespace avx512 {
+void gemm_q4_0(const GemmArgs& a);  // gemm-avx512.cpp
+void gemm_q5_0(const GemmArgs& a);
+void gemm_q8_0(const GemmArgs& a);
+void gemm_q4_k(const GemmArgs& a);
+void gemm_q6_k(const GemmArgs& a);
+void gemm_q5_1(const GemmArgs& a);
+void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
+}  // namespace avx512
+
+namespace {
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+CpuKernels make_avx512(const CpuKernels& base) {
+  CpuKernels k = base;
+  k.isa = "avx512";
+  k.gemm[type_slot(DType::Q4_0)] = avx512::gemm_q4_0;
+  k.gemm[type_slot(DType::Q5_0)] = avx512::gemm_q5_0;
+  k.gemm[type_slot(DType::Q8_0)] = avx512::gemm_q8_0;
+  k.gemm[type_slot(DType::Q4_K)] = avx512::gemm_q4_k;
+  k.gemm[type_slot(DType::Q6_K)] = avx512::gemm_q6_k;
+  k.gemm[type_slot(DType::Q5_1)] = avx512::gemm_q5_1;
+  k.attn_wide = avx512::attn_wide;
+  return k;
+}
+
+}  // namespace
+
+const CpuKernels* cpu_kernels_avx512() {
+  static const bool ok = cpu_has_avx512() && cpu_kernels_avx2();
+  if (!ok) return nullptr;
+  static const CpuKernels k = make_avx512(*cpu_kernels_avx2());
+  return &k;
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,65 @@
+// Weights repacked at load for the GEMM kernels (kernels.h, GemmFn): rows in groups of 16,
+// interleaved block by block, so that one vector holds the same 4 bytes of 16 rows and a
+// multiply-add of 4-byte integer dot products (VNNI vpdpbusd, or its AVX2 emulation) computes
+// 16 rows at once against one activation block. Same size as the GGUF layout (Q4_K +3%, Q6_K
+// +30%).
+//
+// Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
+//   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
+//         4k+j, high nibble = element 16+4k+j)                                   288 bytes
+//   Q5_0  as Q4_0 | hm[4][2] u64: bit 4r+j of hm[k][h] = the fifth bit of element 16h+4k+j
+//                                                                                 352 bytes
+//   Q5_1  d[16] f16 | m[16] f16 | qs and hm as Q5_0                              384 bytes
+//   Q8_0  d[16] f16 | qs[8][16][4]: qs[k][r][j] = row r's element 4k+j XOR 0x80 (unsigned)
+//                                                                                 544 bytes
+//   Q4_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | sc[8][16] | m[8][16] (the
+//         6-bit scales and mins unpacked to bytes) | qs[4][8][16][4]: qs[p][c][r][j] = row
+//         r's byte 32p+4c+j (low nibble: sub-block 2p, high: 2p+1)                2368 bytes
+//   Q6_K  d[16] f16 | sc[16][16] int8 | u[64][16][4]: u[c][r][j] = row r's element 4c+j as
+//         an unsigned 6-bit value in a byte (weight = u - 32; +30% over the GGUF) 4384 bytes
+// Rows past the last full group (n_out % 16) are not repacked: the matmul computes them with
+// the row kernels. A process-wide cache keyed by the weight's address shares one repacked copy
+// between sessions; after repacking, the source pages are handed back to the kernel
+// (madvise MADV_PAGEOUT, contents kept), so resident memory stays about the file size. MINFER_REPACK=0 turns repacking off (zero-copy mmap).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+
+namespace minfer::cpu {
+
+constexpr int kRepackRows = 16;
+
+struct RepackedWeight {
+  DType type = DType::F32;
+  int64_t n_in = 0, n_out = 0;
+  int64_t n_groups = 0;        // n_out / 16
+  int64_t n_blocks = 0;        // n_in / 32 (Q4_K: n_in / 256)
+  size_t block_bytes = 0;      // one block of a group (288 / 352 / 544 / 2368)
+  uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
+  ~RepackedWeight();
+  const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
+};
+
+bool repack_supported(DType t);
+size_t repack_block_bytes(DType t);  // 0 when unsupported
+bool repack_enabled();               // MINFER_REPACK != 0
+
+// Repacks W [n_in, n_out] (memory [n_out][n_in] in `type`), or returns the cached copy of the
+// same address. nullptr when the type is not supported or n_out < 16.
+// release_source: hand the source pages back to the kernel afterwards (only when every reader
+// of the tensor reads the repacked copy: matmul, and get_rows through unrepack_row).
+std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data, int64_t n_in, int64_t n_out,
+                                                    bool release_source);
+
+// The original GGUF bytes of row `row` (< n_groups * 16) of a repacked weight: out gets
+// row_bytes(type, n_in) bytes. Lets get_rows read a repacked tied embedding.
+void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out);
+
+// Repacks without the cache and without releasing the source (tests).
+std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out);
+
+}  // namespace minfer::cpu
