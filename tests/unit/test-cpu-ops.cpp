@@ -187,7 +187,7 @@ TEST(CpuMatmul, RepackedGemmIsBitIdenticalToTheRowKernels) {
   const CpuKernels* tables[4];
   const int n_tables = cpu_kernel_variants(tables, 4);
   ThreadPool pool(2);
-  for (DType type : {DType::Q4_0, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
     const bool k_quant = type == DType::Q4_K || type == DType::Q6_K;
     for (int64_t n_in : {k_quant ? 256 : 32, k_quant ? 768 : 320}) {
       const int64_t n_out = 16 * 3 + 5;

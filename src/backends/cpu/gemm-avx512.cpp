@@ -238,7 +238,57 @@ void tile_q5_1(const GemmArgs& a, int64_t g, int64_t t0) {
   for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
 }
 
+// Q4_1 x Q8_1 in the Lanes8 order (gemm-ref.cpp): one float accumulator per lane and row, so
+// chunk c's vpdpbusd result is lane c's integer sum for 16 rows.
+template <int T>
+void tile_q4_1(const GemmArgs& a, int64_t g, int64_t t0) {
+  __m512 acc[T][8], mins[T];
+  for (int i = 0; i < T; ++i) {
+    for (int l = 0; l < 8; ++l) acc[i][l] = _mm512_setzero_ps();
+    mins[i] = _mm512_setzero_ps();
+  }
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const BlockQ8_1* xr[T];
+  for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_1*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
+  const __m512i m = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    __m512i w[8];
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(blk + 64 + 64 * k);
+      w[k] = _mm512_and_si512(v, m);
+      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+    }
+    for (int i = 0; i < T; ++i) {
+      const BlockQ8_1& xb = xr[i][b];
+      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xb.d)));
+      for (int l = 0; l < 8; ++l) {
+        int32_t xv;
+        std::memcpy(&xv, xb.qs + 4 * l, 4);
+        const __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[l], _mm512_set1_epi32(xv));
+        acc[i][l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(lane), acc[i][l]);
+      }
+      mins[i] = _mm512_add_ps(mins[i], _mm512_mul_ps(mw, _mm512_set1_ps(_cvtsh_ss(xb.s))));
+    }
+  }
+  for (int i = 0; i < T; ++i) {
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][4]), _mm512_add_ps(acc[i][2], acc[i][6])),
+                                   _mm512_add_ps(_mm512_add_ps(acc[i][1], acc[i][5]), _mm512_add_ps(acc[i][3], acc[i][7])));
+    _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, _mm512_add_ps(s, mins[i]));
+  }
+}
+
 }  // namespace
+
+void gemm_q4_1(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    int64_t t = 0;
+    for (; t + 2 <= a.n_tok; t += 2) tile_q4_1<2>(a, g, t);
+    for (; t < a.n_tok; ++t) tile_q4_1<1>(a, g, t);
+  }
+}
 
 void gemm_q5_1(const GemmArgs& a) {
   for (int64_t g = a.g0; g < a.g1; ++g) {

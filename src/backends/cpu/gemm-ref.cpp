@@ -90,6 +90,37 @@ void gemm_q5_1(const GemmArgs& a) {
   }
 }
 
+// Q4_1 x Q8_1 in the Lanes8 order of vec_dot_q4_1 (llama.cpp's): lane l of a block is the
+// integer sum of elements 4l..4l+3 (lanes 0-3: low nibbles of chunk l, 4-7: high nibbles of
+// chunk l - 4); acc_l = fma(d_w d_x, lane_l, acc_l); mins += m_w * s_x; the lanes are added as
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), then the mins.
+void gemm_q4_1(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_1*>(a.x + static_cast<size_t>(t) * a.x_row);
+      for (int r = 0; r < kRepackRows; ++r) {
+        float acc[8] = {}, mins = 0.0f;
+        for (int64_t b = 0; b < a.n_blocks; ++b) {
+          const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+          const auto* d = reinterpret_cast<const uint16_t*>(blk);
+          const float dd = fp16_to_fp32(d[r]) * fp16_to_fp32(xb[b].d);
+          for (int l = 0; l < 8; ++l) {
+            int lane = 0;
+            for (int j = 0; j < 4; ++j) {
+              const uint8_t byte = blk[64 + ((l % 4) * kRepackRows + r) * 4 + j];
+              lane += (l < 4 ? (byte & 0x0f) : (byte >> 4)) * xb[b].qs[4 * l + j];
+            }
+            acc[l] = std::fma(dd, static_cast<float>(lane), acc[l]);
+          }
+          mins += fp16_to_fp32(d[kRepackRows + r]) * fp16_to_fp32(xb[b].s);
+        }
+        a.y[t * a.y_stride + g * kRepackRows + r] =
+            ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + mins;
+      }
+    }
+  }
+}
+
 void gemm_q8_0(const GemmArgs& a) {
   gemm_generic<8>(
       a,

@@ -9,6 +9,7 @@ void gemm_q8_0(const GemmArgs& a);
 void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
 void gemm_q5_1(const GemmArgs& a);
+void gemm_q4_1(const GemmArgs& a);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
 }  // namespace avx512
 
@@ -30,6 +31,7 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q4_K)] = avx512::gemm_q4_k;
   k.gemm[type_slot(DType::Q6_K)] = avx512::gemm_q6_k;
   k.gemm[type_slot(DType::Q5_1)] = avx512::gemm_q5_1;
+  k.gemm[type_slot(DType::Q4_1)] = avx512::gemm_q4_1;
   k.attn_wide = avx512::attn_wide;
   return k;
 }

@@ -44,6 +44,7 @@ void gemm_q8_0(const GemmArgs& a);
 void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
 void gemm_q5_1(const GemmArgs& a);
+void gemm_q4_1(const GemmArgs& a);
 
 // Activation quantizers (vec-dot-ref.cpp).
 void quantize_f32(const float* x, void* y, int64_t n);

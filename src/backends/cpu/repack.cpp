@@ -42,6 +42,18 @@ void repack_block_q5_0(const BlockQ5_0* rows[kRepackRows], int64_t b, uint8_t* o
   std::memcpy(out + 32 + 256, hm, sizeof hm);
 }
 
+// Q4_1: d[16] | m[16] (f16) | qs as Q4_0.
+void repack_block_q4_1(const BlockQ4_1* rows[kRepackRows], int64_t b, uint8_t* out) {
+  auto* d = reinterpret_cast<uint16_t*>(out);
+  uint8_t* qs = out + 64;
+  for (int r = 0; r < kRepackRows; ++r) {
+    d[r] = rows[r][b].d;
+    d[kRepackRows + r] = rows[r][b].m;
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 4; ++j) qs[(k * kRepackRows + r) * 4 + j] = rows[r][b].qs[4 * k + j];
+  }
+}
+
 // Q5_1: d[16] | m[16] (f16) | qs and hm as Q5_0.
 void repack_block_q5_1(const BlockQ5_1* rows[kRepackRows], int64_t b, uint8_t* out) {
   auto* d = reinterpret_cast<uint16_t*>(out);
@@ -179,6 +191,14 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
         std::memcpy(o.qh, &qh, 4);
         break;
       }
+      case DType::Q4_1: {
+        auto& o = reinterpret_cast<BlockQ4_1*>(out)[b];
+        o.d = d[r];
+        o.m = d[kRepackRows + r];
+        for (int k = 0; k < 4; ++k)
+          for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = in[64 + (k * kRepackRows + r) * 4 + j];
+        break;
+      }
       case DType::Q5_1: {
         auto& o = reinterpret_cast<BlockQ5_1*>(out)[b];
         o.d = d[r];
@@ -244,6 +264,7 @@ size_t repack_block_bytes(DType t) {
     case DType::Q4_0: return 288;
     case DType::Q5_0: return 352;
     case DType::Q5_1: return 384;
+    case DType::Q4_1: return 320;
     case DType::Q8_0: return 544;
     case DType::Q4_K: return 64 + 256 + 2048;
     case DType::Q6_K: return 32 + 256 + 4096;
@@ -279,6 +300,7 @@ std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* d
     case DType::Q4_0: repack_rows<BlockQ4_0>(data, row, *w, repack_block_q4_0); break;
     case DType::Q5_0: repack_rows<BlockQ5_0>(data, row, *w, repack_block_q5_0); break;
     case DType::Q5_1: repack_rows<BlockQ5_1>(data, row, *w, repack_block_q5_1); break;
+    case DType::Q4_1: repack_rows<BlockQ4_1>(data, row, *w, repack_block_q4_1); break;
     case DType::Q8_0: repack_rows<BlockQ8_0>(data, row, *w, repack_block_q8_0); break;
     case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, repack_block_q4_k); break;
     case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, repack_block_q6_k); break;

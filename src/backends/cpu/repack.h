@@ -9,6 +9,7 @@
 //         4k+j, high nibble = element 16+4k+j)                                   288 bytes
 //   Q5_0  as Q4_0 | hm[4][2] u64: bit 4r+j of hm[k][h] = the fifth bit of element 16h+4k+j
 //                                                                                 352 bytes
+//   Q4_1  d[16] f16 | m[16] f16 | qs as Q4_0                                     320 bytes
 //   Q5_1  d[16] f16 | m[16] f16 | qs and hm as Q5_0                              384 bytes
 //   Q8_0  d[16] f16 | qs[8][16][4]: qs[k][r][j] = row r's element 4k+j XOR 0x80 (unsigned)
 //                                                                                 544 bytes
