@@ -151,54 +151,79 @@ struct Server {
     const int64_t created_t = static_cast<int64_t>(std::time(nullptr));
     if (r->stream) return stream(res, r, ch, id, created_t, chat, t0);
 
-    // Non-streaming: collect every choice.
-    std::vector<std::string> text(static_cast<size_t>(r->n));
-    std::vector<std::string> reason(static_cast<size_t>(r->n));
-    std::vector<std::vector<TokenLogprob>> lps(static_cast<size_t>(r->n));
-    int n_prompt = static_cast<int>(r->prompt.size()), n_gen = 0, n_cached = 0;
-    std::string error;
-    JobEvent ev;
-    for (;;) {
-      const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
-      if (pr == EventChannel::kClosed) break;
-      if (pr == EventChannel::kTimeout) continue;
-      const size_t k = static_cast<size_t>(ev.index);
-      if (ev.kind == JobEvent::kError) {
-        error = ev.error;
-        continue;
-      }
-      text[k] += ev.text;
-      lps[k].insert(lps[k].end(), ev.logprobs.begin(), ev.logprobs.end());
-      if (ev.kind == JobEvent::kDone) {
-        reason[k] = ev.finish_reason;
-        n_gen += ev.n_gen;
-        n_cached = ev.n_cached;
-      }
-    }
-    if (!error.empty()) return reply_error(res, {500, error, "server_error", "", ""});
-    json choices = json::array();
-    for (int i = 0; i < r->n; ++i) {
-      const size_t k = static_cast<size_t>(i);
-      json c;
-      c["index"] = i;
-      if (chat) {
-        c["message"] = {{"role", "assistant"}, {"content", text[k]}, {"refusal", nullptr}};
-        c["logprobs"] = r->logprobs ? json{{"content", chat_logprobs_json(*tok, lps[k])}, {"refusal", nullptr}} : json(nullptr);
-      } else {
-        c["text"] = text[k];
-        json lp = nullptr;
-        size_t off = 0;
-        if (r->logprobs) append_completion_logprobs(*tok, lps[k], lp, off);
-        c["logprobs"] = lp;
-      }
-      c["finish_reason"] = reason[k];
-      choices.push_back(std::move(c));
-    }
-    json out = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_t},
-                {"model", sp.alias}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}, {"choices", choices},
-                {"usage", usage_json(n_prompt, n_gen, n_cached)}};
-    res.set_content(dump(out), "application/json");
-    metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+    // Non-streaming: collect every choice, then one JSON body. The body goes out chunked, with
+    // a space (JSON whitespace, ignored by every parser) written while the reply is computed,
+    // every 200 ms: a client that went away makes that write fail, which stops its generation
+    // and frees its slot (cpp-httplib 0.11 has no other way to see a closed connection).
+    res.set_chunked_content_provider(
+        "application/json",
+        [this, r, ch, id, created_t, chat, t0](size_t, httplib::DataSink& sink) {
+          std::vector<std::string> text(static_cast<size_t>(r->n));
+          std::vector<std::string> reason(static_cast<size_t>(r->n));
+          std::vector<std::vector<TokenLogprob>> lps(static_cast<size_t>(r->n));
+          int n_prompt = static_cast<int>(r->prompt.size()), n_gen = 0, n_cached = 0;
+          std::string error;
+          JobEvent ev;
+          auto last_write = Clock::now();
+          for (;;) {
+            const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+            if (pr == EventChannel::kClosed) break;
+            if (Clock::now() - last_write >= std::chrono::milliseconds(200)) {
+              last_write = Clock::now();
+              if (!sink.write(" ", 1)) {  // the client went away
+                ch->cancel();
+                return false;
+              }
+            }
+            if (pr == EventChannel::kTimeout) continue;
+            const size_t k = static_cast<size_t>(ev.index);
+            if (ev.kind == JobEvent::kError) {
+              error = ev.error;
+              continue;
+            }
+            text[k] += ev.text;
+            lps[k].insert(lps[k].end(), ev.logprobs.begin(), ev.logprobs.end());
+            if (ev.kind == JobEvent::kDone) {
+              reason[k] = ev.finish_reason;
+              n_gen += ev.n_gen;
+              n_cached = ev.n_cached;
+            }
+          }
+          std::string reply;
+          if (!error.empty()) {  // the status line is out already: the error object is the body
+            reply = dump(error_json({500, error, "server_error", "", ""}));
+          } else {
+            json choices = json::array();
+            for (int i = 0; i < r->n; ++i) {
+              const size_t k = static_cast<size_t>(i);
+              json c;
+              c["index"] = i;
+              if (chat) {
+                c["message"] = {{"role", "assistant"}, {"content", text[k]}, {"refusal", nullptr}};
+                c["logprobs"] = r->logprobs ? json{{"content", chat_logprobs_json(*tok, lps[k])}, {"refusal", nullptr}} : json(nullptr);
+              } else {
+                c["text"] = text[k];
+                json lp = nullptr;
+                size_t off = 0;
+                if (r->logprobs) append_completion_logprobs(*tok, lps[k], lp, off);
+                c["logprobs"] = lp;
+              }
+              c["finish_reason"] = reason[k];
+              choices.push_back(std::move(c));
+            }
+            json out = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_t},
+                        {"model", sp.alias}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}, {"choices", choices},
+                        {"usage", usage_json(n_prompt, n_gen, n_cached)}};
+            reply = dump(out);
+          }
+          if (!sink.write(reply.data(), reply.size())) return false;
+          sink.done();
+          metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+          return true;
+        },
+        [ch](bool success) {
+          if (!success) ch->cancel();
+        });
   }
 
   void stream(httplib::Response& res, std::shared_ptr<CompletionRequest> r, std::shared_ptr<EventChannel> ch,

@@ -227,6 +227,35 @@ def test_abort_mid_stream_frees_slot(server):
     assert greedy(c, PROMPTS[0], max_tokens=2).usage.completion_tokens == 2  # still serving
 
 
+def test_abort_non_stream_frees_slot(server):
+    """A client that drops a non-streaming request: its generation stops and its slot frees."""
+    import http.client
+    import json as _json
+    from urllib.parse import urlparse
+    cancelled0 = metric(server.url, "minfer_jobs_cancelled_total")
+    u = urlparse(server.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    body = _json.dumps({"model": "smollm2", "prompt": "Once upon a time", "max_tokens": 800, "temperature": 0,
+                        "logit_bias": {"0": -100, "1": -100, "2": -100}})
+    conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    time.sleep(0.5)  # generating
+    assert metric(server.url, "minfer_slots_busy") >= 1
+    import socket as _socket
+    conn.sock.shutdown(_socket.SHUT_RDWR)  # the client goes away without reading the reply
+    resp.close()
+    conn.close()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if metric(server.url, "minfer_jobs_cancelled_total") > cancelled0 and metric(server.url, "minfer_slots_busy") == 0:
+            break
+        time.sleep(0.05)
+    assert metric(server.url, "minfer_jobs_cancelled_total") == cancelled0 + 1
+    assert metric(server.url, "minfer_slots_busy") == 0
+    assert greedy(client(server), PROMPTS[0], max_tokens=2).usage.completion_tokens == 2  # still serving
+
+
 def test_metrics_format(server):
     with urllib.request.urlopen(server.url + "/metrics") as r:
         text = r.read().decode()
