@@ -146,28 +146,23 @@ int cmd_bench(int argc, char** argv) {
   if (auto w = run_tg(1); !w) return fail(w.error().message);
 
   std::vector<TestResult> results;
-  for (int n : *pp) {
-    if (n == 0) continue;
+  auto measure = [&](bool prompt, int n) -> Status {
     TestResult r;
-    r.n_prompt = n;
+    (prompt ? r.n_prompt : r.n_gen) = n;
     for (int i = 0; i < reps; ++i) {
-      auto sec = run_pp(n);
-      if (!sec) return fail(sec.error().message);
+      auto sec = prompt ? run_pp(n) : run_tg(n);
+      if (!sec) return sec.error();
       r.samples.push_back(n / *sec);
     }
-    results.push_back(r);
-  }
-  for (int n : *tg) {
-    if (n == 0) continue;
-    TestResult r;
-    r.n_gen = n;
-    for (int i = 0; i < reps; ++i) {
-      auto sec = run_tg(n);
-      if (!sec) return fail(sec.error().message);
-      r.samples.push_back(n / *sec);
-    }
-    results.push_back(r);
-  }
+    results.push_back(std::move(r));
+    return Status::ok();
+  };
+  for (int n : *pp)
+    if (n > 0)
+      if (Status st = measure(true, n); !st) return fail(st.error().message);
+  for (int n : *tg)
+    if (n > 0)
+      if (Status st = measure(false, n); !st) return fail(st.error().message);
 
   const GgufFile& f = (*m)->file();
   uint64_t n_params = 0, size = 0;
