@@ -3,6 +3,7 @@
 // re-rotated K (f16 or f32), and kv_export/kv_import must round-trip exactly. Tiny random models
 // of each architecture (RoPE NORM and NEOX pairings), and SmolLM2-135M-Instruct (MINFER_SMOLLM2).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -33,7 +34,8 @@ struct Tiny {
 };
 
 std::string write_tiny(const Tiny& t, const std::string& tag) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("minfer-test-models-" + tag + ".gguf")).string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("minfer-test-models-" + std::to_string(::getpid()) + "-" + tag + ".gguf")).string();
   const int64_t hd = t.head_dim ? t.head_dim : t.n_embd / t.n_head;
   GgufWriter w;
   const std::string a = t.arch;

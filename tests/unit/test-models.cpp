@@ -2,6 +2,7 @@
 // and the invariants of the runtime: the KV cache across decode calls equals one batch, batch
 // chunking (-b), tail reduction (n_out), truncation, fused == unfused, graph reuse.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -26,7 +27,8 @@ struct Tiny {
 };
 
 std::string write_tiny(const Tiny& t, const std::string& tag) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("minfer-test-models-" + tag + ".gguf")).string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("minfer-test-models-" + std::to_string(::getpid()) + "-" + tag + ".gguf")).string();
   const int64_t hd = t.head_dim ? t.head_dim : t.n_embd / t.n_head;
   GgufWriter w;
   const std::string a = t.arch;
