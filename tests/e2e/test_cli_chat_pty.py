@@ -41,6 +41,10 @@ class Term:
         raise AssertionError(f"{pattern!r} not seen; output so far:\n{self.out.decode(errors='replace')}")
 
     def send(self, text):
+        # The prompt being on screen does not mean the line editor has set the terminal up
+        # yet (it flushes input typed before that): give it a moment, so a loaded machine
+        # does not turn the test into a race.
+        time.sleep(0.3)
         os.write(self.fd, text.encode())
 
     def wait(self, timeout=30):
