@@ -15,6 +15,20 @@ constexpr int kQK = 32;    // elements per block of the legacy types (Q4_0 ... Q
 constexpr int kQKK = 256;  // elements per super-block of the K-quants and IQ4_XS
 constexpr int kKScaleBytes = 12;  // packed 6-bit scales + mins of Q4_K / Q5_K
 
+// Q4_K / Q5_K: 8 sub-blocks, each with a 6-bit scale and a 6-bit min, packed in 12 bytes:
+//   bytes 0-3 : scale j (j = 0..3) in bits 0-5; bits 6-7 are bits 4-5 of scale j+4
+//   bytes 4-7 : min j   (j = 0..3) in bits 0-5; bits 6-7 are bits 4-5 of min j+4
+//   bytes 8-11: low nibble = bits 0-3 of scale j+4, high nibble = bits 0-3 of min j+4
+inline void unpack_scale_min_k4(const uint8_t* s, int j, int* scale, int* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
 // x[i] = d * (q[i] - 8); q[i] = qs[i] & 0xF for i < 16, qs[i-16] >> 4 for i >= 16.
 struct BlockQ4_0 {
   half d;

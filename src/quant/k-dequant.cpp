@@ -14,20 +14,6 @@
 namespace minfer::quant_detail {
 namespace {
 
-// Q4_K / Q5_K: 8 sub-blocks, each with a 6-bit scale and a 6-bit min, packed in 12 bytes:
-//   bytes 0-3 : scale j (j = 0..3) in bits 0-5; bits 6-7 are bits 4-5 of scale j+4
-//   bytes 4-7 : min j   (j = 0..3) in bits 0-5; bits 6-7 are bits 4-5 of min j+4
-//   bytes 8-11: low nibble = bits 0-3 of scale j+4, high nibble = bits 0-3 of min j+4
-void unpack_scale_min_k4(const uint8_t* s, int j, int* scale, int* min) {
-  if (j < 4) {
-    *scale = s[j] & 63;
-    *min = s[j + 4] & 63;
-  } else {
-    *scale = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 // Q3_K: 16 6-bit scales in 12 bytes. Bits 0-3 of scale j: low nibble of byte j (j < 8) or
 // high nibble of byte j-8 (j >= 8). Bits 4-5: bits 2*(j/4) .. 2*(j/4)+1 of byte 8 + j%4.
 int unpack_scale_q3_k(const uint8_t* s, int j) {

@@ -31,19 +31,7 @@ inline __m256 fold(__m512 v) {
   return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
-inline __m256 hsum8x8(const __m256 a[8]) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
 
-inline float hmax8(__m256 v) {
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
-}
 
 struct RowState {
   float m = -INFINITY, l = 0.0f;
@@ -51,7 +39,7 @@ struct RowState {
 
 // The softmax update of one row for a block: returns the 8 weights and the rescale factor.
 inline __m256 block_weights(__m256 s, RowState& st, float* corr) {
-  const float nm = std::max(st.m, hmax8(s));
+  const float nm = std::max(st.m, avx2::hmax8(s));
   *corr = exp_poly(st.m - nm);
   const __m256 p = avx2::exp_poly8(_mm256_sub_ps(s, _mm256_set1_ps(nm)));
   st.l = st.l * *corr + avx2::hsum_f32(p);
@@ -104,11 +92,11 @@ void attn_wide(const AttnWideArgs& a) {
       }
       const __m256 ninf = _mm256_set1_ps(-INFINITY);
       float ca, cb;
-      const __m256 pa = block_weights(_mm256_blendv_ps(ninf, _mm256_mul_ps(hsum8x8(fa), scale), valid), st[r], &ca);
+      const __m256 pa = block_weights(_mm256_blendv_ps(ninf, _mm256_mul_ps(avx2::hsum8x8(fa), scale), valid), st[r], &ca);
       alignas(32) float pka[8], pkb[8];
       _mm256_store_ps(pka, pa);
       if (two) {
-        const __m256 pb = block_weights(_mm256_blendv_ps(ninf, _mm256_mul_ps(hsum8x8(fbv), scale), valid), st[r + 1], &cb);
+        const __m256 pb = block_weights(_mm256_blendv_ps(ninf, _mm256_mul_ps(avx2::hsum8x8(fbv), scale), valid), st[r + 1], &cb);
         _mm256_store_ps(pkb, pb);
       } else {
         cb = 0.0f;

@@ -8,7 +8,6 @@
 // order), so results never depend on the batch. Work is split over weight rows, so each thread
 // streams its own slice of the weight and reuses it for every activation row.
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cpu/ops.h"
 #include "core/status.h"
@@ -50,13 +49,29 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   const QuantizeFn quantize = c.k.quantize[type_slot(act)];
   MINFER_ASSERT(dot && quantize && x.ne[0] == n_in);
 
+  const GemmFn gemm = c.k.gemm[type_slot(w.type)];
+  const RepackedWeight* rw = nullptr;
+  if (gemm && c.repacked) {
+    auto it = c.repacked->find(a.src[0].data);
+    if (it != c.repacked->end() && it->second->n_in == n_in && it->second->n_out == n_out) rw = it->second.get();
+  }
+
+  // Activations to the activation type; for a GEMM over Q8_0 also each block's sum, in the
+  // same pass over the rows.
   const size_t x_row = row_bytes(act, n_in);
   const uint8_t* xq = static_cast<const uint8_t*>(a.src[1].data);
+  const int64_t n_blocks = rw ? rw->n_blocks : 0;
+  int32_t* xsum = nullptr;
   if (act != DType::F32) {
     MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows));
+    if (rw && act == DType::Q8_0) {
+      xsum = reinterpret_cast<int32_t*>(c.work + x_row * static_cast<size_t>(n_rows));
+      MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows) + static_cast<size_t>(n_rows * n_blocks) * 4);
+    }
     const float* xf = a.src[1].f32();
     c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) quantize(xf + r * n_in, c.work + static_cast<size_t>(r) * x_row, n_in);
+      if (xsum) block_sums(c.work, x_row, n_blocks, r0, r1, xsum);
     }, 4);
     xq = c.work;
   }
@@ -65,20 +80,7 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   const auto* wd = static_cast<const uint8_t*>(a.src[0].data);
   float* y = a.dst.f32();
 
-  const GemmFn gemm = c.k.gemm[type_slot(w.type)];
-  const RepackedWeight* rw = nullptr;
-  if (gemm && c.repacked) {
-    auto it = c.repacked->find(a.src[0].data);
-    if (it != c.repacked->end() && it->second->n_in == n_in && it->second->n_out == n_out) rw = it->second.get();
-  }
   if (rw) {
-    const int64_t n_blocks = rw->n_blocks;
-    int32_t* xsum = nullptr;
-    if (act == DType::Q8_0) {
-      xsum = reinterpret_cast<int32_t*>(c.work + x_row * static_cast<size_t>(n_rows));
-      MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows) + static_cast<size_t>(n_rows * n_blocks) * 4);
-      c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { block_sums(xq, x_row, n_blocks, r0, r1, xsum); }, 16);
-    }
     GemmArgs g;
     g.w = rw->data;
     g.block_bytes = rw->block_bytes;
@@ -93,11 +95,7 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
     const int64_t min_groups = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_rows * kRepackRows));
     // Token blocks of ~192 KiB of activations, so a block stays in L2 while the chunk's
     // weight groups stream past it.
-    static const int64_t tb_bytes = [] {
-      const char* e = std::getenv("MINFER_GEMM_TB_BYTES");
-      return e ? std::atoll(e) : 196608LL;
-    }();
-    const int64_t tb = std::max<int64_t>(8, static_cast<int64_t>(tb_bytes / static_cast<int64_t>(x_row)) / 8 * 8);
+    const int64_t tb = std::max<int64_t>(8, static_cast<int64_t>(196608 / x_row) / 8 * 8);
     c.pool.parallel_for(rw->n_groups, [&](int64_t g0, int64_t g1) {
       for (int64_t t0 = 0; t0 < n_rows; t0 += tb) {
         GemmArgs part = g;

@@ -14,64 +14,51 @@
 namespace minfer::cpu {
 namespace {
 
-void repack_block_q4_0(const BlockQ4_0* rows[kRepackRows], int64_t b, uint8_t* out) {
-  auto* d = reinterpret_cast<uint16_t*>(out);
-  uint8_t* qs = out + 32;
-  for (int r = 0; r < kRepackRows; ++r) {
-    d[r] = rows[r][b].d;
-    for (int k = 0; k < 4; ++k)
-      for (int j = 0; j < 4; ++j) qs[(k * kRepackRows + r) * 4 + j] = rows[r][b].qs[4 * k + j];
-  }
-}
+// The 32-element nibble types (Q4_0, Q4_1, Q5_0, Q5_1): d[16] | m[16] for the types with a
+// min | qs[4][16][4] | hm[4][2] for the types with a fifth bit (layouts in repack.h).
+template <class Block>
+constexpr bool kHasMin = requires(Block x) { x.m; };
+template <class Block>
+constexpr bool kHasHigh = requires(Block x) { x.qh; };
 
-void repack_block_q5_0(const BlockQ5_0* rows[kRepackRows], int64_t b, uint8_t* out) {
+template <class Block>
+void repack_block_nibbles(const Block* rows[kRepackRows], int64_t b, uint8_t* out) {
   auto* d = reinterpret_cast<uint16_t*>(out);
-  uint8_t* qs = out + 32;
+  uint8_t* qs = out + (kHasMin<Block> ? 64 : 32);
   uint64_t hm[4][2] = {};
   for (int r = 0; r < kRepackRows; ++r) {
-    d[r] = rows[r][b].d;
-    uint32_t qh;
-    std::memcpy(&qh, rows[r][b].qh, 4);
+    const Block& blk = rows[r][b];
+    d[r] = blk.d;
+    uint32_t qh = 0;
+    if constexpr (kHasMin<Block>) d[kRepackRows + r] = blk.m;
+    if constexpr (kHasHigh<Block>) std::memcpy(&qh, blk.qh, 4);
     for (int k = 0; k < 4; ++k)
       for (int j = 0; j < 4; ++j) {
-        qs[(k * kRepackRows + r) * 4 + j] = rows[r][b].qs[4 * k + j];
+        qs[(k * kRepackRows + r) * 4 + j] = blk.qs[4 * k + j];
         for (int h = 0; h < 2; ++h)
           hm[k][h] |= static_cast<uint64_t>((qh >> (16 * h + 4 * k + j)) & 1u) << (4 * r + j);
       }
   }
-  std::memcpy(out + 32 + 256, hm, sizeof hm);
+  if constexpr (kHasHigh<Block>) std::memcpy(qs + 256, hm, sizeof hm);
 }
 
-// Q4_1: d[16] | m[16] (f16) | qs as Q4_0.
-void repack_block_q4_1(const BlockQ4_1* rows[kRepackRows], int64_t b, uint8_t* out) {
-  auto* d = reinterpret_cast<uint16_t*>(out);
-  uint8_t* qs = out + 64;
-  for (int r = 0; r < kRepackRows; ++r) {
-    d[r] = rows[r][b].d;
-    d[kRepackRows + r] = rows[r][b].m;
-    for (int k = 0; k < 4; ++k)
-      for (int j = 0; j < 4; ++j) qs[(k * kRepackRows + r) * 4 + j] = rows[r][b].qs[4 * k + j];
-  }
-}
-
-// Q5_1: d[16] | m[16] (f16) | qs and hm as Q5_0.
-void repack_block_q5_1(const BlockQ5_1* rows[kRepackRows], int64_t b, uint8_t* out) {
-  auto* d = reinterpret_cast<uint16_t*>(out);
-  uint8_t* qs = out + 64;
-  uint64_t hm[4][2] = {};
-  for (int r = 0; r < kRepackRows; ++r) {
-    d[r] = rows[r][b].d;
-    d[kRepackRows + r] = rows[r][b].m;
-    uint32_t qh;
-    std::memcpy(&qh, rows[r][b].qh, 4);
-    for (int k = 0; k < 4; ++k)
-      for (int j = 0; j < 4; ++j) {
-        qs[(k * kRepackRows + r) * 4 + j] = rows[r][b].qs[4 * k + j];
-        for (int h = 0; h < 2; ++h)
-          hm[k][h] |= static_cast<uint64_t>((qh >> (16 * h + 4 * k + j)) & 1u) << (4 * r + j);
-      }
-  }
-  std::memcpy(out + 64 + 256, hm, sizeof hm);
+// The inverse for row r of a group.
+template <class Block>
+void unrepack_block_nibbles(const uint8_t* in, int r, Block& o) {
+  const auto* d = reinterpret_cast<const uint16_t*>(in);
+  const uint8_t* qs = in + (kHasMin<Block> ? 64 : 32);
+  o.d = d[r];
+  if constexpr (kHasMin<Block>) o.m = d[kRepackRows + r];
+  uint64_t hm[4][2];
+  if constexpr (kHasHigh<Block>) std::memcpy(hm, qs + 256, sizeof hm);
+  uint32_t qh = 0;
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 4; ++j) {
+      o.qs[4 * k + j] = qs[(k * kRepackRows + r) * 4 + j];
+      if constexpr (kHasHigh<Block>)
+        for (int h = 0; h < 2; ++h) qh |= static_cast<uint32_t>((hm[k][h] >> (4 * r + j)) & 1u) << (16 * h + 4 * k + j);
+    }
+  if constexpr (kHasHigh<Block>) std::memcpy(o.qh, &qh, 4);
 }
 
 void repack_block_q8_0(const BlockQ8_0* rows[kRepackRows], int64_t b, uint8_t* out) {
@@ -99,13 +86,7 @@ void repack_block_q4_k(const BlockQ4_K* rows[kRepackRows], int64_t b, uint8_t* o
     d[kRepackRows + r] = blk.dmin;
     for (int j = 0; j < 8; ++j) {
       int s, m;
-      if (j < 4) {
-        s = blk.scales[j] & 63;
-        m = blk.scales[j + 4] & 63;
-      } else {
-        s = (blk.scales[j + 4] & 0x0f) | ((blk.scales[j - 4] >> 6) << 4);
-        m = (blk.scales[j + 4] >> 4) | ((blk.scales[j] >> 6) << 4);
-      }
+      unpack_scale_min_k4(blk.scales, j, &s, &m);
       sc[j * kRepackRows + r] = static_cast<uint8_t>(s);
       mn[j * kRepackRows + r] = static_cast<uint8_t>(m);
     }
@@ -170,50 +151,10 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
     const uint8_t* in = w.group(g) + static_cast<size_t>(b) * w.block_bytes;
     const auto* d = reinterpret_cast<const uint16_t*>(in);
     switch (w.type) {
-      case DType::Q4_0: {
-        auto& o = reinterpret_cast<BlockQ4_0*>(out)[b];
-        o.d = d[r];
-        for (int k = 0; k < 4; ++k)
-          for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = in[32 + (k * kRepackRows + r) * 4 + j];
-        break;
-      }
-      case DType::Q5_0: {
-        auto& o = reinterpret_cast<BlockQ5_0*>(out)[b];
-        o.d = d[r];
-        uint64_t hm[4][2];
-        std::memcpy(hm, in + 32 + 256, sizeof hm);
-        uint32_t qh = 0;
-        for (int k = 0; k < 4; ++k)
-          for (int j = 0; j < 4; ++j) {
-            o.qs[4 * k + j] = in[32 + (k * kRepackRows + r) * 4 + j];
-            for (int h = 0; h < 2; ++h) qh |= static_cast<uint32_t>((hm[k][h] >> (4 * r + j)) & 1u) << (16 * h + 4 * k + j);
-          }
-        std::memcpy(o.qh, &qh, 4);
-        break;
-      }
-      case DType::Q4_1: {
-        auto& o = reinterpret_cast<BlockQ4_1*>(out)[b];
-        o.d = d[r];
-        o.m = d[kRepackRows + r];
-        for (int k = 0; k < 4; ++k)
-          for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = in[64 + (k * kRepackRows + r) * 4 + j];
-        break;
-      }
-      case DType::Q5_1: {
-        auto& o = reinterpret_cast<BlockQ5_1*>(out)[b];
-        o.d = d[r];
-        o.m = d[kRepackRows + r];
-        uint64_t hm[4][2];
-        std::memcpy(hm, in + 64 + 256, sizeof hm);
-        uint32_t qh = 0;
-        for (int k = 0; k < 4; ++k)
-          for (int j = 0; j < 4; ++j) {
-            o.qs[4 * k + j] = in[64 + (k * kRepackRows + r) * 4 + j];
-            for (int h = 0; h < 2; ++h) qh |= static_cast<uint32_t>((hm[k][h] >> (4 * r + j)) & 1u) << (16 * h + 4 * k + j);
-          }
-        std::memcpy(o.qh, &qh, 4);
-        break;
-      }
+      case DType::Q4_0: unrepack_block_nibbles(in, r, reinterpret_cast<BlockQ4_0*>(out)[b]); break;
+      case DType::Q4_1: unrepack_block_nibbles(in, r, reinterpret_cast<BlockQ4_1*>(out)[b]); break;
+      case DType::Q5_0: unrepack_block_nibbles(in, r, reinterpret_cast<BlockQ5_0*>(out)[b]); break;
+      case DType::Q5_1: unrepack_block_nibbles(in, r, reinterpret_cast<BlockQ5_1*>(out)[b]); break;
       case DType::Q8_0: {
         auto& o = reinterpret_cast<BlockQ8_0*>(out)[b];
         o.d = d[r];
@@ -297,10 +238,10 @@ std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* d
   if (!w->data) return nullptr;
   const size_t row = row_bytes(type, n_in);
   switch (type) {
-    case DType::Q4_0: repack_rows<BlockQ4_0>(data, row, *w, repack_block_q4_0); break;
-    case DType::Q5_0: repack_rows<BlockQ5_0>(data, row, *w, repack_block_q5_0); break;
-    case DType::Q5_1: repack_rows<BlockQ5_1>(data, row, *w, repack_block_q5_1); break;
-    case DType::Q4_1: repack_rows<BlockQ4_1>(data, row, *w, repack_block_q4_1); break;
+    case DType::Q4_0: repack_rows<BlockQ4_0>(data, row, *w, repack_block_nibbles<BlockQ4_0>); break;
+    case DType::Q5_0: repack_rows<BlockQ5_0>(data, row, *w, repack_block_nibbles<BlockQ5_0>); break;
+    case DType::Q5_1: repack_rows<BlockQ5_1>(data, row, *w, repack_block_nibbles<BlockQ5_1>); break;
+    case DType::Q4_1: repack_rows<BlockQ4_1>(data, row, *w, repack_block_nibbles<BlockQ4_1>); break;
     case DType::Q8_0: repack_rows<BlockQ8_0>(data, row, *w, repack_block_q8_0); break;
     case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, repack_block_q4_k); break;
     case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, repack_block_q6_k); break;

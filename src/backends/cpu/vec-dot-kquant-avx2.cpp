@@ -18,16 +18,6 @@ inline __m256i scale_pair(int sa, int sb) {
   return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(sb)), _mm_set1_epi16(static_cast<int16_t>(sa)));
 }
 
-void scale_min_k4(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 int scale_q3_k(const uint8_t* s, int j) {
   const int low = j < 8 ? (s[j] & 0x0f) : (s[j - 8] >> 4);
   const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
@@ -97,8 +87,8 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* x) {
     for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
       const __m256i qv = load32(a[ib].qs + 32 * c);
       int sc0, m0, sc1, m1;
-      scale_min_k4(a[ib].scales, 2 * c, &sc0, &m0);
-      scale_min_k4(a[ib].scales, 2 * c + 1, &sc1, &m1);
+      unpack_scale_min_k4(a[ib].scales, 2 * c, &sc0, &m0);
+      unpack_scale_min_k4(a[ib].scales, 2 * c + 1, &sc1, &m1);
       const __m256i p0 = madd_us8(bits(qv, 0, 0x0f), load32(b[ib].qs + 64 * c));
       const __m256i p1 = madd_us8(bits(qv, 4, 0x0f), load32(b[ib].qs + 64 * c + 32));
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p0, _mm256_set1_epi16(static_cast<int16_t>(sc0))));
@@ -121,8 +111,8 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* x) {
     for (int c = 0; c < 4; ++c) {
       const __m256i qv = load32(a[ib].qs + 32 * c);
       int sc0, m0, sc1, m1;
-      scale_min_k4(a[ib].scales, 2 * c, &sc0, &m0);
-      scale_min_k4(a[ib].scales, 2 * c + 1, &sc1, &m1);
+      unpack_scale_min_k4(a[ib].scales, 2 * c, &sc0, &m0);
+      unpack_scale_min_k4(a[ib].scales, 2 * c + 1, &sc1, &m1);
       const __m256i q0 = _mm256_or_si256(bits(qv, 0, 0x0f), _mm256_slli_epi16(bits(hb, 2 * c, 1), 4));
       const __m256i q1 = _mm256_or_si256(bits(qv, 4, 0x0f), _mm256_slli_epi16(bits(hb, 2 * c + 1, 1), 4));
       const __m256i p0 = madd_us8(q0, load32(b[ib].qs + 64 * c));

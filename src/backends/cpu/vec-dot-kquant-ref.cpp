@@ -12,17 +12,6 @@
 namespace minfer::cpu::ref {
 namespace {
 
-// See quant/k-dequant.cpp: 6-bit scale and min j of Q4_K / Q5_K.
-void scale_min_k4(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 // 6-bit scale j of Q3_K (stored with +32 offset).
 int scale_q3_k(const uint8_t* s, int j) {
   const int low = j < 8 ? (s[j] & 0x0f) : (s[j - 8] >> 4);
@@ -89,7 +78,7 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* x) {
     int sum_q = 0, sum_m = 0;
     for (int j = 0; j < 8; ++j) {  // sub-block j = nibble j%2 of qs[32*(j/2) + l]
       int sc, m;
-      scale_min_k4(a[ib].scales, j, &sc, &m);
+      unpack_scale_min_k4(a[ib].scales, j, &sc, &m);
       int isum = 0;
       for (int l = 0; l < 32; ++l) isum += ((a[ib].qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0f) * b[ib].qs[32 * j + l];
       sum_q += sc * isum;
@@ -109,7 +98,7 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* x) {
     int sum_q = 0, sum_m = 0;
     for (int j = 0; j < 8; ++j) {  // as Q4_K, plus bit j of qh[l] as bit 4
       int sc, m;
-      scale_min_k4(a[ib].scales, j, &sc, &m);
+      unpack_scale_min_k4(a[ib].scales, j, &sc, &m);
       int isum = 0;
       for (int l = 0; l < 32; ++l) {
         const int q = ((a[ib].qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0f) | (((a[ib].qh[l] >> j) & 1) << 4);

@@ -42,7 +42,7 @@ CODE = [
     "{\"name\": \"minfer\", \"version\": [0, 1, 0], \"ok\": true, \"ratio\": 3.14e-5}",
     "<html>\n  <body class=\"main\">\n    <p>Hi &amp; bye</p>\n  </body>\n</html>",
     "SELECT id, name FROM users WHERE age >= 18 AND name LIKE '%son' ORDER BY id DESC;",
-    "$ grep -rn \"TODO\" src/ | awk -F: '{print $1}' | sort -u > /tmp/todo.txt && echo $?",
+    "$ grep -rn \"NOTE\" src/ | awk -F: '{print $1}' | sort -u > /tmp/notes.txt && echo $?",
     "    \n\n\t\tif (x != y && y >= z) { return x->next; }\r\n",
     "std::vector<std::pair<int, std::string>> v{{1, \"a\"}, {2, \"b\"}};",
     "x = [i*i for i in range(10) if i % 2 == 0]  # squares\nprint(f\"{x!r:>20}\")",
