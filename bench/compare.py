@@ -7,7 +7,9 @@ Qwen3-0.6B with the real Qwen2 tokenizer (tools/make-test-model.cpp, F16), quant
 `minfer bench` and `llama-oracle bench` (llama.cpp from node-llama-cpp) interleaved, one
 repetition each per round, so both see the same machine load; reports the median t/s of each
 engine, the ratio, and decode bandwidth (weight bytes read per token x tg t/s) as a fraction of
-the read-bandwidth ceiling measured by minfer-membw with the same thread count.
+the read-bandwidth ceiling measured by minfer-membw with the same thread count. A second table
+gives each engine's resident memory (VmRSS right after the tg test, i.e. while decoding, and
+the process peak VmHWM) against the model file + minfer's KV cache for the same context.
 
   python3 bench/compare.py [--build build] [-t 2] [-p 512] [-n 128] [--rounds 5]
       [--models qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0 ...] [--json out.json]
@@ -98,6 +100,7 @@ def main():
     log(f"read-bandwidth ceiling {ceiling:.1f} GB/s ({a.threads} threads)")
 
     samples = {}  # (label, engine, test) -> [t/s]
+    memory = {}   # (label, engine, "rss"|"peak"|"budget") -> [bytes], after the tg test
     for rnd in range(a.rounds):
         for label, path in models:
             for engine, cmd in (("minfer", [minfer, "bench", path, "-o", "json"]), ("llama.cpp", [oracle, "bench", path])):
@@ -105,6 +108,11 @@ def main():
                 for r in res:
                     test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
                     samples.setdefault((label, engine, test), []).extend(r["samples_ts"])
+                    if r["n_gen"] and "rss_bytes" in r:
+                        memory.setdefault((label, engine, "rss"), []).append(r["rss_bytes"])
+                        memory.setdefault((label, engine, "peak"), []).append(r["peak_rss_bytes"])
+                        if "kv_bytes" in r:
+                            memory.setdefault((label, "", "budget"), []).append(r["model_file_bytes"] + r["kv_bytes"])
         log(f"round {rnd + 1}/{a.rounds} done")
 
     rows = []
@@ -125,9 +133,29 @@ def main():
     for r in rows:
         bwc = f"{100 * r['minfer_bw_frac']:.0f}% / {100 * r['llama_bw_frac']:.0f}%" if "minfer_bw_frac" in r else ""
         print(f"| {r['model']} | {r['test']} | {r['minfer_ts']:.1f} | {r['llama_ts']:.1f} | {r['ratio']:.2f} | {bwc} |")
+    mem_rows = []
+    for label, _ in models:
+        if (label, "", "budget") not in memory:
+            continue
+        row = {"model": label, "budget": statistics.median(memory[(label, "", "budget")])}
+        for engine in ("minfer", "llama.cpp"):
+            for k in ("rss", "peak"):
+                if (label, engine, k) in memory:
+                    row[f"{engine}_{k}"] = statistics.median(memory[(label, engine, k)])
+        mem_rows.append(row)
+    if mem_rows:
+        mib = 1024 * 1024
+        print(f"\nresident memory while decoding (after tg{a.n}) and peak, medians; x = / (model file + KV cache)\n")
+        print("| model | file + KV MiB | minfer RSS | minfer peak | llama.cpp RSS | llama.cpp peak |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for r in mem_rows:
+            cells = []
+            for k in ("minfer_rss", "minfer_peak", "llama.cpp_rss", "llama.cpp_peak"):
+                cells.append(f"{r[k] / mib:.1f} (x{r[k] / r['budget']:.2f})" if k in r else "")
+            print(f"| {r['model']} | {r['budget'] / mib:.1f} | " + " | ".join(cells) + " |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"threads": a.threads, "ceiling_gbps": ceiling, "rows": rows,
+            json.dump({"threads": a.threads, "ceiling_gbps": ceiling, "rows": rows, "memory": mem_rows,
                        "samples": {"|".join(k): v for k, v in samples.items()}, "time": time.time()}, f, indent=1)
 
 

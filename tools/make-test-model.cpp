@@ -345,7 +345,7 @@ Status run(const Options& o) {
   if (!vocab) return vocab.error();
   auto tokens = vocab->get_array("tokenizer.ggml.tokens");
   if (!tokens) return make_error("--vocab-from {}: {}", o.vocab_from, tokens.error().message);
-  const int64_t n_vocab = static_cast<int64_t>((*tokens)->items.size());
+  const int64_t n_vocab = static_cast<int64_t>((*tokens)->size());
   if (n_vocab == 0) return make_error("--vocab-from {}: tokenizer.ggml.tokens is empty", o.vocab_from);
 
   const int64_t hd = hp.head_dim ? hp.head_dim : hp.n_embd / hp.n_head;

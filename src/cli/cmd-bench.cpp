@@ -6,7 +6,9 @@
 //   tgN  N single-token decode steps:                                              N / seconds
 // -p and -n take comma-separated lists ("-p 128,512"); 0 skips the kind. Output: a markdown
 // table ("t/s" = mean ± sample standard deviation), or with -o json an array of objects with
-// n_prompt, n_gen, n_threads, n_batch, avg_ts, stddev_ts, samples_ts, model fields.
+// n_prompt, n_gen, n_threads, n_batch, avg_ts, stddev_ts, samples_ts, model fields, and memory:
+// rss_bytes (resident right after that test), peak_rss_bytes, model_file_bytes, kv_bytes. The
+// table ends with a resident-memory line (after the last test, peak) against file + KV cache.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/process-memory.h"
 #include "quantize/mix.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -50,6 +53,7 @@ Expected<std::vector<int>> parse_list(const std::string& flag, const std::string
 struct TestResult {
   int n_prompt = 0, n_gen = 0;
   std::vector<double> samples;  // tokens per second, one per repetition
+  ProcessMemory mem;            // resident memory right after the test (peak: since start)
   double mean() const {
     double s = 0;
     for (double x : samples) s += x;
@@ -154,6 +158,7 @@ int cmd_bench(int argc, char** argv) {
       if (!sec) return sec.error();
       r.samples.push_back(n / *sec);
     }
+    r.mem = process_memory();
     results.push_back(std::move(r));
     return Status::ok();
   };
@@ -181,7 +186,9 @@ int cmd_bench(int argc, char** argv) {
       arr.push_back({{"model_filename", path}, {"model_type", model_type}, {"model_size", size},
                      {"model_n_params", n_params}, {"backend", "CPU"}, {"n_threads", session.n_threads()},
                      {"n_batch", session.n_batch()}, {"type_kv", kv}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
-                     {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()}, {"samples_ts", r.samples}});
+                     {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()}, {"samples_ts", r.samples},
+                     {"model_file_bytes", f.total_file_size()}, {"kv_bytes", session.kv_bytes()},
+                     {"rss_bytes", r.mem.rss}, {"peak_rss_bytes", r.mem.peak_rss}});
     }
     std::printf("%s\n", arr.dump(2).c_str());
     return 0;
@@ -193,6 +200,16 @@ int cmd_bench(int argc, char** argv) {
     std::printf("| %s | %.2f MiB | %s | CPU | %d | %s | %.2f ± %.2f |\n", model_type.c_str(),
                 static_cast<double>(size) / (1024.0 * 1024.0), human_params(n_params).c_str(), session.n_threads(),
                 test.c_str(), r.mean(), r.stddev());
+  }
+  if (!results.empty()) {
+    const double mib = 1024.0 * 1024.0;
+    const ProcessMemory& mem = results.back().mem;
+    const double base = static_cast<double>(f.total_file_size() + session.kv_bytes());
+    std::printf("\nresident memory after the last test %.1f MiB (peak %.1f MiB); model file %.1f MiB + KV cache %.1f MiB "
+                "(x%.2f, peak x%.2f)\n",
+                static_cast<double>(mem.rss) / mib, static_cast<double>(mem.peak_rss) / mib,
+                static_cast<double>(f.total_file_size()) / mib, static_cast<double>(session.kv_bytes()) / mib,
+                static_cast<double>(mem.rss) / base, static_cast<double>(mem.peak_rss) / base);
   }
   return 0;
 }

@@ -32,11 +32,10 @@ std::string token_text(const GgufFile& f, const char* id_key) {
   const GgufValue* id = f.find(id_key);
   const GgufValue* tokens = f.find("tokenizer.ggml.tokens");
   if (!id || !tokens || !tokens->as_array() || !id->as_int()) return "";
-  const auto& items = tokens->as_array()->items;
+  const GgufArray& toks = *tokens->as_array();
   const int64_t i = *id->as_int();
-  if (i < 0 || i >= static_cast<int64_t>(items.size())) return "";
-  const std::string* s = items[static_cast<size_t>(i)].as_string();
-  return s ? *s : "";
+  if (toks.elem_type() != GgufType::STRING || i < 0 || i >= static_cast<int64_t>(toks.size())) return "";
+  return std::string(toks.string_at(static_cast<size_t>(i)));
 }
 
 int fail(const std::string& msg) {

@@ -20,7 +20,7 @@ json to_json(const GgufValue& v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, GgufArray>) {
           json a = json::array();
-          for (const GgufValue& item : x.items) a.push_back(to_json(item));
+          for (size_t i = 0; i < x.size(); ++i) a.push_back(to_json(x.at(i)));
           return a;
         } else if constexpr (std::is_same_v<T, float>) {
           // Print the float's shortest decimal form, not its widened double (1e-05, not 9.99e-06).
@@ -59,8 +59,8 @@ int64_t get_i(const GgufFile& f, const std::string& key) {
   const GgufValue* v = f.find(key);
   if (!v) return 0;
   if (auto i = v->as_int()) return *i;
-  if (const GgufArray* a = v->as_array(); a && !a->items.empty())  // per-layer arrays
-    return a->items[0].as_int().value_or(0);
+  if (const GgufArray* a = v->as_array(); a && !a->empty())  // per-layer arrays
+    return a->int_at(0).value_or(0);
   return 0;
 }
 
@@ -81,7 +81,7 @@ Summary summarize(const GgufFile& f) {
   if (const GgufValue* v = f.find(a + "rope.freq_base")) s.rope_base = v->as_float().value_or(0);
   if (const GgufValue* v = f.find(a + "attention.layer_norm_rms_epsilon")) s.rms_eps = v->as_float().value_or(0);
   if (const GgufValue* v = f.find("tokenizer.ggml.tokens"); v && v->as_array())
-    s.n_vocab = static_cast<int64_t>(v->as_array()->items.size());
+    s.n_vocab = static_cast<int64_t>(v->as_array()->size());
   for (const GgufTensor& t : f.tensors()) {
     s.n_params += static_cast<uint64_t>(t.n_elements());
     s.weight_bytes += t.n_bytes;
@@ -94,9 +94,9 @@ Summary summarize(const GgufFile& f) {
 
 std::string token_text(const GgufFile& f, int64_t id) {
   const GgufValue* v = f.find("tokenizer.ggml.tokens");
-  if (!v || !v->as_array() || id < 0 || id >= static_cast<int64_t>(v->as_array()->items.size())) return "?";
-  const std::string* s = v->as_array()->items[static_cast<size_t>(id)].as_string();
-  return s ? *s : "?";
+  const GgufArray* a = v ? v->as_array() : nullptr;
+  if (!a || a->elem_type() != GgufType::STRING || id < 0 || id >= static_cast<int64_t>(a->size())) return "?";
+  return std::string(a->string_at(static_cast<size_t>(id)));
 }
 
 }  // namespace
@@ -148,7 +148,7 @@ int cmd_info(int argc, char** argv) {
     for (const GgufKV& kv : f.metadata()) {
       md[kv.key] = to_json(kv.value);
       std::string type(gguf_type_name(kv.value.type()));
-      if (const GgufArray* a = kv.value.as_array()) type += fmt::format("[{}]", gguf_type_name(a->elem_type));
+      if (const GgufArray* a = kv.value.as_array()) type += fmt::format("[{}]", gguf_type_name(a->elem_type()));
       md_types[kv.key] = type;
     }
     j["metadata"] = md;
@@ -194,7 +194,7 @@ int cmd_info(int argc, char** argv) {
     if (auto pre = f.get_string("tokenizer.ggml.pre")) tok += fmt::format(" (pre {})", *pre);
     tok += fmt::format(", {} tokens", s.n_vocab);
     if (const GgufValue* m = f.find("tokenizer.ggml.merges"); m && m->as_array())
-      tok += fmt::format(", {} merges", m->as_array()->items.size());
+      tok += fmt::format(", {} merges", m->as_array()->size());
     line("tokenizer", tok);
     std::string special;
     for (const char* k : {"bos", "eos", "eot", "eom", "unknown", "padding", "sep"}) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -37,6 +38,18 @@ Expected<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) 
   }
   ::close(fd);  // the mapping keeps the file referenced
   return m;
+}
+
+void MappedFile::drop_pages(size_t end) const {
+#if defined(MADV_DONTNEED)
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (!data_ || page <= 0) return;
+  end = std::min(end, size_) / static_cast<size_t>(page) * static_cast<size_t>(page);
+  // A read-only mapping has no private changes to lose; a failure only leaves the pages resident.
+  if (end > 0) (void)::madvise(const_cast<uint8_t*>(data_), end, MADV_DONTNEED);
+#else
+  (void)end;
+#endif
 }
 
 MappedFile::~MappedFile() {

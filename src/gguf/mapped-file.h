@@ -23,6 +23,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Releases this process's pages of [0, end), rounded down to whole pages; nothing may point
+  // into them. Touching them again refaults them from the page cache. Best effort.
+  void drop_pages(size_t end) const;
 
  private:
   MappedFile() = default;

@@ -43,15 +43,25 @@ class Cursor {
     return v;
   }
 
-  std::string read_string(std::string_view field, uint64_t max_len) {
+  // A view into the parsed buffer: copy what outlives it.
+  std::string_view read_string_view(std::string_view field, uint64_t max_len) {
     const uint64_t n = read<uint64_t>(field);
     if (n > left())
       fail("{} length {} at offset {:#x} runs past end of file ({} bytes left)", field, n,
            pos_ - 8, left());
     if (n > max_len) fail("{} length {} exceeds the limit {}", field, n, max_len);
-    std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(n));
-    pos_ += static_cast<size_t>(n);
-    return s;
+    return {reinterpret_cast<const char*>(take(static_cast<size_t>(n), field)), static_cast<size_t>(n)};
+  }
+  std::string read_string(std::string_view field, uint64_t max_len) {
+    return std::string(read_string_view(field, max_len));
+  }
+
+  const uint8_t* take(size_t n, std::string_view field) {
+    if (n > left())
+      fail("truncated at offset {:#x} reading {} ({} bytes needed, {} left)", pos_, field, n, left());
+    const uint8_t* p = data_ + pos_;
+    pos_ += n;
+    return p;
   }
 
  private:
@@ -63,21 +73,49 @@ class Cursor {
 
 // Smallest encoding of one value of a type, used to bound counts before allocating.
 uint64_t min_encoded_size(GgufType t) {
-  switch (t) {
-    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
-    case GgufType::U16: case GgufType::I16: return 2;
-    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-    case GgufType::STRING: return 8;
-    case GgufType::ARRAY: return 12;
-    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
-  }
-  return 1;
+  if (t == GgufType::STRING) return 8;   // length
+  if (t == GgufType::ARRAY) return 12;   // element type + length
+  return gguf_scalar_size(t);
 }
 
 GgufType read_type(Cursor& c, std::string_view what) {
   const uint32_t t = c.read<uint32_t>(what);
   if (t >= kGgufTypeCount) c.fail("{} has invalid value type {} (valid: 0..{})", what, t, kGgufTypeCount - 1);
   return static_cast<GgufType>(t);
+}
+
+void check_bool(const Cursor& c, const std::string& key, uint8_t b) {
+  if (b > 1) c.fail("key '{}': bool value {} is not 0 or 1", key, b);
+}
+
+GgufValue read_value(Cursor& c, GgufType t, const std::string& key, int depth);
+
+// Reads n items of type elem straight into the compact array: no GgufValue per item.
+GgufArray read_array(Cursor& c, GgufType elem, size_t n, const std::string& key, int depth) {
+  GgufArray a(elem);
+  if (elem == GgufType::STRING) {
+    // A first pass over a copy of the cursor checks every length and sizes the text buffer.
+    const std::string what = fmt::format("key '{}' string", key);
+    Cursor probe = c;
+    uint64_t text = 0;
+    for (size_t i = 0; i < n; ++i) {
+      text += probe.read_string_view(what, c.left()).size();
+      if (text > GgufArray::kMaxTextBytes)
+        c.fail("key '{}': string array holds more than {} bytes of text (at item {} of {})", key,
+               GgufArray::kMaxTextBytes, i, n);
+    }
+    a.reserve(n, static_cast<size_t>(text));
+    for (size_t i = 0; i < n; ++i) a.push_string(c.read_string_view(what, c.left()));
+  } else if (elem == GgufType::ARRAY) {
+    a.reserve(n);
+    for (size_t i = 0; i < n; ++i) a.push_back(read_value(c, elem, key, depth + 1));
+  } else {
+    const uint8_t* p = c.take(n * gguf_scalar_size(elem), key);
+    if (elem == GgufType::BOOL)
+      for (size_t i = 0; i < n; ++i) check_bool(c, key, p[i]);
+    a.append_scalars(p, n);
+  }
+  return a;
 }
 
 GgufValue read_value(Cursor& c, GgufType t, const std::string& key, int depth) {
@@ -95,7 +133,7 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& key, int depth) {
     case GgufType::F64: return GgufValue(S(c.read<double>(key)));
     case GgufType::BOOL: {
       const uint8_t b = c.read<uint8_t>(key);
-      if (b > 1) c.fail("key '{}': bool value {} is not 0 or 1", key, b);
+      check_bool(c, key, b);
       return GgufValue(S(b != 0));
     }
     case GgufType::STRING:
@@ -107,10 +145,7 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& key, int depth) {
       if (n > c.left() / min_encoded_size(elem))
         c.fail("key '{}': array of {} x {} needs at least {} bytes, only {} left", key, n,
                gguf_type_name(elem), n > UINT64_MAX / min_encoded_size(elem) ? UINT64_MAX : n * min_encoded_size(elem), c.left());
-      std::vector<GgufValue> items;
-      items.reserve(static_cast<size_t>(n));
-      for (uint64_t i = 0; i < n; ++i) items.push_back(read_value(c, elem, key, depth + 1));
-      return GgufValue::make_array(elem, std::move(items));
+      return GgufValue(S(read_array(c, elem, static_cast<size_t>(n), key, depth)));
     }
   }
   c.fail("key '{}': unreachable value type", key);

@@ -58,6 +58,9 @@ Expected<GgufFile> GgufFile::open(const std::string& path) {
     }
     f.parts_.push_back({part_path, static_cast<uint64_t>(map->size()), img.data_offset,
                         img.tensors.size()});
+    // The metadata and tensor infos were copied out: the header pages (~5 MiB for a 150k-token
+    // vocabulary) need not stay resident. Tensor data starts at or after data_offset.
+    map->drop_pages(static_cast<size_t>(img.data_offset));
     f.maps_.push_back(std::move(map));
   };
   add_part(path, std::move(*first_map), *first);

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <limits>
+
+#include "core/status.h"
 
 namespace minfer {
 
@@ -13,11 +16,151 @@ std::string_view gguf_type_name(GgufType t) {
   return i < kGgufTypeCount ? kNames[i] : std::string_view("invalid");
 }
 
+size_t gguf_scalar_size(GgufType t) {
+  switch (t) {
+    case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
+    case GgufType::U16: case GgufType::I16: return 2;
+    case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
+    case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
+    case GgufType::STRING: case GgufType::ARRAY: return 0;
+  }
+  return 0;
+}
+
+// ---- GgufArray ----
+
+GgufArray::GgufArray() : GgufArray(GgufType::U8) {}
+
+GgufArray::GgufArray(GgufType elem) : elem_type_(elem) {
+  MINFER_ASSERT(static_cast<uint32_t>(elem) < kGgufTypeCount);
+  if (elem == GgufType::STRING) offsets_.push_back(0);
+}
+
+GgufArray GgufArray::strings(const std::vector<std::string>& texts) {
+  GgufArray a(GgufType::STRING);
+  size_t total = 0;
+  for (const std::string& s : texts) total += s.size();
+  a.reserve(texts.size(), total);
+  for (const std::string& s : texts) a.push_string(s);
+  return a;
+}
+
+namespace {
+
+template <typename T>
+GgufValue load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return GgufValue(GgufValue::Storage(v));
+}
+
+}  // namespace
+
+GgufValue GgufArray::at(size_t i) const {
+  MINFER_ASSERT(i < n_);
+  const char* p = bytes_.data() + i * gguf_scalar_size(elem_type_);
+  switch (elem_type_) {
+    case GgufType::U8: return load<uint8_t>(p);
+    case GgufType::I8: return load<int8_t>(p);
+    case GgufType::U16: return load<uint16_t>(p);
+    case GgufType::I16: return load<int16_t>(p);
+    case GgufType::U32: return load<uint32_t>(p);
+    case GgufType::I32: return load<int32_t>(p);
+    case GgufType::F32: return load<float>(p);
+    case GgufType::U64: return load<uint64_t>(p);
+    case GgufType::I64: return load<int64_t>(p);
+    case GgufType::F64: return load<double>(p);
+    case GgufType::BOOL: return GgufValue(GgufValue::Storage(*p != 0));
+    case GgufType::STRING: return GgufValue::make_string(std::string(string_at(i)));
+    case GgufType::ARRAY: return nested_[i];
+  }
+  MINFER_ASSERT(false);
+  return {};
+}
+
+std::string_view GgufArray::string_at(size_t i) const {
+  MINFER_ASSERT(elem_type_ == GgufType::STRING && i < n_);
+  return std::string_view(bytes_).substr(offsets_[i], offsets_[i + 1] - offsets_[i]);
+}
+
+std::optional<int64_t> GgufArray::int_at(size_t i) const {
+  if (gguf_scalar_size(elem_type_) == 0) return std::nullopt;  // strings and arrays
+  return at(i).as_int();
+}
+
+std::optional<double> GgufArray::float_at(size_t i) const {
+  if (gguf_scalar_size(elem_type_) == 0) return std::nullopt;
+  return at(i).as_float();
+}
+
+const GgufValue& GgufArray::array_at(size_t i) const {
+  MINFER_ASSERT(elem_type_ == GgufType::ARRAY && i < n_);
+  return nested_[i];
+}
+
+std::string_view GgufArray::scalar_bytes() const {
+  MINFER_ASSERT(gguf_scalar_size(elem_type_) != 0);
+  return bytes_;
+}
+
+void GgufArray::push_back(GgufValue v) {
+  MINFER_ASSERT(v.type() == elem_type_);
+  if (elem_type_ == GgufType::ARRAY) {
+    nested_.push_back(std::move(v));
+    ++n_;
+    return;
+  }
+  std::visit(
+      [this](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          push_string(x);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          const uint8_t b = x ? 1 : 0;
+          append_scalars(&b, 1);
+        } else if constexpr (!std::is_same_v<T, GgufArray>) {
+          append_scalars(&x, 1);
+        }
+      },
+      v.storage());
+}
+
+void GgufArray::push_string(std::string_view s) {
+  MINFER_ASSERT(elem_type_ == GgufType::STRING);
+  MINFER_ASSERT(s.size() <= kMaxTextBytes - bytes_.size());
+  bytes_.append(s);
+  offsets_.push_back(static_cast<uint32_t>(bytes_.size()));
+  ++n_;
+}
+
+void GgufArray::append_scalars(const void* values, size_t n) {
+  const size_t size = gguf_scalar_size(elem_type_);
+  MINFER_ASSERT(size != 0);
+  bytes_.append(static_cast<const char*>(values), n * size);
+  n_ += n;
+}
+
+void GgufArray::reserve(size_t n, size_t text_bytes) {
+  switch (elem_type_) {
+    case GgufType::STRING:
+      offsets_.reserve(offsets_.size() + n);
+      bytes_.reserve(bytes_.size() + text_bytes);
+      break;
+    case GgufType::ARRAY: nested_.reserve(nested_.size() + n); break;
+    default: bytes_.reserve(bytes_.size() + n * gguf_scalar_size(elem_type_)); break;
+  }
+}
+
+// ---- GgufValue ----
+
+GgufValue GgufValue::make_array(GgufType elem, std::vector<GgufValue> items) {
+  GgufArray a(elem);
+  for (GgufValue& v : items) a.push_back(std::move(v));
+  return GgufValue(Storage(std::move(a)));
+}
+
 GgufValue GgufValue::make_string_array(const std::vector<std::string>& items) {
-  std::vector<GgufValue> v;
-  v.reserve(items.size());
-  for (const auto& s : items) v.push_back(make_string(s));
-  return make_array(GgufType::STRING, std::move(v));
+  return GgufValue(Storage(GgufArray::strings(items)));
 }
 
 bool GgufValue::is_integer() const {
@@ -86,12 +229,12 @@ std::string GgufValue::to_display(size_t max_items) const {
     return out;
   }
   if (const auto* a = as_array()) {
-    std::string out = fmt::format("[{}; {}] [", gguf_type_name(a->elem_type), a->items.size());
-    for (size_t i = 0; i < a->items.size() && i < max_items; ++i) {
+    std::string out = fmt::format("[{}; {}] [", gguf_type_name(a->elem_type()), a->size());
+    for (size_t i = 0; i < a->size() && i < max_items; ++i) {
       if (i) out += ", ";
-      out += a->items[i].to_display(max_items);
+      out += a->at(i).to_display(max_items);
     }
-    if (a->items.size() > max_items) out += ", ...";
+    if (a->size() > max_items) out += ", ...";
     return out + "]";
   }
   if (auto b = as_bool()) return *b ? "true" : "false";

@@ -26,7 +26,7 @@ class Sink {
   }
   template <typename T>
   void pod(T v) { bytes(&v, sizeof(T)); }
-  void string(const std::string& s) {
+  void string(std::string_view s) {
     pod<uint64_t>(s.size());
     bytes(s.data(), s.size());
   }
@@ -60,10 +60,17 @@ void write_value(Sink& s, const GgufValue& v) {
         if constexpr (std::is_same_v<T, std::string>) {
           s.string(x);
         } else if constexpr (std::is_same_v<T, GgufArray>) {
-          s.pod<uint32_t>(static_cast<uint32_t>(x.elem_type));
-          s.pod<uint64_t>(x.items.size());
+          s.pod<uint32_t>(static_cast<uint32_t>(x.elem_type()));
+          s.pod<uint64_t>(x.size());
           // Items carry no type tag; a nested array item writes its own element type + length.
-          for (const GgufValue& item : x.items) write_value(s, item);
+          if (x.elem_type() == GgufType::STRING) {
+            for (size_t i = 0; i < x.size(); ++i) s.string(x.string_at(i));
+          } else if (x.elem_type() == GgufType::ARRAY) {
+            for (size_t i = 0; i < x.size(); ++i) write_value(s, x.array_at(i));
+          } else {
+            const std::string_view b = x.scalar_bytes();  // already little-endian, bools 0/1
+            s.bytes(b.data(), b.size());
+          }
         } else if constexpr (std::is_same_v<T, bool>) {
           s.pod<uint8_t>(x ? 1 : 0);
         } else {

@@ -40,6 +40,10 @@ class Backend {
 
   virtual Expected<BackendBuffer> alloc(size_t bytes) = 0;  // zero-filled
   virtual void free(BackendBuffer b) = 0;
+  // b's contents are no longer needed: the backend may hand its memory back until b is next
+  // written (reads before that see zeros or old data). The scheduler calls it on the arenas of
+  // a graph when another graph runs, so idle prefill scratch does not stay resident.
+  virtual void discard(BackendBuffer b) { (void)b; }
   virtual void write(void* dst, const void* host, size_t n_bytes) = 0;  // host -> backend
   virtual void read(void* host, const void* src, size_t n_bytes) = 0;   // backend -> host
 

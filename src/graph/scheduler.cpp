@@ -57,6 +57,7 @@ Scheduler::~Scheduler() {
 }
 
 PreparedGraph::~PreparedGraph() {
+  if (scheduler && scheduler->resident_ == this) scheduler->resident_ = nullptr;
   for (size_t b = 0; b < arenas.size(); ++b) {
     if (arenas[b].base) owners[b]->free(arenas[b]);
   }
@@ -151,6 +152,7 @@ Expected<std::unique_ptr<PreparedGraph>> Scheduler::prepare(Graph g, const Sched
   const int nb = static_cast<int>(backends_.size());
   pg->plan = plan_memory(graph, nb);
   pg->owners = backends_;
+  pg->scheduler = this;
   pg->arenas.resize(static_cast<size_t>(nb));
   for (int b = 0; b < nb; ++b) {
     const size_t bytes = pg->plan.arena_bytes[static_cast<size_t>(b)];
@@ -209,6 +211,11 @@ Status Scheduler::set_input(PreparedGraph& pg, int node, const void* data, size_
 }
 
 Status Scheduler::compute(PreparedGraph& pg) {
+  if (resident_ && resident_ != &pg) {
+    for (size_t b = 0; b < resident_->arenas.size(); ++b)
+      if (resident_->arenas[b].base) resident_->owners[b]->discard(resident_->arenas[b]);
+  }
+  resident_ = &pg;
   const Graph& g = pg.graph;
   std::vector<uint8_t> staging;
   for (const Split& s : pg.splits) {

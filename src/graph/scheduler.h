@@ -38,6 +38,11 @@ struct Split {
   std::vector<int> copies;  // kCopy nodes run (by the scheduler) before this split
 };
 
+class Scheduler;
+
+// Arenas: only the graph computed last keeps its activation memory resident; computing
+// another graph first discards the previous one's arenas (Backend::discard), so a decode loop
+// does not carry the prefill graph's scratch (tens of MiB at 512 tokens).
 struct PreparedGraph {
   PreparedGraph() = default;
   ~PreparedGraph();  // frees the arenas
@@ -51,6 +56,7 @@ struct PreparedGraph {
   std::vector<void*> addrs;           // [n_nodes] each node's data address in its backend
   int n_fused = 0;
   std::vector<Backend*> owners;  // [n_backends] who allocated the arenas
+  Scheduler* scheduler = nullptr;  // who prepared it (told when this graph goes away)
 };
 
 // Called after each node is computed with its result copied to host memory (n.n_bytes()
@@ -95,7 +101,9 @@ class Scheduler {
   };
   Expected<Graph> insert_copies(const Graph& g) const;
   Expected<void*> persistent(const Node& n);
+  friend struct PreparedGraph;
 
+  const PreparedGraph* resident_ = nullptr;  // computed last: its arenas hold pages
   std::vector<Backend*> backends_;
   std::map<std::string, Region> regions_;  // by kv_cache node name
   NodeObserver observer_;

@@ -95,7 +95,7 @@ Expected<ModelHparams> read_decoder_hparams(const GgufFile& f, std::string_view 
   }
 
   // n_vocab: the tokenizer's size when present, else token_embd's rows.
-  if (auto toks = f.get_array("tokenizer.ggml.tokens")) hp.n_vocab = static_cast<int64_t>((*toks)->items.size());
+  if (auto toks = f.get_array("tokenizer.ggml.tokens")) hp.n_vocab = static_cast<int64_t>((*toks)->size());
   else if (const GgufTensor* t = f.find_tensor("token_embd.weight"); t && t->shape.size() == 2) hp.n_vocab = t->shape[1];
 
   if (hp.n_head_kv > hp.n_head || hp.n_head % hp.n_head_kv != 0)

@@ -34,8 +34,10 @@ const ByteLevel& byte_level() {
   return b;
 }
 
-Expected<BpeModel> BpeModel::build(const Vocab& v, const std::vector<std::string_view>& merges) {
+Expected<BpeModel> BpeModel::build(const Vocab& v, const std::vector<std::string_view>& merges,
+                                   bool whole_words) {
   BpeModel m;
+  m.whole_words_ = whole_words;
   m.n_vocab_ = v.n;
   m.n_merges_ = merges.size();
   const ByteLevel& bl = byte_level();
@@ -78,6 +80,7 @@ Expected<BpeModel> BpeModel::build(const Vocab& v, const std::vector<std::string
 
   // Raw bytes -> id for the Llama 3 whole-word rule: a word matches a token whose byte-level
   // text equals the word's encoding, i.e. whose decoded text equals the word.
+  if (!whole_words) return m;
   std::vector<uint32_t> raw_off;
   std::vector<int32_t> raw_id;
   for (int32_t i = 0; i < v.n; ++i) {
@@ -190,6 +193,7 @@ void BpeModel::merge_heap(BpeScratch& s) const {
 void BpeModel::encode_word(std::string_view word, bool ignore_merges, BpeScratch& s,
                            std::vector<int32_t>& out, size_t heap_from) const {
   if (ignore_merges) {
+    MINFER_ASSERT(whole_words_ && "BpeModel: ignore_merges needs a model built with whole_words");
     const int32_t id = raw_to_id_.find(word);
     if (id >= 0) {
       out.push_back(id);

@@ -46,10 +46,13 @@ class BpeModel {
  public:
   static constexpr uint32_t kNoMerge = 0xFFFFFFFFu;
 
-  static Expected<BpeModel> build(const Vocab& v, const std::vector<std::string_view>& merges);
+  // whole_words: also build the raw-bytes -> id table that encode_word's ignore_merges needs
+  // (Llama 3's pre-tokenizer; ~10 MiB for a 150k vocabulary, so only when asked).
+  static Expected<BpeModel> build(const Vocab& v, const std::vector<std::string_view>& merges,
+                                  bool whole_words = false);
 
-  // Appends the ids of one word (raw bytes, non-empty). With ignore_merges a word that is a
-  // whole vocabulary entry is emitted as that entry. Words longer than `heap_from` bytes use a
+  // Appends the ids of one word (raw bytes, non-empty). With ignore_merges (only on a model
+  // built with whole_words) a word that is a whole vocabulary entry is emitted as that entry. Words longer than `heap_from` bytes use a
   // heap instead of rescanning (same result; the parameter exists for tests).
   void encode_word(std::string_view word, bool ignore_merges, BpeScratch& s, std::vector<int32_t>& out,
                    size_t heap_from = 48) const;
@@ -70,7 +73,8 @@ class BpeModel {
   PairMap merges_;                    // pair_key(left, right) -> rank << 32 | result
   std::vector<std::string> extra_;    // raw bytes of symbols n_vocab.. (not in the vocabulary)
   std::string raw_text_;              // raw bytes of every decodable token, for raw_to_id_
-  StringIdMap raw_to_id_;             // raw bytes -> id (ignore_merges lookups)
+  StringIdMap raw_to_id_;             // raw bytes -> id (ignore_merges lookups; empty without whole_words)
+  bool whole_words_ = false;
 };
 
 }  // namespace minfer

@@ -56,7 +56,7 @@ Expected<Tokenizer> Tokenizer::from_metadata(const std::vector<GgufKV>& metadata
     if (!v.has_add_bos) v.add_bos = impl->pre->default_add_bos();
     auto merges = load_merges(md);
     if (!merges) return merges.error();
-    auto bpe = BpeModel::build(v, *merges);
+    auto bpe = BpeModel::build(v, *merges, impl->pre->ignore_merges());
     if (!bpe) return bpe.error();
     impl->bpe.emplace(std::move(*bpe));
   }

@@ -175,46 +175,45 @@ Expected<Vocab> Vocab::load(const MetadataIndex& md) {
   auto tokens = get_array(md, "tokenizer.ggml.tokens", true);
   if (!tokens) return tokens.error();
   const GgufArray& toks = **tokens;
-  if (toks.elem_type != GgufType::STRING) {
-    return make_error("tokenizer: tokenizer.ggml.tokens holds {}, expected strings", gguf_type_name(toks.elem_type));
+  if (toks.elem_type() != GgufType::STRING) {
+    return make_error("tokenizer: tokenizer.ggml.tokens holds {}, expected strings", gguf_type_name(toks.elem_type()));
   }
-  if (toks.items.empty()) return make_error("tokenizer: tokenizer.ggml.tokens is empty");
-  if (toks.items.size() >= size_t(std::numeric_limits<int32_t>::max())) {
-    return make_error("tokenizer: tokenizer.ggml.tokens has {} entries, more than 2^31 - 1", toks.items.size());
+  if (toks.empty()) return make_error("tokenizer: tokenizer.ggml.tokens is empty");
+  if (toks.size() >= size_t(std::numeric_limits<int32_t>::max())) {
+    return make_error("tokenizer: tokenizer.ggml.tokens has {} entries, more than 2^31 - 1", toks.size());
   }
-  v.n = static_cast<int32_t>(toks.items.size());
+  v.n = static_cast<int32_t>(toks.size());
 
   auto scores = get_array(md, "tokenizer.ggml.scores", false);
   if (!scores) return scores.error();
   auto types = get_array(md, "tokenizer.ggml.token_type", false);
   if (!types) return types.error();
   for (auto [arr, name] : {std::pair{*scores, "tokenizer.ggml.scores"}, std::pair{*types, "tokenizer.ggml.token_type"}}) {
-    if (arr && arr->items.size() < toks.items.size()) {
-      return make_error("tokenizer: {} has {} entries for {} tokens", name, arr->items.size(), v.n);
+    if (arr && arr->size() < toks.size()) {
+      return make_error("tokenizer: {} has {} entries for {} tokens", name, arr->size(), v.n);
     }
   }
 
   v.text_off.reserve(v.n + 1);
+  v.text.reserve(toks.text_bytes());
   v.score.resize(v.n, 0.0f);
   v.type.resize(v.n, static_cast<uint8_t>(TokenType::kNormal));
   v.attr.resize(v.n, kAttrNormal);
   for (int32_t i = 0; i < v.n; ++i) {
     v.text_off.push_back(static_cast<uint32_t>(v.text.size()));
-    const std::string* sp = toks.items[i].as_string();
-    if (!sp) return make_error("tokenizer: tokenizer.ggml.tokens[{}] is not a string", i);
-    const std::string& s = *sp;
+    const std::string_view s = toks.string_at(static_cast<size_t>(i));
     if (s.empty()) v.text += "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp names them
     else v.text += s;
     if (v.text.size() >= std::numeric_limits<uint32_t>::max()) {
       return make_error("tokenizer: tokenizer.ggml.tokens holds more than 4 GiB of text");
     }
     if (*scores) {
-      auto f = (*scores)->items[i].as_float();
+      auto f = (*scores)->float_at(static_cast<size_t>(i));
       if (!f) return make_error("tokenizer: tokenizer.ggml.scores[{}] is not a number", i);
       v.score[i] = static_cast<float>(*f);
     }
     if (*types) {
-      auto t = (*types)->items[i].as_int();
+      auto t = (*types)->int_at(static_cast<size_t>(i));
       if (!t) return make_error("tokenizer: tokenizer.ggml.token_type[{}] is not an integer", i);
       const int64_t ty = *t;
       v.type[i] = static_cast<uint8_t>(ty >= 0 && ty <= 6 ? ty : 0);
@@ -272,18 +271,15 @@ Expected<Vocab> Vocab::load(const MetadataIndex& md) {
 Expected<std::vector<std::string_view>> load_merges(const MetadataIndex& md) {
   auto merges = get_array(md, "tokenizer.ggml.merges", true);
   if (!merges) return merges.error();
-  if ((*merges)->elem_type != GgufType::STRING) {
+  const GgufArray& m = **merges;
+  if (m.elem_type() != GgufType::STRING) {
     return make_error("tokenizer: tokenizer.ggml.merges holds {}, expected strings",
-                      gguf_type_name((*merges)->elem_type));
+                      gguf_type_name(m.elem_type()));
   }
-  if ((*merges)->items.empty()) return make_error("tokenizer: tokenizer.ggml.merges is empty");
-  std::vector<std::string_view> out;
-  out.reserve((*merges)->items.size());
-  for (const GgufValue& m : (*merges)->items) {
-    const std::string* s = m.as_string();
-    if (!s) return make_error("tokenizer: tokenizer.ggml.merges[{}] is not a string", out.size());
-    out.push_back(*s);
-  }
+  if (m.empty()) return make_error("tokenizer: tokenizer.ggml.merges is empty");
+  std::vector<std::string_view> out;  // views into the metadata, which outlives the tokenizer build
+  out.reserve(m.size());
+  for (size_t i = 0; i < m.size(); ++i) out.push_back(m.string_at(i));
   return out;
 }
 

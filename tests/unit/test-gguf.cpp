@@ -63,6 +63,9 @@ GgufWriter sample_writer() {
                         {GgufValue::make_array(GgufType::U8, {GgufValue(S(uint8_t{7}))}),
                          GgufValue::make_string_array({"x", "y"}),
                          GgufValue::make_array(GgufType::F32, {})}));
+  w.add("t.bools", GgufValue::make_array(GgufType::BOOL, {GgufValue(S(true)), GgufValue(S(false))}));
+  w.add("t.u64s", GgufValue(S(GgufArray::of(std::vector<uint64_t>{uint64_t{1} << 63, 5}))));
+  w.add("t.f64s", GgufValue(S(GgufArray::of(std::vector<double>{0.25, -1e300}))));
   std::vector<uint8_t> a(4 * 8 * 3), b(18 * 2);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i * 7);
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(255 - i);
@@ -92,15 +95,33 @@ TEST(Gguf, RoundTripAllValueTypes) {
   EXPECT_EQ(*f->get_int("t.i64"), int64_t{-1} << 60);
   EXPECT_EQ(*f->get_float("t.f64"), 0.1);
   const GgufArray* strs = *f->get_array("t.strings");
-  ASSERT_EQ(strs->items.size(), 3u);
-  EXPECT_EQ(*strs->items[2].as_string(), "ccc");
+  ASSERT_EQ(strs->size(), 3u);
+  EXPECT_EQ(strs->string_at(2), "ccc");
+  EXPECT_EQ(strs->string_at(1), "");
+  EXPECT_EQ(*strs->at(0).as_string(), "a");
+  EXPECT_EQ(strs->int_at(0), std::nullopt);
+  EXPECT_EQ(f->find("t.strings")->to_display(), R"([string; 3] ["a", "", "ccc"])");
+  const GgufArray* ints = *f->get_array("t.ints");
+  EXPECT_EQ(ints->elem_type(), GgufType::I32);
+  EXPECT_EQ(ints->int_at(1), -2);
+  EXPECT_EQ(ints->float_at(0), 1.0);
+  EXPECT_EQ(ints->at(1).type(), GgufType::I32);
   const GgufArray* nested = *f->get_array("t.nested");
-  ASSERT_EQ(nested->elem_type, GgufType::ARRAY);
-  ASSERT_EQ(nested->items.size(), 3u);
-  EXPECT_EQ(nested->items[0].as_array()->items[0].as_uint(), 7u);
-  EXPECT_EQ(*nested->items[1].as_array()->items[1].as_string(), "y");
-  EXPECT_TRUE(nested->items[2].as_array()->items.empty());
-  EXPECT_EQ(nested->items[2].as_array()->elem_type, GgufType::F32);
+  ASSERT_EQ(nested->elem_type(), GgufType::ARRAY);
+  ASSERT_EQ(nested->size(), 3u);
+  EXPECT_EQ(nested->array_at(0).as_array()->at(0).as_uint(), 7u);
+  EXPECT_EQ(nested->array_at(1).as_array()->string_at(1), "y");
+  EXPECT_TRUE(nested->array_at(2).as_array()->empty());
+  EXPECT_EQ(nested->array_at(2).as_array()->elem_type(), GgufType::F32);
+  const GgufArray* bools = *f->get_array("t.bools");
+  EXPECT_EQ(bools->at(0).as_bool(), true);
+  EXPECT_EQ(bools->at(1).as_bool(), false);
+  EXPECT_EQ(bools->int_at(0), std::nullopt);  // as GgufValue::as_int: a bool is not an integer
+  const GgufArray* u64s = *f->get_array("t.u64s");
+  EXPECT_EQ(u64s->at(0).as_uint(), uint64_t{1} << 63);
+  EXPECT_EQ(u64s->int_at(0), std::nullopt);  // does not fit in int64
+  EXPECT_EQ(u64s->int_at(1), 5);
+  EXPECT_EQ((*f->get_array("t.f64s"))->float_at(1), -1e300);
 
   ASSERT_EQ(f->tensors().size(), 3u);
   const GgufTensor* a = f->find_tensor("w.a");
@@ -119,6 +140,35 @@ TEST(Gguf, RoundTripAllValueTypes) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("t.u8"), std::string::npos);
   EXPECT_FALSE(f->get_uint("missing.key"));
+}
+
+// Reading a file and writing its metadata and tensors back gives the same bytes.
+TEST(Gguf, ReadWriteIsByteIdentical) {
+  const fs::path p = temp_dir() / "rw1.gguf", q = temp_dir() / "rw2.gguf";
+  ASSERT_TRUE(sample_writer().write(p.string()));
+  auto f = GgufFile::open(p.string());
+  ASSERT_TRUE(f) << f.error().message;
+  GgufWriter w;
+  for (const GgufKV& kv : f->metadata()) w.add(kv.key, kv.value);
+  for (const GgufTensor& t : f->tensors()) w.add_tensor_view(t.name, t.type, t.shape, t.data);
+  ASSERT_TRUE(w.write(q.string()));
+  EXPECT_EQ(read_all(p), read_all(q));
+}
+
+TEST(Gguf, ArrayBuilders) {
+  const GgufArray s = GgufArray::strings({"ab", "", "c"});
+  EXPECT_EQ(s.size(), 3u);
+  EXPECT_EQ(s.text_bytes(), 3u);
+  EXPECT_EQ(s.string_at(0), "ab");
+  EXPECT_EQ(s.string_at(2), "c");
+  GgufArray b = GgufArray::of(std::vector<bool>{true, false, true});
+  EXPECT_EQ(b.elem_type(), GgufType::BOOL);
+  EXPECT_EQ(b.scalar_bytes(), std::string_view("\x01\x00\x01", 3));
+  b.push_back(GgufValue(S(false)));
+  EXPECT_EQ(b.size(), 4u);
+  const GgufArray f = GgufArray::of(std::vector<float>{1.5f, -2.0f});
+  EXPECT_EQ(f.float_at(1), -2.0);
+  EXPECT_EQ(GgufValue(S(f)).to_display(1), "[f32; 2] [1.5, ...]");
 }
 
 TEST(Gguf, CustomAlignment) {
@@ -236,6 +286,16 @@ void put_str(std::vector<uint8_t>& b, const std::string& s) {
   b.insert(b.end(), s.begin(), s.end());
 }
 
+// A file of one key 'k' holding an array of n `elem`s; the caller appends the items.
+std::vector<uint8_t> array_kv(GgufType elem, uint64_t n) {
+  auto b = header(3, 0, 1);
+  put_str(b, "k");
+  put<uint32_t>(b, static_cast<uint32_t>(GgufType::ARRAY));
+  put<uint32_t>(b, static_cast<uint32_t>(elem));
+  put<uint64_t>(b, n);
+  return b;
+}
+
 TEST(Gguf, SpecificErrorsNameTheField) {
   std::vector<BadCase> cases;
   cases.push_back({"bad magic", {'G', 'G', 'U', 'X', 3, 0, 0, 0}, "bad magic"});
@@ -257,13 +317,26 @@ TEST(Gguf, SpecificErrorsNameTheField) {
     put<uint64_t>(b, 1000);
     cases.push_back({"string past end", b, "runs past end"});
   }
+  cases.push_back({"array too long", array_kv(GgufType::U32, uint64_t{1} << 62), "array of"});
   {
-    auto b = header(3, 0, 1);
-    put_str(b, "k");
-    put<uint32_t>(b, 9);
-    put<uint32_t>(b, 4);
-    put<uint64_t>(b, uint64_t{1} << 62);
-    cases.push_back({"array too long", b, "array of"});
+    auto b = array_kv(GgufType::BOOL, 3);
+    b.insert(b.end(), {1, 0, 2});
+    cases.push_back({"bool array", b, "key 'k': bool value 2 is not 0 or 1"});
+  }
+  {
+    auto b = array_kv(GgufType::STRING, 2);
+    put_str(b, "ok");
+    put<uint64_t>(b, 100);
+    cases.push_back({"string item past end", b, "key 'k' string length 100 at offset 0x"});
+  }
+  {
+    auto b = array_kv(GgufType::ARRAY, 1);  // an array of arrays of arrays...
+    for (int d = 0; d < 9; ++d) {
+      put<uint32_t>(b, static_cast<uint32_t>(GgufType::ARRAY));
+      put<uint64_t>(b, 1);
+    }
+    b.resize(b.size() + 12, 0);
+    cases.push_back({"nesting", b, "arrays nested deeper than 8"});
   }
   {
     auto b = header(3, 0, 1);

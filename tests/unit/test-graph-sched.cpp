@@ -1,11 +1,13 @@
 // Scheduler: backend assignment by priority and supports_op, splits and cross-backend copies
-// (with a second, fake host backend that only adds), persistent regions across graphs.
+// (with a second, fake host backend that only adds), persistent regions across graphs, and
+// arena discarding when another graph runs.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "backends/cpu/cpu-backend.h"
+#include "core/process-memory.h"
 #include "graph/builder.h"
 #include "graph/scheduler.h"
 
@@ -20,6 +22,11 @@ class AddOnlyBackend final : public Backend {
   bool supports_op(const Graph&, const Node& n) const override { return n.op == Op::kAdd; }
   Expected<BackendBuffer> alloc(size_t bytes) override { return BackendBuffer{std::calloc(bytes + 64, 1), bytes}; }
   void free(BackendBuffer b) override { std::free(b.base); }
+  // Loses the contents for real (poison), so a graph that relied on them would compute garbage.
+  void discard(BackendBuffer b) override {
+    std::memset(b.base, 0xff, b.size);
+    ++discards;
+  }
   void write(void* dst, const void* host, size_t n) override { std::memcpy(dst, host, n); ++writes; }
   void read(void* host, const void* src, size_t n) override { std::memcpy(host, src, n); }
   Status prepare(const Graph&, std::span<const int>) override { return Status::ok(); }
@@ -34,7 +41,7 @@ class AddOnlyBackend final : public Backend {
     }
     return Status::ok();
   }
-  int writes = 0, computed = 0;
+  int writes = 0, computed = 0, discards = 0;
 };
 
 Graph mixed_graph() {
@@ -125,6 +132,53 @@ TEST(Scheduler, PersistentRegionsSurviveAcrossGraphs) {
   auto c = sched.prepare(kv_graph(16, DType::F32), {});  // same name, other shape
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().message.find("blk.0.cache_k"), std::string::npos);
+}
+
+TEST(Scheduler, OnlyTheGraphComputedLastKeepsItsArenas) {
+  std::vector<float> x(32), want(32), got(32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) / 8.0f - 2.0f;
+  cpu::CpuBackend cpu(1);
+  AddOnlyBackend adder;
+  Scheduler sched({&cpu, &adder});
+  auto a = sched.prepare(mixed_graph(), {});
+  auto b = sched.prepare(mixed_graph(), {});
+  ASSERT_TRUE(a && b);
+  auto run = [&](PreparedGraph& pg, float* out) {
+    ASSERT_TRUE(sched.set_input(pg, pg.graph.inputs[0], x.data(), 128));
+    ASSERT_TRUE(sched.compute(pg));
+    ASSERT_TRUE(sched.get_output(pg, pg.graph.outputs[0], out, 128));
+  };
+  run(**a, want.data());
+  run(**a, got.data());  // the same graph again: nothing discarded
+  EXPECT_EQ(adder.discards, 0);
+  run(**b, got.data());  // another graph: a's adder arena is dropped
+  EXPECT_EQ(adder.discards, 1);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), 128), 0);
+  run(**a, got.data());  // a again, from poisoned scratch: still right
+  EXPECT_EQ(adder.discards, 2);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), 128), 0);
+  a->reset();            // the resident graph goes away: nothing left to discard
+  run(**b, got.data());
+  EXPECT_EQ(adder.discards, 2);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), 128), 0);
+}
+
+TEST(CpuBackend, LargeBuffersAreZeroAndDiscardReturnsTheirPages) {
+  cpu::CpuBackend cpu(1);
+  constexpr size_t kBytes = size_t{64} << 20;
+  auto buf = cpu.alloc(kBytes);
+  ASSERT_TRUE(buf);
+  auto* p = static_cast<uint8_t*>(buf->base);
+  const size_t before = process_memory().rss;
+  for (size_t i = 0; i < kBytes; i += 4096) ASSERT_EQ(p[i], 0) << "at byte " << i;
+  std::memset(p, 7, kBytes);
+  const size_t touched = process_memory().rss;
+  EXPECT_GE(touched, before + kBytes * 9 / 10);
+  cpu.discard(*buf);
+  const size_t after = process_memory().rss;
+  EXPECT_LE(after + kBytes * 9 / 10, touched);
+  EXPECT_EQ(p[12345], 0);  // dropped pages come back zero-filled
+  cpu.free(*buf);
 }
 
 }  // namespace

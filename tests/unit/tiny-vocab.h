@@ -19,15 +19,11 @@
 namespace minfer::testing {
 
 inline GgufValue i32_array(const std::vector<int32_t>& v) {
-  std::vector<GgufValue> items;
-  for (int32_t x : v) items.emplace_back(GgufValue::Storage(x));
-  return GgufValue::make_array(GgufType::I32, std::move(items));
+  return GgufValue(GgufValue::Storage(GgufArray::of(v)));
 }
 
 inline GgufValue f32_array(const std::vector<float>& v) {
-  std::vector<GgufValue> items;
-  for (float x : v) items.emplace_back(GgufValue::Storage(x));
-  return GgufValue::make_array(GgufType::F32, std::move(items));
+  return GgufValue(GgufValue::Storage(GgufArray::of(v)));
 }
 
 // Byte-level text of raw bytes (GPT-2's byte -> printable character map).

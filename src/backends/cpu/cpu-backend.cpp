@@ -1,5 +1,10 @@
 #include "backends/cpu/cpu-backend.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -74,7 +79,24 @@ bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
   return false;
 }
 
+namespace {
+// Buffers from this size up are their own anonymous mappings: zero pages until first written
+// (an arena's unused tail and a KV cache's unused positions cost nothing), returned to the
+// OS on free, and discard() can drop their pages.
+constexpr size_t kMapFrom = size_t{1} << 20;
+size_t page_size() {
+  static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+size_t mapped_size(size_t bytes) { return (bytes + page_size() - 1) / page_size() * page_size(); }
+}  // namespace
+
 Expected<BackendBuffer> CpuBackend::alloc(size_t bytes) {
+  if (bytes >= kMapFrom) {
+    void* p = mmap(nullptr, mapped_size(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return make_error("cpu: out of memory mapping {} bytes: {}", bytes, std::strerror(errno));
+    return BackendBuffer{p, bytes};
+  }
   const size_t size = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, size);
   if (!p) return make_error("cpu: out of memory allocating {} bytes", bytes);
@@ -82,7 +104,18 @@ Expected<BackendBuffer> CpuBackend::alloc(size_t bytes) {
   return BackendBuffer{p, bytes};
 }
 
-void CpuBackend::free(BackendBuffer b) { std::free(b.base); }
+void CpuBackend::free(BackendBuffer b) {
+  if (b.size >= kMapFrom)
+    munmap(b.base, mapped_size(b.size));
+  else
+    std::free(b.base);
+}
+
+void CpuBackend::discard(BackendBuffer b) {
+  // Small buffers live in the malloc heap and are not worth a system call.
+  if (b.size >= kMapFrom) madvise(b.base, mapped_size(b.size), MADV_DONTNEED);
+}
+
 void CpuBackend::write(void* dst, const void* host, size_t n) { std::memcpy(dst, host, n); }
 void CpuBackend::read(void* host, const void* src, size_t n) { std::memcpy(host, src, n); }
 

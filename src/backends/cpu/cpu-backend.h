@@ -34,6 +34,7 @@ class CpuBackend final : public Backend {
 
   Expected<BackendBuffer> alloc(size_t bytes) override;
   void free(BackendBuffer b) override;
+  void discard(BackendBuffer b) override;
   void write(void* dst, const void* host, size_t n_bytes) override;
   void read(void* host, const void* src, size_t n_bytes) override;
 

@@ -17,11 +17,14 @@ namespace {
 
 constexpr int kTile = 8;  // tokens per register tile
 
-inline __m512i bcast_x(const BlockQ8_0& xb, int byte) {
+// 4 activation bytes broadcast to the 16 dwords.
+inline __m512i bcast_x4(const int8_t* q) {
   int32_t v;
-  std::memcpy(&v, xb.qs + byte, 4);
+  std::memcpy(&v, q, 4);
   return _mm512_set1_epi32(v);
 }
+
+inline __m512i bcast_x(const BlockQ8_0& xb, int byte) { return bcast_x4(xb.qs + byte); }
 
 // The 8 weight vectors of one block: w[c] pairs with activation dword xoff(c).
 struct Q4Block {
@@ -160,8 +163,24 @@ void tile_q4_k(const GemmArgs& a, int64_t g, int64_t t0) {
   for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
 }
 
+// The four chunks (4 consecutive elements x 16 rows) of unsigned 6-bit Q6_K weights of one
+// sub-block, from its 3 vectors q (repack.h): chunks 0-2 are bits 5..0 of q[0..2] (one AND each);
+// chunk 3 gathers the bits 7..6 of q[0], q[1], q[2] into bits 1..0, 3..2, 5..4 (3 shifts, 2
+// selects, 1 AND; the 16-bit shifts bring bits of the next byte only above the field). 9 ops.
+inline void unpack_q6_k(const uint8_t* q, __m512i u[4]) {
+  constexpr int kSelect = 0xca;  // ternarylogic(a, b, c): a ? b : c, bit by bit
+  const __m512i m6 = _mm512_set1_epi8(0x3f), m2 = _mm512_set1_epi8(0x03), m4 = _mm512_set1_epi8(0x0f);
+  const __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 64), v2 = _mm512_loadu_si512(q + 128);
+  u[0] = _mm512_and_si512(v0, m6);
+  u[1] = _mm512_and_si512(v1, m6);
+  u[2] = _mm512_and_si512(v2, m6);
+  const __m512i lo = _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(v0, 6), _mm512_srli_epi16(v1, 4), kSelect);
+  u[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, lo, _mm512_srli_epi16(v2, 2), kSelect), m6);
+}
+
 // Q6_K x Q8_K (gemm-ref.cpp's order): per group j of 16 elements, the exact sum starts at
-// -32 * bsum_j and takes 4 vpdpbusd of unsigned 6-bit weights.
+// -32 * bsum_j and takes 4 vpdpbusd of unsigned 6-bit weights, one chain per token (the
+// tokens of the tile are the independent chains).
 template <int T>
 void tile_q6_k(const GemmArgs& a, int64_t g, int64_t t0) {
   __m512 acc[T];
@@ -175,19 +194,13 @@ void tile_q6_k(const GemmArgs& a, int64_t g, int64_t t0) {
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
       __m512i u[4];
-      for (int c = 0; c < 4; ++c) u[c] = _mm512_loadu_si512(blk + 288 + 64 * (4 * j + c));
+      unpack_q6_k(blk + kQ6KRepackedQuants + 192 * j, u);
       const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * j)));
       for (int i = 0; i < T; ++i) {
         const BlockQ8_K& xb = xr[i][b];
-        __m512i s0 = _mm512_set1_epi32(-32 * xb.bsums[j]), s1 = _mm512_setzero_si512();
-        for (int c = 0; c < 4; c += 2) {
-          int32_t x0, x1;
-          std::memcpy(&x0, xb.qs + 16 * j + 4 * c, 4);
-          std::memcpy(&x1, xb.qs + 16 * j + 4 * c + 4, 4);
-          s0 = _mm512_dpbusd_epi32(s0, u[c], _mm512_set1_epi32(x0));
-          s1 = _mm512_dpbusd_epi32(s1, u[c + 1], _mm512_set1_epi32(x1));
-        }
-        sum[i] = _mm512_add_epi32(sum[i], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+        __m512i s = _mm512_set1_epi32(-32 * xb.bsums[j]);
+        for (int c = 0; c < 4; ++c) s = _mm512_dpbusd_epi32(s, u[c], bcast_x4(xb.qs + 16 * j + 4 * c));
+        sum[i] = _mm512_add_epi32(sum[i], _mm512_mullo_epi32(s, sc));
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
@@ -299,9 +312,11 @@ void gemm_q5_1(const GemmArgs& a) {
   }
 }
 
+// Tiles of 8 tokens share each sub-block's unpacking (unpack_q6_k) among more dot products.
 void gemm_q6_k(const GemmArgs& a) {
   for (int64_t g = a.g0; g < a.g1; ++g) {
     int64_t t = 0;
+    for (; t + 8 <= a.n_tok; t += 8) tile_q6_k<8>(a, g, t);
     for (; t + 4 <= a.n_tok; t += 4) tile_q6_k<4>(a, g, t);
     for (; t < a.n_tok; ++t) tile_q6_k<1>(a, g, t);
   }

@@ -163,7 +163,7 @@ void gemm_q4_k(const GemmArgs& a) {
 }
 
 // Q6_K x Q8_K in the order of vec_dot_q6_k: sum = sum_j sc_j * ((u - 32) . x over the 16
-// elements of group j), then s += (d_x * d) * sum.
+// elements of group j), then s += (d_x * d) * sum; u read through q6_k_repacked_u (repack.h).
 void gemm_q6_k(const GemmArgs& a) {
   for (int64_t g = a.g0; g < a.g1; ++g) {
     for (int64_t t = 0; t < a.n_tok; ++t) {
@@ -173,12 +173,11 @@ void gemm_q6_k(const GemmArgs& a) {
         const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
         const auto* d = reinterpret_cast<const uint16_t*>(blk);
         const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
-        const uint8_t* u = blk + 32 + 256;
         for (int r = 0; r < kRepackRows; ++r) {
           int sum = 0;
           for (int j = 0; j < 16; ++j) {
             int isum = 0;
-            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += (u[((e / 4) * kRepackRows + r) * 4 + e % 4] - 32) * xb[b].qs[e];
+            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += (q6_k_repacked_u(blk, r, e) - 32) * xb[b].qs[e];
             sum += sc[j * kRepackRows + r] * isum;
           }
           acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);

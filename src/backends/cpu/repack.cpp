@@ -96,48 +96,99 @@ void repack_block_q4_k(const BlockQ4_K* rows[kRepackRows], int64_t b, uint8_t* o
   }
 }
 
-// Q6_K: d[16] f16 | sc[16][16] (int8) | u[64][16][4]: u[c][r][j] = row r's element 4c + j as
-// its unsigned 6-bit value (0..63; the weight is u - 32), one byte each (the 4 + 2 bit packing
-// is undone at load: +30% for these tensors, no bit juggling in the kernel).
+// The unsigned 6-bit value (0..63; the weight is u - 32) of element e of a GGUF Q6_K block.
+int q6_k_u(const BlockQ6_K& blk, int e) {
+  const int h = e / 128, q = e % 128;
+  const int low = (blk.ql[64 * h + q % 64] >> (4 * (q / 64))) & 0x0f;
+  const int high = (blk.qh[32 * h + q % 32] >> (2 * (q / 32))) & 3;
+  return low | high << 4;
+}
+
+// Q6_K: d[16] f16 | sc[16][16] (int8) | q[16][3][16][4] (repack.h): per sub-block s, byte
+// q[s][v][r][j] holds chunk v's value u(16s + 4v + j) in bits 5..0 and bits 2v+1..2v of chunk
+// 3's u(16s + 12 + j) in bits 7..6. Same size as the GGUF blocks.
 void repack_block_q6_k(const BlockQ6_K* rows[kRepackRows], int64_t b, uint8_t* out) {
   auto* d = reinterpret_cast<uint16_t*>(out);
   auto* sc = reinterpret_cast<int8_t*>(out + 32);
-  uint8_t* u = out + 32 + 256;
+  uint8_t* qs = out + kQ6KRepackedQuants;  // [16][3][16][4]
   for (int r = 0; r < kRepackRows; ++r) {
     const BlockQ6_K& blk = rows[r][b];
     d[r] = blk.d;
     for (int j = 0; j < 16; ++j) sc[j * kRepackRows + r] = blk.scales[j];
-    for (int e = 0; e < 256; ++e) {
-      const int h = e / 128, q = e % 128;
-      const int low = (blk.ql[64 * h + q % 64] >> (4 * (q / 64))) & 0x0f;
-      const int high = (blk.qh[32 * h + q % 32] >> (2 * (q / 32))) & 3;
-      u[((e / 4) * kRepackRows + r) * 4 + e % 4] = static_cast<uint8_t>(low | (high << 4));
-    }
+    for (int s = 0; s < 16; ++s)
+      for (int j = 0; j < 4; ++j) {
+        const int u3 = q6_k_u(blk, 16 * s + 12 + j);
+        for (int v = 0; v < 3; ++v) {
+          const int u = q6_k_u(blk, 16 * s + 4 * v + j);
+          qs[((s * 3 + v) * kRepackRows + r) * 4 + j] = static_cast<uint8_t>(u | ((u3 >> (2 * v)) & 3) << 6);
+        }
+      }
   }
 }
 
+// Asks the kernel to reclaim the whole pages inside [begin, end) (MADV_PAGEOUT keeps the
+// contents: a file-backed mapping re-reads them if touched, anonymous memory is swapped or
+// kept; never zeroed). Partial pages at the edges stay: they may hold bytes still in use.
+// Returns where the next range may start: end rounded down to a page, or begin if that is
+// before it, so consecutive calls release each whole page once.
+const uint8_t* release_pages(const uint8_t* begin, const uint8_t* end) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t hi = reinterpret_cast<uintptr_t>(end) / page * page;
+  if (hi <= lo) return begin;
+#ifdef MADV_PAGEOUT
+  madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);
+#endif
+  return reinterpret_cast<const uint8_t*>(hi);
+}
+
+// Source bytes repacked between two releases: small against a large tensor (a 151936-row
+// token embedding is 75-150 MB), large against the cost of one madvise.
+constexpr size_t kReleaseStep = size_t{2} << 20;
+
+// Repacks group after group; with release_source, hands the source rows done back to the
+// kernel every kReleaseStep bytes, so both copies of a large tensor are never resident at once
+// (only the repacked rows: the tail rows are still read in place).
 template <class Block, class Fn>
-void repack_rows(const void* data, size_t row_bytes, RepackedWeight& w, Fn block_fn) {
+void repack_rows(const void* data, size_t row_bytes, RepackedWeight& w, bool release_source, Fn block_fn) {
+  const auto* src = static_cast<const uint8_t*>(data);
+  const uint8_t* released = src;  // source pages before it are handed back
   for (int64_t g = 0; g < w.n_groups; ++g) {
     const Block* rows[kRepackRows];
     for (int r = 0; r < kRepackRows; ++r)
-      rows[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(data) + static_cast<size_t>(g * kRepackRows + r) * row_bytes);
+      rows[r] = reinterpret_cast<const Block*>(src + static_cast<size_t>(g * kRepackRows + r) * row_bytes);
     for (int64_t b = 0; b < w.n_blocks; ++b) block_fn(rows, b, w.data + static_cast<size_t>(g * w.n_blocks + b) * w.block_bytes);
+    const uint8_t* done = src + static_cast<size_t>((g + 1) * kRepackRows) * row_bytes;
+    if (release_source && (static_cast<size_t>(done - released) >= kReleaseStep || g + 1 == w.n_groups))
+      released = release_pages(released, done);
   }
 }
 
-// Asks the kernel to reclaim the source pages (MADV_PAGEOUT keeps the contents: a file-backed
-// mapping re-reads them if touched, anonymous memory is swapped or kept; never zeroed).
-void release_pages(const void* data, size_t bytes) {
-#ifdef MADV_PAGEOUT
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto lo = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  const auto hi = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);
-#else
-  (void)data;
-  (void)bytes;
-#endif
+std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_in, int64_t n_out, bool release_source) {
+  const int64_t block_elems = type == DType::Q4_K || type == DType::Q6_K ? 256 : 32;
+  if (!repack_supported(type) || n_out < kRepackRows || n_in % block_elems != 0) return nullptr;
+  auto w = std::make_unique<RepackedWeight>();
+  w->type = type;
+  w->n_in = n_in;
+  w->n_out = n_out;
+  w->n_groups = n_out / kRepackRows;
+  w->n_blocks = n_in / block_elems;
+  w->block_bytes = repack_block_bytes(type);
+  const size_t bytes = static_cast<size_t>(w->n_groups * w->n_blocks) * w->block_bytes;
+  w->data = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  if (!w->data) return nullptr;
+  const size_t row = row_bytes(type, n_in);
+  switch (type) {
+    case DType::Q4_0: repack_rows<BlockQ4_0>(data, row, *w, release_source, repack_block_nibbles<BlockQ4_0>); break;
+    case DType::Q5_0: repack_rows<BlockQ5_0>(data, row, *w, release_source, repack_block_nibbles<BlockQ5_0>); break;
+    case DType::Q5_1: repack_rows<BlockQ5_1>(data, row, *w, release_source, repack_block_nibbles<BlockQ5_1>); break;
+    case DType::Q4_1: repack_rows<BlockQ4_1>(data, row, *w, release_source, repack_block_nibbles<BlockQ4_1>); break;
+    case DType::Q8_0: repack_rows<BlockQ8_0>(data, row, *w, release_source, repack_block_q8_0); break;
+    case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, release_source, repack_block_q4_k); break;
+    case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, release_source, repack_block_q6_k); break;
+    default: return nullptr;
+  }
+  return w;
 }
 
 }  // namespace
@@ -187,8 +238,8 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
         for (int j = 0; j < 16; ++j) o.scales[j] = static_cast<int8_t>(in[32 + j * kRepackRows + r]);
         std::memset(o.ql, 0, sizeof o.ql);
         std::memset(o.qh, 0, sizeof o.qh);
-        for (int e = 0; e < 256; ++e) {
-          const int u = in[288 + ((e / 4) * kRepackRows + r) * 4 + e % 4];
+        for (int e = 0; e < 256; ++e) {  // the GGUF 4 + 2 bit packing (inverse of q6_k_u)
+          const int u = q6_k_repacked_u(in, r, e);
           const int h = e / 128, q = e % 128;
           o.ql[64 * h + q % 64] = static_cast<uint8_t>(o.ql[64 * h + q % 64] | ((u & 0x0f) << (4 * (q / 64))));
           o.qh[32 * h + q % 32] = static_cast<uint8_t>(o.qh[32 * h + q % 32] | ((u >> 4) << (2 * (q / 32))));
@@ -200,6 +251,8 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
   }
 }
 
+static_assert(kQ6KRepackedQuants + 16 * 192 == kRepackRows * sizeof(BlockQ6_K), "Q6_K repacks to the GGUF size");
+
 size_t repack_block_bytes(DType t) {
   switch (t) {
     case DType::Q4_0: return 288;
@@ -208,7 +261,7 @@ size_t repack_block_bytes(DType t) {
     case DType::Q4_1: return 320;
     case DType::Q8_0: return 544;
     case DType::Q4_K: return 64 + 256 + 2048;
-    case DType::Q6_K: return 32 + 256 + 4096;
+    case DType::Q6_K: return kQ6KRepackedQuants + 16 * 192;
     default: return 0;
   }
 }
@@ -224,30 +277,7 @@ bool repack_enabled() {
 }
 
 std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out) {
-  const int64_t block_elems = type == DType::Q4_K || type == DType::Q6_K ? 256 : 32;
-  if (!repack_supported(type) || n_out < kRepackRows || n_in % block_elems != 0) return nullptr;
-  auto w = std::make_unique<RepackedWeight>();
-  w->type = type;
-  w->n_in = n_in;
-  w->n_out = n_out;
-  w->n_groups = n_out / kRepackRows;
-  w->n_blocks = n_in / block_elems;
-  w->block_bytes = repack_block_bytes(type);
-  const size_t bytes = static_cast<size_t>(w->n_groups * w->n_blocks) * w->block_bytes;
-  w->data = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-  if (!w->data) return nullptr;
-  const size_t row = row_bytes(type, n_in);
-  switch (type) {
-    case DType::Q4_0: repack_rows<BlockQ4_0>(data, row, *w, repack_block_nibbles<BlockQ4_0>); break;
-    case DType::Q5_0: repack_rows<BlockQ5_0>(data, row, *w, repack_block_nibbles<BlockQ5_0>); break;
-    case DType::Q5_1: repack_rows<BlockQ5_1>(data, row, *w, repack_block_nibbles<BlockQ5_1>); break;
-    case DType::Q4_1: repack_rows<BlockQ4_1>(data, row, *w, repack_block_nibbles<BlockQ4_1>); break;
-    case DType::Q8_0: repack_rows<BlockQ8_0>(data, row, *w, repack_block_q8_0); break;
-    case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, repack_block_q4_k); break;
-    case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, repack_block_q6_k); break;
-    default: return nullptr;
-  }
-  return w;
+  return repack(type, data, n_in, n_out, false);
 }
 
 std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data, int64_t n_in, int64_t n_out,
@@ -259,10 +289,8 @@ std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data
   if (it != cache.end()) {
     if (auto sp = it->second.lock(); sp && sp->type == type && sp->n_in == n_in && sp->n_out == n_out) return sp;
   }
-  std::shared_ptr<const RepackedWeight> w = repack_weight_uncached(type, data, n_in, n_out);
+  std::shared_ptr<const RepackedWeight> w = repack(type, data, n_in, n_out, release_source);
   if (!w) return nullptr;
-  // Only the repacked rows' pages: the tail rows are still read in place.
-  if (release_source) release_pages(data, row_bytes(type, n_in) * static_cast<size_t>(w->n_groups * kRepackRows));
   cache[data] = w;
   return w;
 }

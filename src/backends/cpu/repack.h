@@ -1,8 +1,7 @@
 // Weights repacked at load for the GEMM kernels (kernels.h, GemmFn): rows in groups of 16,
 // interleaved block by block, so that one vector holds the same 4 bytes of 16 rows and a
 // multiply-add of 4-byte integer dot products (VNNI vpdpbusd, or its AVX2 emulation) computes
-// 16 rows at once against one activation block. Same size as the GGUF layout (Q4_K +3%, Q6_K
-// +30%).
+// 16 rows at once against one activation block. Same size as the GGUF layout (Q4_K +3%).
 //
 // Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
 //   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
@@ -16,12 +15,18 @@
 //   Q4_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | sc[8][16] | m[8][16] (the
 //         6-bit scales and mins unpacked to bytes) | qs[4][8][16][4]: qs[p][c][r][j] = row
 //         r's byte 32p+4c+j (low nibble: sub-block 2p, high: 2p+1)                2368 bytes
-//   Q6_K  d[16] f16 | sc[16][16] int8 | u[64][16][4]: u[c][r][j] = row r's element 4c+j as
-//         an unsigned 6-bit value in a byte (weight = u - 32; +30% over the GGUF) 4384 bytes
+//   Q6_K  (per super-block of 256) d[16] f16 | sc[16][16] int8 | q[16][3][16][4], with u(e)
+//         = row r's element e as an unsigned 6-bit value (weight = u - 32); per sub-block s
+//         of 16 elements, chunk v = its elements 4v..4v+3 (v = 0..3):
+//           byte q[s][v][r][j], v = 0..2:  b7 b6 = bits 2v+1, 2v of u(16s + 12 + j) (chunk 3)
+//                                          b5..b0 = u(16s + 4v + j)                 (chunk v)
+//         so a kernel gets chunks 0-2 with one AND each and chunk 3 from the three top bit
+//         pairs; the GGUF size (q6_k_repacked_u below is the scalar spec)        3360 bytes
 // Rows past the last full group (n_out % 16) are not repacked: the matmul computes them with
 // the row kernels. A process-wide cache keyed by the weight's address shares one repacked copy
-// between sessions; after repacking, the source pages are handed back to the kernel
-// (madvise MADV_PAGEOUT, contents kept), so resident memory stays about the file size. MINFER_REPACK=0 turns repacking off (zero-copy mmap).
+// between sessions; while repacking, the source pages of the rows done are handed back to the
+// kernel every few MiB (madvise MADV_PAGEOUT, contents kept), so resident memory stays about
+// the file size, also at the peak of load. MINFER_REPACK=0 turns repacking off (zero-copy mmap).
 #pragma once
 
 #include <cstddef>
@@ -38,8 +43,8 @@ struct RepackedWeight {
   DType type = DType::F32;
   int64_t n_in = 0, n_out = 0;
   int64_t n_groups = 0;        // n_out / 16
-  int64_t n_blocks = 0;        // n_in / 32 (Q4_K: n_in / 256)
-  size_t block_bytes = 0;      // one block of a group (288 / 352 / 544 / 2368)
+  int64_t n_blocks = 0;        // n_in / 32 (Q4_K, Q6_K: n_in / 256)
+  size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 2368 / 3360)
   uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
   ~RepackedWeight();
   const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
@@ -59,6 +64,16 @@ std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data
 // The original GGUF bytes of row `row` (< n_groups * 16) of a repacked weight: out gets
 // row_bytes(type, n_in) bytes. Lets get_rows read a repacked tied embedding.
 void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out);
+
+// Q6_K: byte offset of the quants in a block, and the unsigned 6-bit value (0..63) of element
+// e (0..255) of row r (0..15) of a repacked block (the layout above).
+constexpr size_t kQ6KRepackedQuants = 32 + 256;
+inline int q6_k_repacked_u(const uint8_t* blk, int r, int e) {
+  const uint8_t* q = blk + kQ6KRepackedQuants + 192 * (e / 16) + 4 * r + e % 4;
+  const int v = e % 16 / 4;
+  if (v < 3) return q[64 * v] & 0x3f;
+  return (q[0] >> 6) | (q[64] >> 6) << 2 | (q[128] >> 6) << 4;
+}
 
 // Repacks without the cache and without releasing the source (tests).
 std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out);

@@ -21,7 +21,8 @@
 //           DIR/<step>/index.json {name: {"type":..., "ne":[...]}}; for op-by-op comparisons.
 //   llama-oracle bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512]
 //        -> like llama-bench -o json: [{"n_prompt":..,"n_gen":..,"avg_ts":..,"stddev_ts":..,
-//           "samples_ts":[..]}, ...]; pp = one prompt of random tokens (batches of -b),
+//           "rss_bytes":..,"peak_rss_bytes":..,"samples_ts":[..]}, ...] (resident memory right
+//           after the test, and the peak so far); pp = one prompt of random tokens (batches of -b),
 //           tg = single-token steps; each repetition from an empty cache after one warm-up
 //   llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]
 //        -> "PPL = x +/- y" on stderr, {"ppl":x,"ppl_err":y,"n_chunks":..,"n_scored":..} on stdout
@@ -51,6 +52,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -438,6 +440,21 @@ int cmd_dump(const Args& a) {
   return 0;
 }
 
+// VmRSS and VmHWM of this process in bytes (0 when /proc is not there).
+std::pair<size_t, size_t> resident_bytes() {
+  size_t rss = 0, hwm = 0;
+  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::sscanf(line, "VmRSS: %llu kB", &kb) == 1) rss = static_cast<size_t>(kb) * 1024;
+      if (std::sscanf(line, "VmHWM: %llu kB", &kb) == 1) hwm = static_cast<size_t>(kb) * 1024;
+    }
+    std::fclose(f);
+  }
+  return {rss, hwm};
+}
+
 int cmd_bench(const Args& a) {
   if (a.pos.size() != 1) die("usage: llama-oracle bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512]");
   const int n_pp = a.n_prompt, n_tg = a.n_predict < 0 ? 128 : a.n_predict, reps = a.reps;
@@ -489,8 +506,11 @@ int cmd_bench(const Args& a) {
     for (double x : ts) var += (x - mean) * (x - mean);
     const double sd = ts.size() > 1 ? std::sqrt(var / static_cast<double>(ts.size() - 1)) : 0.0;
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%s{\"n_prompt\":%d,\"n_gen\":%d,\"n_threads\":%d,\"avg_ts\":%.4f,\"stddev_ts\":%.4f,\"samples_ts\":[",
-                  out.size() > 1 ? "," : "", np, ng, cp.n_threads, mean, sd);
+    const auto [rss, hwm] = resident_bytes();
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"n_prompt\":%d,\"n_gen\":%d,\"n_threads\":%d,\"avg_ts\":%.4f,\"stddev_ts\":%.4f,"
+                  "\"rss_bytes\":%zu,\"peak_rss_bytes\":%zu,\"samples_ts\":[",
+                  out.size() > 1 ? "," : "", np, ng, cp.n_threads, mean, sd, rss, hwm);
     out += buf;
     for (size_t i = 0; i < ts.size(); ++i) {
       if (i) out += ',';
