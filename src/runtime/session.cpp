@@ -153,6 +153,27 @@ Expected<Scheduler::RegionView> kv_region(const Scheduler& sched, int64_t il, bo
 
 }  // namespace
 
+// The flat KV layout of kv_export/kv_import: for each layer, its K rows then its V rows, the
+// first n_pos rows of each; fn gets each cache's region, its byte offset in the flat buffer
+// and its byte count.
+Status Session::for_each_kv_slice(int n_pos,
+                                  const std::function<void(const Scheduler::RegionView&, size_t, size_t)>& fn) const {
+  const ModelHparams& hp = model_->hparams();
+  const size_t esz = kv_elem_bytes(params_.kv_type);
+  size_t off = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il)
+    for (bool is_value : {false, true}) {
+      const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
+      auto r = kv_region(*sched_, il, is_value, n_embd, params_.kv_type);
+      if (!r) return r.error();
+      const size_t n = static_cast<size_t>(n_pos) * static_cast<size_t>(n_embd) * esz;
+      fn(*r, off, n);
+      off += n;
+    }
+  MINFER_ASSERT(off == static_cast<size_t>(n_pos) * kv_row_bytes());
+  return Status::ok();
+}
+
 size_t Session::kv_row_bytes() const {
   const ModelHparams& hp = model_->hparams();
   return static_cast<size_t>(hp.n_layer * (hp.n_embd_k() + hp.n_embd_v())) * kv_elem_bytes(params_.kv_type);
@@ -238,22 +259,11 @@ Status Session::kv_remove(int p0, int p1) {
 }
 
 Expected<std::vector<uint8_t>> Session::kv_export() const {
-  std::vector<uint8_t> out;
+  std::vector<uint8_t> out(static_cast<size_t>(n_past_) * kv_row_bytes());
   if (n_past_ == 0) return out;
-  const ModelHparams& hp = model_->hparams();
-  const size_t esz = kv_elem_bytes(params_.kv_type);
-  out.resize(static_cast<size_t>(n_past_) * kv_row_bytes());
-  size_t off = 0;
-  for (int64_t il = 0; il < hp.n_layer; ++il)
-    for (bool is_value : {false, true}) {
-      const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
-      auto r = kv_region(*sched_, il, is_value, n_embd, params_.kv_type);
-      if (!r) return r.error();
-      const size_t n = static_cast<size_t>(n_past_) * static_cast<size_t>(n_embd) * esz;
-      r->backend->read(out.data() + off, r->base, n);
-      off += n;
-    }
-  MINFER_ASSERT(off == out.size());
+  MINFER_TRY(for_each_kv_slice(n_past_, [&](const Scheduler::RegionView& r, size_t off, size_t n) {
+    r.backend->read(out.data() + off, r.base, n);
+  }));
   return out;
 }
 
@@ -264,18 +274,9 @@ Status Session::kv_import(std::span<const uint8_t> bytes, int n_past) {
                       static_cast<size_t>(n_past) * kv_row_bytes(), n_past, kv_row_bytes());
   auto pg = prepared(1, 1);  // creates the cache regions on a fresh session
   if (!pg) return pg.error();
-  const ModelHparams& hp = model_->hparams();
-  const size_t esz = kv_elem_bytes(params_.kv_type);
-  size_t off = 0;
-  for (int64_t il = 0; il < hp.n_layer; ++il)
-    for (bool is_value : {false, true}) {
-      const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
-      auto r = kv_region(*sched_, il, is_value, n_embd, params_.kv_type);
-      if (!r) return r.error();
-      const size_t n = static_cast<size_t>(n_past) * static_cast<size_t>(n_embd) * esz;
-      r->backend->write(r->base, bytes.data() + off, n);
-      off += n;
-    }
+  MINFER_TRY(for_each_kv_slice(n_past, [&](const Scheduler::RegionView& r, size_t off, size_t n) {
+    r.backend->write(r.base, bytes.data() + off, n);
+  }));
   n_past_ = n_past;
   return Status::ok();
 }

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -104,6 +105,8 @@ class Session {
   Session() = default;
   Expected<PreparedGraph*> prepared(int n_tokens, int n_out);
   Status run_chunk(std::span<const int32_t> tokens, int pos0, int n_out, float* logits);
+  Status for_each_kv_slice(int n_pos,
+                           const std::function<void(const Scheduler::RegionView&, size_t, size_t)>& fn) const;
 
   std::shared_ptr<const Model> model_;
   SessionParams params_;

@@ -217,6 +217,12 @@ def test_abort_mid_stream_frees_slot(server):
         if got == 3:
             break
     stream.close()
+    assert_one_cancelled_and_idle(server, cancelled0)
+    assert greedy(c, PROMPTS[0], max_tokens=2).usage.completion_tokens == 2  # still serving
+
+
+def assert_one_cancelled_and_idle(server, cancelled0):
+    """Within 10 s: exactly one more job cancelled and no slot busy."""
     deadline = time.time() + 10
     while time.time() < deadline:
         if metric(server.url, "minfer_jobs_cancelled_total") > cancelled0 and metric(server.url, "minfer_slots_busy") == 0:
@@ -224,7 +230,6 @@ def test_abort_mid_stream_frees_slot(server):
         time.sleep(0.05)
     assert metric(server.url, "minfer_jobs_cancelled_total") == cancelled0 + 1
     assert metric(server.url, "minfer_slots_busy") == 0
-    assert greedy(c, PROMPTS[0], max_tokens=2).usage.completion_tokens == 2  # still serving
 
 
 def test_abort_non_stream_frees_slot(server):
@@ -246,13 +251,7 @@ def test_abort_non_stream_frees_slot(server):
     conn.sock.shutdown(_socket.SHUT_RDWR)  # the client goes away without reading the reply
     resp.close()
     conn.close()
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        if metric(server.url, "minfer_jobs_cancelled_total") > cancelled0 and metric(server.url, "minfer_slots_busy") == 0:
-            break
-        time.sleep(0.05)
-    assert metric(server.url, "minfer_jobs_cancelled_total") == cancelled0 + 1
-    assert metric(server.url, "minfer_slots_busy") == 0
+    assert_one_cancelled_and_idle(server, cancelled0)
     assert greedy(client(server), PROMPTS[0], max_tokens=2).usage.completion_tokens == 2  # still serving
 
 

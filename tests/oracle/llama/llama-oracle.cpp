@@ -52,9 +52,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 #include <vector>
 
+#include "core/process-memory.h"
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "llama.h"
@@ -440,21 +440,6 @@ int cmd_dump(const Args& a) {
   return 0;
 }
 
-// VmRSS and VmHWM of this process in bytes (0 when /proc is not there).
-std::pair<size_t, size_t> resident_bytes() {
-  size_t rss = 0, hwm = 0;
-  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    unsigned long long kb = 0;
-    while (std::fgets(line, sizeof line, f)) {
-      if (std::sscanf(line, "VmRSS: %llu kB", &kb) == 1) rss = static_cast<size_t>(kb) * 1024;
-      if (std::sscanf(line, "VmHWM: %llu kB", &kb) == 1) hwm = static_cast<size_t>(kb) * 1024;
-    }
-    std::fclose(f);
-  }
-  return {rss, hwm};
-}
-
 int cmd_bench(const Args& a) {
   if (a.pos.size() != 1) die("usage: llama-oracle bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512]");
   const int n_pp = a.n_prompt, n_tg = a.n_predict < 0 ? 128 : a.n_predict, reps = a.reps;
@@ -506,11 +491,11 @@ int cmd_bench(const Args& a) {
     for (double x : ts) var += (x - mean) * (x - mean);
     const double sd = ts.size() > 1 ? std::sqrt(var / static_cast<double>(ts.size() - 1)) : 0.0;
     char buf[256];
-    const auto [rss, hwm] = resident_bytes();
+    const minfer::ProcessMemory mem = minfer::process_memory();
     std::snprintf(buf, sizeof buf,
                   "%s{\"n_prompt\":%d,\"n_gen\":%d,\"n_threads\":%d,\"avg_ts\":%.4f,\"stddev_ts\":%.4f,"
                   "\"rss_bytes\":%zu,\"peak_rss_bytes\":%zu,\"samples_ts\":[",
-                  out.size() > 1 ? "," : "", np, ng, cp.n_threads, mean, sd, rss, hwm);
+                  out.size() > 1 ? "," : "", np, ng, cp.n_threads, mean, sd, mem.rss, mem.peak_rss);
     out += buf;
     for (size_t i = 0; i < ts.size(); ++i) {
       if (i) out += ',';
