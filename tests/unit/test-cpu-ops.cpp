@@ -181,15 +181,19 @@ TEST(CpuMatmul, EveryTypeOnEveryIsaWithinItsBound) {
   }
 }
 
+// The types whose GEMMs over repacked weights follow their row kernels' float order exactly.
+const DType kBitExactGemmTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                    DType::Q8_0, DType::Q4_K, DType::Q6_K};
+
 // Repacked weights (repack.h) through op_matmul's GEMM path give the same bits as the row
 // kernels of the reference, for every ISA, batch size and the rows past the last 16-row group.
 TEST(CpuMatmul, RepackedGemmIsBitIdenticalToTheRowKernels) {
   const CpuKernels* tables[4];
   const int n_tables = cpu_kernel_variants(tables, 4);
   ThreadPool pool(2);
-  for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
-    const bool k_quant = type == DType::Q4_K || type == DType::Q6_K;
-    for (int64_t n_in : {k_quant ? 256 : 32, k_quant ? 768 : 320}) {
+  for (DType type : kBitExactGemmTypes) {
+    const int64_t be = repack_block_elems(type);
+    for (int64_t n_in : {be, be == 256 ? int64_t{768} : int64_t{320}}) {
       const int64_t n_out = 16 * 3 + 5;
       const std::vector<float> w = randn(static_cast<size_t>(n_in * n_out), 7, 0.1f);
       std::vector<uint8_t> wq(row_bytes(type, n_in) * n_out);

@@ -165,7 +165,7 @@ void repack_rows(const void* data, size_t row_bytes, RepackedWeight& w, bool rel
 }
 
 std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_in, int64_t n_out, bool release_source) {
-  const int64_t block_elems = type == DType::Q4_K || type == DType::Q6_K ? 256 : 32;
+  const int64_t block_elems = repack_block_elems(type);
   if (!repack_supported(type) || n_out < kRepackRows || n_in % block_elems != 0) return nullptr;
   auto w = std::make_unique<RepackedWeight>();
   w->type = type;
@@ -263,6 +263,18 @@ size_t repack_block_bytes(DType t) {
     case DType::Q4_K: return 64 + 256 + 2048;
     case DType::Q6_K: return kQ6KRepackedQuants + 16 * 192;
     default: return 0;
+  }
+}
+
+int64_t repack_block_elems(DType t) {
+  switch (t) {
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_XS: return 256;
+    default: return 32;
   }
 }
 

@@ -43,7 +43,7 @@ struct RepackedWeight {
   DType type = DType::F32;
   int64_t n_in = 0, n_out = 0;
   int64_t n_groups = 0;        // n_out / 16
-  int64_t n_blocks = 0;        // n_in / 32 (Q4_K, Q6_K: n_in / 256)
+  int64_t n_blocks = 0;        // n_in / repack_block_elems(type)
   size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 2368 / 3360)
   uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
   ~RepackedWeight();
@@ -52,6 +52,7 @@ struct RepackedWeight {
 
 bool repack_supported(DType t);
 size_t repack_block_bytes(DType t);  // 0 when unsupported
+int64_t repack_block_elems(DType t); // elements per row in one block: 256 (super-block types) or 32
 bool repack_enabled();               // MINFER_REPACK != 0
 
 // Repacks W [n_in, n_out] (memory [n_out][n_in] in `type`), or returns the cached copy of the
