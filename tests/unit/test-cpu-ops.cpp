@@ -238,6 +238,145 @@ TEST(CpuMatmul, RepackedGemmIsBitIdenticalToTheRowKernels) {
   }
 }
 
+// F16 / BF16 weights in groups of 16 (repack.h) through op_matmul's GEMM path: the layout
+// round-trips; every ISA's GEMM gives the reference GEMM's bits; each token's result does not
+// depend on the batch; the rows past the last group come from the row kernels; and the values
+// agree within float rounding with the reference row kernels and a float64 dot of the rounded
+// operands (one fma chain of n_in terms: |error| <= n_in * 2^-24 * sum |products|).
+TEST(CpuMatmul, FloatGemmIsBatchIndependentAndWithinRoundingOfTheRowKernels) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  ThreadPool pool(2);
+  for (DType type : {DType::F16, DType::BF16}) {
+    const DType act = activation_type(type);
+    for (int64_t n_in : {32, 352}) {
+      const int64_t n_out = 16 * 3 + 5, n_rep = 48;
+      const size_t wrow = row_bytes(type, n_in);
+      const std::vector<float> w = randn(static_cast<size_t>(n_in * n_out), 7, 0.1f);
+      std::vector<uint8_t> wq(wrow * n_out);
+      for (int64_t o = 0; o < n_out; ++o) quantize_row(type, w.data() + o * n_in, wq.data() + o * wrow, n_in);
+      std::vector<float> wd(static_cast<size_t>(n_in * n_out));
+      for (int64_t o = 0; o < n_out; ++o) dequantize_row(type, wq.data() + o * wrow, wd.data() + o * n_in, n_in);
+      RepackMap repacked;
+      repacked.emplace(wq.data(), repack_weight_uncached(type, wq.data(), n_in, n_out));
+      ASSERT_TRUE(repacked.begin()->second) << dtype_name(type);
+      ASSERT_EQ(repacked.begin()->second->n_groups, 3);
+      std::vector<uint8_t> row(wrow);
+      for (int64_t o = 0; o < n_rep; ++o) {
+        unrepack_row(*repacked.begin()->second, o, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), wq.data() + o * wrow, wrow)) << dtype_name(type) << " row " << o;
+      }
+      for (int64_t n_rows : {1, 3, 9, 17}) {
+        std::vector<float> x = randn(static_cast<size_t>(n_in * n_rows), 8, 2.0f);
+        x[5] = 300.0f;
+        auto run = [&](const CpuKernels& k, const RepackMap* map, const float* xs, int64_t rows) {
+          Node wn = make_node(Op::kWeight, type, {n_in, n_out, 1, 1});
+          Node xn = make_node(Op::kInput, DType::F32, {n_in, rows, 1, 1});
+          Node yn = make_node(Op::kMatmul, DType::F32, {n_out, rows, 1, 1});
+          std::vector<uint8_t> work(op_work_size(yn, &wn, &xn));
+          Guarded y(static_cast<size_t>(n_out * rows));
+          OpArgs a;
+          a.dst = {&yn, y.data()};
+          a.src[0] = {&wn, wq.data()};
+          a.src[1] = {&xn, const_cast<float*>(xs)};
+          op_matmul(OpContext{pool, k, work.data(), work.size(), map}, a);
+          EXPECT_TRUE(y.intact());
+          return std::vector<float>(y.data(), y.data() + n_out * rows);
+        };
+        // The float64 dot of the rounded operands, and the sum of |products| for the bound.
+        std::vector<double> exact(static_cast<size_t>(n_out * n_rows)), mag(exact.size());
+        std::vector<uint8_t> xq(row_bytes(act, n_in));
+        for (int64_t t = 0; t < n_rows; ++t) {
+          tables[0]->quantize[type_slot(act)](x.data() + t * n_in, xq.data(), n_in);
+          const std::vector<double> xv = act_values(act, xq.data(), n_in);
+          for (int64_t o = 0; o < n_out; ++o) {
+            double s = 0, m = 0;
+            for (int64_t i = 0; i < n_in; ++i) {
+              const double p = double(wd[static_cast<size_t>(o * n_in + i)]) * xv[static_cast<size_t>(i)];
+              s += p;
+              m += std::fabs(p);
+            }
+            exact[static_cast<size_t>(t * n_out + o)] = s;
+            mag[static_cast<size_t>(t * n_out + o)] = m;
+          }
+        }
+        const std::vector<float> ref_rows = run(*tables[0], nullptr, x.data(), n_rows);
+        const std::vector<float> ref_gemm = run(*tables[0], &repacked, x.data(), n_rows);
+        std::vector<double> ref_rows_d(ref_rows.begin(), ref_rows.end());
+        EXPECT_LE(nmse(ref_gemm.data(), ref_rows_d.data(), ref_rows_d.size()), 1e-10) << dtype_name(type);
+        EXPECT_LE(nmse(ref_gemm.data(), exact.data(), exact.size()), 1e-10) << dtype_name(type);
+        for (size_t i = 0; i < ref_gemm.size(); ++i)
+          ASSERT_LE(std::fabs(ref_gemm[i] - exact[i]), double(n_in) * 0x1p-24 * mag[i]) << dtype_name(type) << " element " << i;
+        for (int t = 0; t < n_tables; ++t) {
+          const CpuKernels& k = *tables[t];
+          if (!k.gemm[type_slot(type)]) continue;
+          const std::vector<float> got = run(k, &repacked, x.data(), n_rows);
+          const std::vector<float> rows = run(k, nullptr, x.data(), n_rows);  // this ISA's row kernels
+          for (int64_t tok = 0; tok < n_rows; ++tok) {
+            const std::vector<float> one = run(k, &repacked, x.data() + tok * n_in, 1);
+            for (int64_t o = 0; o < n_out; ++o) {
+              const size_t i = static_cast<size_t>(tok * n_out + o);
+              const float want = o < n_rep ? ref_gemm[i] : rows[i];
+              ASSERT_EQ(f32_bits(got[i]), f32_bits(want))
+                  << dtype_name(type) << " n_in " << n_in << " rows " << n_rows << " token " << tok << " row " << o << " on " << k.isa;
+              ASSERT_EQ(f32_bits(one[static_cast<size_t>(o)]), f32_bits(got[i]))
+                  << dtype_name(type) << " alone vs batch " << n_rows << " token " << tok << " row " << o << " on " << k.isa;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The F16 / BF16 GEMM kernels called directly over every group range and token count up to 19
+// (each ISA's tilings: groups in 4s / 2s / 1s, token tiles and their tails) give the reference
+// GEMM's bits, and write only their own outputs.
+TEST(CpuMatmul, FloatGemmKernelsMatchTheReferenceOnEveryTiling) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (DType type : {DType::F16, DType::BF16}) {
+    const int64_t n_in = 96, n_out = 16 * 9;
+    const size_t wrow = row_bytes(type, n_in);
+    const std::vector<float> w = randn(static_cast<size_t>(n_in * n_out), 11, 0.1f);
+    std::vector<uint8_t> wq(wrow * n_out);
+    for (int64_t o = 0; o < n_out; ++o) quantize_row(type, w.data() + o * n_in, wq.data() + o * wrow, n_in);
+    const auto rw = repack_weight_uncached(type, wq.data(), n_in, n_out);
+    ASSERT_TRUE(rw);
+    const int64_t max_tok = 19;
+    std::vector<float> x = randn(static_cast<size_t>(n_in * max_tok), 12, 2.0f);
+    for (float& v : x) v = type == DType::F16 ? fp16_to_fp32(fp32_to_fp16(v)) : bf16_to_fp32(fp32_to_bf16(v));
+    for (int64_t n_tok = 1; n_tok <= max_tok; ++n_tok) {
+      for (auto [g0, g1] : {std::pair<int64_t, int64_t>{0, 9}, {1, 8}, {2, 5}, {3, 4}, {0, 6}}) {
+        auto run = [&](GemmFn fn) {
+          std::vector<float> y(static_cast<size_t>(n_out * n_tok), -1.0f);
+          GemmArgs a;
+          a.w = rw->data;
+          a.block_bytes = rw->block_bytes;
+          a.n_blocks = rw->n_blocks;
+          a.g0 = g0;
+          a.g1 = g1;
+          a.x = reinterpret_cast<const uint8_t*>(x.data());
+          a.x_row = static_cast<size_t>(n_in) * sizeof(float);
+          a.n_tok = n_tok;
+          a.y = y.data();
+          a.y_stride = n_out;
+          fn(a);
+          return y;
+        };
+        const std::vector<float> want = run(tables[0]->gemm[type_slot(type)]);
+        for (int t = 1; t < n_tables; ++t) {
+          if (!tables[t]->gemm[type_slot(type)]) continue;
+          const std::vector<float> got = run(tables[t]->gemm[type_slot(type)]);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << dtype_name(type) << " n_tok " << n_tok << " groups " << g0 << ".."
+                                                           << g1 << " element " << i << " on " << tables[t]->isa;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuGetRows, EveryTypeDequantizesTheChosenRows) {
   ThreadPool pool(2);
   const CpuKernels& k = cpu_kernels_ref();

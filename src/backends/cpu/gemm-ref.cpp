@@ -1,5 +1,6 @@
 // Scalar GEMM kernels over repacked weights (repack.h): the spec of the layout and of the
-// vector versions (gemm-avx2.cpp, gemm-avx512.cpp), in the Seq order of vec-dot-ref.cpp.
+// vector versions (gemm-avx2.cpp, gemm-avx512.cpp, gemm-float-avx512.cpp), in the Seq order of
+// vec-dot-ref.cpp (the float types: one fma chain per row and token, kernels.h).
 #include <cmath>
 #include <cstring>
 
@@ -187,5 +188,32 @@ void gemm_q6_k(const GemmArgs& a) {
     }
   }
 }
+
+namespace {
+
+// F16 / BF16: a group is w[n_in][16] (element-major, repack.h); x rows are f32 holding the
+// activations rounded to the weight type (op_matmul). Per row and token one chain
+// s = fma(w_e, x_e, s) over e = 0 .. n_in - 1 (the products of two F16 or two BF16 values are
+// exact in f32, so the fma rounds only the sum); no partial sums, so the result of a (row,
+// token) pair does not depend on the batch.
+template <float (*kLoad)(uint16_t)>
+void gemm_u16(const GemmArgs& a) {
+  const int64_t n_in = a.n_blocks * 32;
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    const auto* w = reinterpret_cast<const uint16_t*>(a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes);
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* x = reinterpret_cast<const float*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t e = 0; e < n_in; ++e)
+        for (int r = 0; r < kRepackRows; ++r) acc[r] = std::fma(kLoad(w[e * kRepackRows + r]), x[e], acc[r]);
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_f16(const GemmArgs& a) { gemm_u16<fp16_to_fp32>(a); }
+void gemm_bf16(const GemmArgs& a) { gemm_u16<bf16_to_fp32>(a); }
 
 }  // namespace minfer::cpu::ref

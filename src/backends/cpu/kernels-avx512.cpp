@@ -1,4 +1,5 @@
-// The "avx512" table: the AVX2 table plus AVX-512 VNNI GEMM kernels over repacked weights.
+// The "avx512" table: the AVX2 table plus AVX-512 GEMM kernels over repacked weights (VNNI for
+// the quantized types, f32 fma for F16 / BF16).
 #include "backends/cpu/kernels.h"
 
 namespace minfer::cpu {
@@ -10,6 +11,8 @@ void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
 void gemm_q5_1(const GemmArgs& a);
 void gemm_q4_1(const GemmArgs& a);
+void gemm_f16(const GemmArgs& a);  // gemm-float-avx512.cpp
+void gemm_bf16(const GemmArgs& a);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
 }  // namespace avx512
 
@@ -32,6 +35,8 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q6_K)] = avx512::gemm_q6_k;
   k.gemm[type_slot(DType::Q5_1)] = avx512::gemm_q5_1;
   k.gemm[type_slot(DType::Q4_1)] = avx512::gemm_q4_1;
+  k.gemm[type_slot(DType::F16)] = avx512::gemm_f16;
+  k.gemm[type_slot(DType::BF16)] = avx512::gemm_bf16;
   k.attn_wide = avx512::attn_wide;
   return k;
 }

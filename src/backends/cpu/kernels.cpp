@@ -58,6 +58,8 @@ CpuKernels make_ref() {
   k.gemm[type_slot(DType::Q6_K)] = ref::gemm_q6_k;
   k.gemm[type_slot(DType::Q5_1)] = ref::gemm_q5_1;
   k.gemm[type_slot(DType::Q4_1)] = ref::gemm_q4_1;
+  k.gemm[type_slot(DType::F16)] = ref::gemm_f16;
+  k.gemm[type_slot(DType::BF16)] = ref::gemm_bf16;
   return k;
 }
 

@@ -5,11 +5,19 @@
 // weight repacked for a GEMM kernel (repack.h) goes through it 16 rows at a time for all
 // activation rows (its last n_out % 16 rows through vec_dot); any other weight does one vec_dot
 // per (weight row, activation row) pair. Both give the same bits (the kernels share the float
-// order), so results never depend on the batch. Work is split over weight rows, so each thread
-// streams its own slice of the weight and reuses it for every activation row.
+// order), so results never depend on the batch. F16 / BF16 are the exception: their GEMM takes
+// the rounded activations as f32 rows (kernels.h) and sums in one chain per (row, token), so it
+// agrees with the row kernels within float rounding, and is itself batch-independent. Work is
+// split over weight rows, so each thread streams its own slice of the weight and reuses it for
+// every activation row.
+//
+// Work buffer: [n_rows] activation rows of the activation type | F16 / BF16 with a repacked
+// layout: (64-byte aligned) [n_rows][n_in] f32 of the same rounded values | Q8_0 GEMM:
+// [n_rows][n_blocks] int32 block sums.
 #include <algorithm>
 
 #include "backends/cpu/ops.h"
+#include "core/fp16.h"
 #include "core/status.h"
 #include "quant/blocks.h"
 
@@ -29,14 +37,33 @@ void block_sums(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t r0, i
   }
 }
 
+// The F16 / BF16 GEMMs take the rounded activations as f32 rows (kernels.h).
+bool float_gemm_type(DType weight) { return (weight == DType::F16 || weight == DType::BF16) && repack_supported(weight); }
+
+size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+// f32 rows [r0, r1) <- the rounded F16 / BF16 rows.
+void widen_rows(DType act, const uint8_t* xq, size_t x_row, int64_t n_in, int64_t r0, int64_t r1, float* xf) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto* h = reinterpret_cast<const uint16_t*>(xq + static_cast<size_t>(r) * x_row);
+    float* o = xf + r * n_in;
+    if (act == DType::F16)
+      for (int64_t i = 0; i < n_in; ++i) o[i] = f16_lookup(h[i]);
+    else
+      for (int64_t i = 0; i < n_in; ++i) o[i] = bf16_to_fp32(h[i]);
+  }
+}
+
 }  // namespace
 
 size_t op_work_size(const Node& n, const Node* src0, const Node* src1) {
   if (n.op != Op::kMatmul || !src0 || !src1) return 0;
   const DType act = activation_type(src0->type);
   if (act == DType::F32) return 0;
-  size_t bytes = row_bytes(act, src1->ne[0]) * static_cast<size_t>(src1->n_rows());
-  if (act == DType::Q8_0) bytes += static_cast<size_t>(src1->n_rows() * (src1->ne[0] / 32)) * sizeof(int32_t);  // xsum
+  const auto n_rows = static_cast<size_t>(src1->n_rows());
+  size_t bytes = row_bytes(act, src1->ne[0]) * n_rows;
+  if (act == DType::Q8_0) bytes += n_rows * static_cast<size_t>(src1->ne[0] / 32) * sizeof(int32_t);  // xsum
+  if (float_gemm_type(src0->type)) bytes = align64(bytes) + n_rows * static_cast<size_t>(src1->ne[0]) * sizeof(float);
   return bytes;
 }
 
@@ -62,6 +89,12 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   const uint8_t* xq = static_cast<const uint8_t*>(a.src[1].data);
   const int64_t n_blocks = rw ? rw->n_blocks : 0;
   int32_t* xsum = nullptr;
+  float* xf32 = nullptr;  // F16 / BF16 GEMM: the rounded activations as f32 rows
+  if (rw && float_gemm_type(w.type)) {
+    const size_t at = align64(x_row * static_cast<size_t>(n_rows));
+    MINFER_ASSERT(c.work_size >= at + static_cast<size_t>(n_rows * n_in) * sizeof(float));
+    xf32 = reinterpret_cast<float*>(c.work + at);
+  }
   if (act != DType::F32) {
     MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows));
     if (rw && act == DType::Q8_0) {
@@ -72,6 +105,7 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
     c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) quantize(xf + r * n_in, c.work + static_cast<size_t>(r) * x_row, n_in);
       if (xsum) block_sums(c.work, x_row, n_blocks, r0, r1, xsum);
+      if (xf32) widen_rows(act, c.work, x_row, n_in, r0, r1, xf32);
     }, 4);
     xq = c.work;
   }
@@ -81,12 +115,14 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   float* y = a.dst.f32();
 
   if (rw) {
+    const uint8_t* gx = xf32 ? reinterpret_cast<const uint8_t*>(xf32) : xq;
+    const size_t gx_row = xf32 ? static_cast<size_t>(n_in) * sizeof(float) : x_row;
     GemmArgs g;
     g.w = rw->data;
     g.block_bytes = rw->block_bytes;
     g.n_blocks = n_blocks;
-    g.x = xq;
-    g.x_row = x_row;
+    g.x = gx;
+    g.x_row = gx_row;
     g.xsum = xsum;
     g.n_tok = n_rows;
     g.y = y;
@@ -95,13 +131,13 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
     const int64_t min_groups = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_rows * kRepackRows));
     // Token blocks of ~192 KiB of activations, so a block stays in L2 while the chunk's
     // weight groups stream past it.
-    const int64_t tb = std::max<int64_t>(8, static_cast<int64_t>(196608 / x_row) / 8 * 8);
+    const int64_t tb = std::max<int64_t>(8, static_cast<int64_t>(196608 / gx_row) / 8 * 8);
     c.pool.parallel_for(rw->n_groups, [&](int64_t g0, int64_t g1) {
       for (int64_t t0 = 0; t0 < n_rows; t0 += tb) {
         GemmArgs part = g;
         part.g0 = g0;
         part.g1 = g1;
-        part.x = xq + static_cast<size_t>(t0) * x_row;
+        part.x = gx + static_cast<size_t>(t0) * gx_row;
         part.xsum = xsum ? xsum + t0 * n_blocks : nullptr;
         part.n_tok = std::min(tb, n_rows - t0);
         part.y = y + t0 * n_out;

@@ -96,6 +96,18 @@ void repack_block_q4_k(const BlockQ4_K* rows[kRepackRows], int64_t b, uint8_t* o
   }
 }
 
+// F16 / BF16: 32 elements of a row, as repack_rows sees them; repacked element-major
+// w[e][r] (repack.h).
+struct BlockU16x32 {
+  uint16_t v[32];
+};
+
+void repack_block_u16(const BlockU16x32* rows[kRepackRows], int64_t b, uint8_t* out) {
+  auto* w = reinterpret_cast<uint16_t*>(out);
+  for (int e = 0; e < 32; ++e)
+    for (int r = 0; r < kRepackRows; ++r) w[e * kRepackRows + r] = rows[r][b].v[e];
+}
+
 // The unsigned 6-bit value (0..63; the weight is u - 32) of element e of a GGUF Q6_K block.
 int q6_k_u(const BlockQ6_K& blk, int e) {
   const int h = e / 128, q = e % 128;
@@ -186,6 +198,8 @@ std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_i
     case DType::Q8_0: repack_rows<BlockQ8_0>(data, row, *w, release_source, repack_block_q8_0); break;
     case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, release_source, repack_block_q4_k); break;
     case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, release_source, repack_block_q6_k); break;
+    case DType::F16:
+    case DType::BF16: repack_rows<BlockU16x32>(data, row, *w, release_source, repack_block_u16); break;
     default: return nullptr;
   }
   return w;
@@ -246,6 +260,12 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
         }
         break;
       }
+      case DType::F16:
+      case DType::BF16: {
+        auto& o = reinterpret_cast<BlockU16x32*>(out)[b];
+        for (int e = 0; e < 32; ++e) o.v[e] = d[e * kRepackRows + r];
+        break;
+      }
       default: MINFER_ASSERT(false && "unrepack_row: type without a repacked layout");
     }
   }
@@ -262,6 +282,8 @@ size_t repack_block_bytes(DType t) {
     case DType::Q8_0: return 544;
     case DType::Q4_K: return 64 + 256 + 2048;
     case DType::Q6_K: return kQ6KRepackedQuants + 16 * 192;
+    case DType::F16:
+    case DType::BF16: return 32 * kRepackRows * 2;
     default: return 0;
   }
 }

@@ -1,7 +1,8 @@
 // Weights repacked at load for the GEMM kernels (kernels.h, GemmFn): rows in groups of 16,
 // interleaved block by block, so that one vector holds the same 4 bytes of 16 rows and a
 // multiply-add of 4-byte integer dot products (VNNI vpdpbusd, or its AVX2 emulation) computes
-// 16 rows at once against one activation block. Same size as the GGUF layout (Q4_K +3%).
+// 16 rows at once against one activation block (the float types: one element of 16 rows per
+// vector, times one broadcast activation). Same size as the GGUF layout (Q4_K +3%).
 //
 // Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
 //   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
@@ -22,6 +23,9 @@
 //                                          b5..b0 = u(16s + 4v + j)                 (chunk v)
 //         so a kernel gets chunks 0-2 with one AND each and chunk 3 from the three top bit
 //         pairs; the GGUF size (q6_k_repacked_u below is the scalar spec)        3360 bytes
+//   F16, BF16  w[32][16] u16: w[e][r] = row r's element e of the block (element-major), so
+//         one 32-byte load is element e of 16 rows, and a group (its blocks consecutive) is
+//         w[n_in][16]                                                            1024 bytes
 // Rows past the last full group (n_out % 16) are not repacked: the matmul computes them with
 // the row kernels. A process-wide cache keyed by the weight's address shares one repacked copy
 // between sessions; while repacking, the source pages of the rows done are handed back to the
@@ -44,7 +48,7 @@ struct RepackedWeight {
   int64_t n_in = 0, n_out = 0;
   int64_t n_groups = 0;        // n_out / 16
   int64_t n_blocks = 0;        // n_in / repack_block_elems(type)
-  size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 2368 / 3360)
+  size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 1024 / 2368 / 3360)
   uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
   ~RepackedWeight();
   const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
