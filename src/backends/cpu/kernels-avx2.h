@@ -15,6 +15,9 @@ namespace minfer::cpu::avx2 {
 void gemm_q4_0(const GemmArgs& a);
 void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
+// gemm-float-avx2.cpp (x: f32 rows of the F16 / BF16-rounded activations, kernels.h)
+void gemm_f16(const GemmArgs& a);
+void gemm_bf16(const GemmArgs& a);
 
 // vec-dot-avx2.cpp
 void quantize_q8_0(const float* x, void* y, int64_t n);
