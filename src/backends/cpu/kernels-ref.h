@@ -45,6 +45,8 @@ void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
 void gemm_q5_1(const GemmArgs& a);
 void gemm_q4_1(const GemmArgs& a);
+void gemm_iq4_nl(const GemmArgs& a);
+void gemm_iq4_xs(const GemmArgs& a);
 
 // Activation quantizers (vec-dot-ref.cpp).
 void quantize_f32(const float* x, void* y, int64_t n);

@@ -58,6 +58,8 @@ CpuKernels make_ref() {
   k.gemm[type_slot(DType::Q6_K)] = ref::gemm_q6_k;
   k.gemm[type_slot(DType::Q5_1)] = ref::gemm_q5_1;
   k.gemm[type_slot(DType::Q4_1)] = ref::gemm_q4_1;
+  k.gemm[type_slot(DType::IQ4_NL)] = ref::gemm_iq4_nl;
+  k.gemm[type_slot(DType::IQ4_XS)] = ref::gemm_iq4_xs;
   return k;
 }
 

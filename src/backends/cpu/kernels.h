@@ -60,13 +60,13 @@ struct AttnWideArgs {
 using AttnWideFn = void (*)(const AttnWideArgs& a);
 
 // A GEMM over weights repacked in groups of 16 rows (repack.h) and activation rows of the
-// type's activation type (Q8_0; Q8_K for Q4_K):
+// type's activation type (above):
 //   y[t * y_stride + 16 g + r] = dot(row 16 g + r, activation row t)   for g in [g0, g1)
-// in the Seq order of vec-dot-ref.cpp (bit-identical to the type's vec_dot).
+// in the float order of the type's vec_dot (bit-identical to it).
 struct GemmArgs {
   const uint8_t* w = nullptr;  // repacked groups [n_groups][n_blocks][block bytes]
   size_t block_bytes = 0;
-  int64_t n_blocks = 0;        // blocks of 32 per row
+  int64_t n_blocks = 0;        // blocks per row (repack_block_elems: 32 or 256 elements)
   int64_t g0 = 0, g1 = 0;      // groups to compute
   const uint8_t* x = nullptr;  // [n_tok] rows of n_blocks activation blocks
   size_t x_row = 0;            // bytes per activation row
