@@ -15,6 +15,9 @@ namespace minfer::cpu::avx2 {
 void gemm_q4_0(const GemmArgs& a);
 void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
+// gemm-iq4-avx2.cpp
+void gemm_iq4_nl(const GemmArgs& a);
+void gemm_iq4_xs(const GemmArgs& a);
 
 // vec-dot-avx2.cpp
 void quantize_q8_0(const float* x, void* y, int64_t n);
