@@ -29,6 +29,11 @@ void block_sums(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t r0, i
   }
 }
 
+// Where xsum starts in the work buffer: after the quantized rows, rounded up to 64 bytes, so it
+// is as aligned as the buffer (Q8_0 rows are 34 bytes per block: their end may not be even
+// 4-byte aligned, and an int32_t store there is undefined behaviour).
+size_t xsum_offset(size_t x_bytes) { return (x_bytes + 63) / 64 * 64; }
+
 }  // namespace
 
 size_t op_work_size(const Node& n, const Node* src0, const Node* src1) {
@@ -36,7 +41,8 @@ size_t op_work_size(const Node& n, const Node* src0, const Node* src1) {
   const DType act = activation_type(src0->type);
   if (act == DType::F32) return 0;
   size_t bytes = row_bytes(act, src1->ne[0]) * static_cast<size_t>(src1->n_rows());
-  if (act == DType::Q8_0) bytes += static_cast<size_t>(src1->n_rows() * (src1->ne[0] / 32)) * sizeof(int32_t);  // xsum
+  if (act == DType::Q8_0)
+    bytes = xsum_offset(bytes) + static_cast<size_t>(src1->n_rows() * (src1->ne[0] / 32)) * sizeof(int32_t);  // xsum
   return bytes;
 }
 
@@ -65,8 +71,9 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   if (act != DType::F32) {
     MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows));
     if (rw && act == DType::Q8_0) {
-      xsum = reinterpret_cast<int32_t*>(c.work + x_row * static_cast<size_t>(n_rows));
-      MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows) + static_cast<size_t>(n_rows * n_blocks) * 4);
+      const size_t offset = xsum_offset(x_row * static_cast<size_t>(n_rows));
+      xsum = reinterpret_cast<int32_t*>(c.work + offset);
+      MINFER_ASSERT(c.work_size >= offset + static_cast<size_t>(n_rows * n_blocks) * 4);
     }
     const float* xf = a.src[1].f32();
     c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) {
