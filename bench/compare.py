@@ -23,7 +23,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_MODELS = ["qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0,Q5_K_M,Q6_K", "qwen3-0.6b:Q4_0,Q4_K_M,Q8_0", "smollm2"]
+DEFAULT_MODELS = ["qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0,Q5_K_M,Q6_K",
+                  "qwen3-0.6b:Q4_0,Q4_K_M,Q8_0,Q2_K,Q3_K_M,Q5_K_M,Q6_K,IQ4_NL,IQ4_XS,F16,BF16", "smollm2"]
 
 
 def log(msg):

@@ -122,6 +122,17 @@ void gemm_q4_1(const GemmArgs& a) {
   }
 }
 
+// IQ4_NL: the Q4_0 layout, each nibble indexing kIq4nlValues (Seq order, as vec_dot_iq4_nl).
+void gemm_iq4_nl(const GemmArgs& a) {
+  gemm_generic<8>(
+      a,
+      [](const uint8_t* blk, int k, int r, int j) {
+        const uint8_t byte = blk[32 + ((k % 4) * kRepackRows + r) * 4 + j];
+        return static_cast<int>(kIq4nlValues[k < 4 ? (byte & 0x0f) : (byte >> 4)]);
+      },
+      [](int k, int j) { return (k < 4 ? 4 * k : 16 + 4 * (k - 4)) + j; });
+}
+
 void gemm_q8_0(const GemmArgs& a) {
   gemm_generic<8>(
       a,
@@ -215,5 +226,37 @@ void gemm_u16(const GemmArgs& a) {
 
 void gemm_f16(const GemmArgs& a) { gemm_u16<fp16_to_fp32>(a); }
 void gemm_bf16(const GemmArgs& a) { gemm_u16<bf16_to_fp32>(a); }
+
+// IQ4_XS x Q8_K in the order of vec_dot_iq4_xs: per super-block the exact sum
+// sum = sum_s ls_s * (T[q] . x over sub-block s of 32), then s += (d_x * d) * sum.
+void gemm_iq4_xs(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const auto* ls = reinterpret_cast<const int8_t*>(blk + 32);
+        const uint8_t* qs = blk + kIQ4XSRepackedQuants;
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum = 0;
+          for (int s = 0; s < 8; ++s) {
+            const int8_t* x = xb[b].qs + 32 * s;
+            int isum = 0;
+            for (int k = 0; k < 4; ++k)
+              for (int j = 0; j < 4; ++j) {
+                const uint8_t byte = qs[((s * 4 + k) * kRepackRows + r) * 4 + j];
+                isum += kIq4nlValues[byte & 0x0f] * x[4 * k + j] + kIq4nlValues[byte >> 4] * x[16 + 4 * k + j];
+              }
+            sum += ls[s * kRepackRows + r] * isum;
+          }
+          acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
 
 }  // namespace minfer::cpu::ref

@@ -18,6 +18,9 @@ void gemm_q8_0(const GemmArgs& a);
 // gemm-float-avx2.cpp (x: f32 rows of the F16 / BF16-rounded activations, kernels.h)
 void gemm_f16(const GemmArgs& a);
 void gemm_bf16(const GemmArgs& a);
+// gemm-iq4-avx2.cpp
+void gemm_iq4_nl(const GemmArgs& a);
+void gemm_iq4_xs(const GemmArgs& a);
 
 // vec-dot-avx2.cpp
 void quantize_q8_0(const float* x, void* y, int64_t n);

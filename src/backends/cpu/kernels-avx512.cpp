@@ -13,6 +13,8 @@ void gemm_q5_1(const GemmArgs& a);
 void gemm_q4_1(const GemmArgs& a);
 void gemm_f16(const GemmArgs& a);  // gemm-float-avx512.cpp
 void gemm_bf16(const GemmArgs& a);
+void gemm_iq4_nl(const GemmArgs& a);  // gemm-iq4-avx512.cpp
+void gemm_iq4_xs(const GemmArgs& a);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
 }  // namespace avx512
 
@@ -37,6 +39,8 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q4_1)] = avx512::gemm_q4_1;
   k.gemm[type_slot(DType::F16)] = avx512::gemm_f16;
   k.gemm[type_slot(DType::BF16)] = avx512::gemm_bf16;
+  k.gemm[type_slot(DType::IQ4_NL)] = avx512::gemm_iq4_nl;
+  k.gemm[type_slot(DType::IQ4_XS)] = avx512::gemm_iq4_xs;
   k.attn_wide = avx512::attn_wide;
   return k;
 }

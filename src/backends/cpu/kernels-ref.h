@@ -47,6 +47,8 @@ void gemm_q5_1(const GemmArgs& a);
 void gemm_q4_1(const GemmArgs& a);
 void gemm_f16(const GemmArgs& a);   // x: f32 rows of F16-rounded values (kernels.h)
 void gemm_bf16(const GemmArgs& a);  // x: f32 rows of BF16-rounded values
+void gemm_iq4_nl(const GemmArgs& a);
+void gemm_iq4_xs(const GemmArgs& a);
 
 // Activation quantizers (vec-dot-ref.cpp).
 void quantize_f32(const float* x, void* y, int64_t n);

@@ -60,6 +60,8 @@ CpuKernels make_ref() {
   k.gemm[type_slot(DType::Q4_1)] = ref::gemm_q4_1;
   k.gemm[type_slot(DType::F16)] = ref::gemm_f16;
   k.gemm[type_slot(DType::BF16)] = ref::gemm_bf16;
+  k.gemm[type_slot(DType::IQ4_NL)] = ref::gemm_iq4_nl;
+  k.gemm[type_slot(DType::IQ4_XS)] = ref::gemm_iq4_xs;
   return k;
 }
 

@@ -60,9 +60,9 @@ struct AttnWideArgs {
 using AttnWideFn = void (*)(const AttnWideArgs& a);
 
 // A GEMM over weights repacked in groups of 16 rows (repack.h) and activation rows of the
-// type's activation type (Q8_0; Q8_1; Q8_K for the K-quants):
+// type's activation type (above):
 //   y[t * y_stride + 16 g + r] = dot(row 16 g + r, activation row t)   for g in [g0, g1)
-// in the Seq order of vec-dot-ref.cpp (bit-identical to the type's vec_dot).
+// in the float order of the type's vec_dot (bit-identical to it).
 // F16 and BF16 instead take f32 activation rows holding the values already rounded to F16 /
 // BF16 (op_matmul), so x_row = 4 n_in, and compute one chain s = fma(w_e, x_e, s) per (row,
 // token) over e = 0 .. n_in - 1 in order: bit-identical across ISAs and batch sizes, within
@@ -70,7 +70,7 @@ using AttnWideFn = void (*)(const AttnWideArgs& a);
 struct GemmArgs {
   const uint8_t* w = nullptr;  // repacked groups [n_groups][n_blocks][block bytes]
   size_t block_bytes = 0;
-  int64_t n_blocks = 0;        // blocks per row (32 elements; 256 for the K-quants)
+  int64_t n_blocks = 0;        // blocks per row (repack_block_elems: 32 or 256 elements)
   int64_t g0 = 0, g1 = 0;      // groups to compute
   const uint8_t* x = nullptr;  // [n_tok] rows of n_blocks activation blocks (F16 / BF16: f32)
   size_t x_row = 0;            // bytes per activation row

@@ -40,6 +40,9 @@ void block_sums(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t r0, i
 // The F16 / BF16 GEMMs take the rounded activations as f32 rows (kernels.h).
 bool float_gemm_type(DType weight) { return (weight == DType::F16 || weight == DType::BF16) && repack_supported(weight); }
 
+// Where a second array starts in the work buffer: rounded up to 64 bytes, so it is as aligned
+// as the buffer (Q8_0 rows are 34 bytes per block: their end may not even be 4-byte aligned,
+// and an int32_t store there is undefined behaviour).
 size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
 // f32 rows [r0, r1) <- the rounded F16 / BF16 rows.
@@ -62,7 +65,7 @@ size_t op_work_size(const Node& n, const Node* src0, const Node* src1) {
   if (act == DType::F32) return 0;
   const auto n_rows = static_cast<size_t>(src1->n_rows());
   size_t bytes = row_bytes(act, src1->ne[0]) * n_rows;
-  if (act == DType::Q8_0) bytes += n_rows * static_cast<size_t>(src1->ne[0] / 32) * sizeof(int32_t);  // xsum
+  if (act == DType::Q8_0) bytes = align64(bytes) + n_rows * static_cast<size_t>(src1->ne[0] / 32) * sizeof(int32_t);  // xsum
   if (float_gemm_type(src0->type)) bytes = align64(bytes) + n_rows * static_cast<size_t>(src1->ne[0]) * sizeof(float);
   return bytes;
 }
@@ -98,8 +101,9 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   if (act != DType::F32) {
     MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows));
     if (rw && act == DType::Q8_0) {
-      xsum = reinterpret_cast<int32_t*>(c.work + x_row * static_cast<size_t>(n_rows));
-      MINFER_ASSERT(c.work_size >= x_row * static_cast<size_t>(n_rows) + static_cast<size_t>(n_rows * n_blocks) * 4);
+      const size_t offset = align64(x_row * static_cast<size_t>(n_rows));
+      xsum = reinterpret_cast<int32_t*>(c.work + offset);
+      MINFER_ASSERT(c.work_size >= offset + static_cast<size_t>(n_rows * n_blocks) * 4);
     }
     const float* xf = a.src[1].f32();
     c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) {

@@ -108,6 +108,24 @@ void repack_block_u16(const BlockU16x32* rows[kRepackRows], int64_t b, uint8_t* 
     for (int r = 0; r < kRepackRows; ++r) w[e * kRepackRows + r] = rows[r][b].v[e];
 }
 
+// IQ4_XS: d[16] f16 | ls[8][16] int8 (sub-block scale - 32) | qs[8][4][16][4]: qs[s][k][r][j]
+// = row r's qs byte 16s + 4k + j (low nibble: element 32s + 4k + j, high: 32s + 16 + 4k + j).
+void repack_block_iq4_xs(const BlockIQ4_XS* rows[kRepackRows], int64_t b, uint8_t* out) {
+  auto* d = reinterpret_cast<uint16_t*>(out);
+  auto* ls = reinterpret_cast<int8_t*>(out + 32);
+  uint8_t* qs = out + kIQ4XSRepackedQuants;
+  for (int r = 0; r < kRepackRows; ++r) {
+    const BlockIQ4_XS& blk = rows[r][b];
+    d[r] = blk.d;
+    for (int s = 0; s < 8; ++s) {
+      const int sc = ((blk.scales_l[s / 2] >> (4 * (s % 2))) & 0x0f) | (((blk.scales_h >> (2 * s)) & 3) << 4);
+      ls[s * kRepackRows + r] = static_cast<int8_t>(sc - 32);
+      for (int k = 0; k < 4; ++k)
+        for (int j = 0; j < 4; ++j) qs[((s * 4 + k) * kRepackRows + r) * 4 + j] = blk.qs[16 * s + 4 * k + j];
+    }
+  }
+}
+
 // The unsigned 6-bit value (0..63; the weight is u - 32) of element e of a GGUF Q6_K block.
 int q6_k_u(const BlockQ6_K& blk, int e) {
   const int h = e / 128, q = e % 128;
@@ -200,6 +218,8 @@ std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_i
     case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, release_source, repack_block_q6_k); break;
     case DType::F16:
     case DType::BF16: repack_rows<BlockU16x32>(data, row, *w, release_source, repack_block_u16); break;
+    case DType::IQ4_NL: repack_rows<BlockIQ4_NL>(data, row, *w, release_source, repack_block_nibbles<BlockIQ4_NL>); break;
+    case DType::IQ4_XS: repack_rows<BlockIQ4_XS>(data, row, *w, release_source, repack_block_iq4_xs); break;
     default: return nullptr;
   }
   return w;
@@ -220,6 +240,7 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
       case DType::Q4_1: unrepack_block_nibbles(in, r, reinterpret_cast<BlockQ4_1*>(out)[b]); break;
       case DType::Q5_0: unrepack_block_nibbles(in, r, reinterpret_cast<BlockQ5_0*>(out)[b]); break;
       case DType::Q5_1: unrepack_block_nibbles(in, r, reinterpret_cast<BlockQ5_1*>(out)[b]); break;
+      case DType::IQ4_NL: unrepack_block_nibbles(in, r, reinterpret_cast<BlockIQ4_NL*>(out)[b]); break;
       case DType::Q8_0: {
         auto& o = reinterpret_cast<BlockQ8_0*>(out)[b];
         o.d = d[r];
@@ -266,6 +287,21 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
         for (int e = 0; e < 32; ++e) o.v[e] = d[e * kRepackRows + r];
         break;
       }
+      case DType::IQ4_XS: {
+        auto& o = reinterpret_cast<BlockIQ4_XS*>(out)[b];
+        o.d = d[r];
+        o.scales_h = 0;
+        std::memset(o.scales_l, 0, sizeof o.scales_l);
+        for (int s = 0; s < 8; ++s) {  // the 4 + 2 bit scale packing (inverse of the repack)
+          const int sc = static_cast<int8_t>(in[32 + s * kRepackRows + r]) + 32;
+          o.scales_l[s / 2] = static_cast<uint8_t>(o.scales_l[s / 2] | ((sc & 0x0f) << (4 * (s % 2))));
+          o.scales_h = static_cast<uint16_t>(o.scales_h | ((sc >> 4) << (2 * s)));
+          for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 4; ++j)
+              o.qs[16 * s + 4 * k + j] = in[kIQ4XSRepackedQuants + ((s * 4 + k) * kRepackRows + r) * 4 + j];
+        }
+        break;
+      }
       default: MINFER_ASSERT(false && "unrepack_row: type without a repacked layout");
     }
   }
@@ -284,6 +320,8 @@ size_t repack_block_bytes(DType t) {
     case DType::Q6_K: return kQ6KRepackedQuants + 16 * 192;
     case DType::F16:
     case DType::BF16: return 32 * kRepackRows * 2;
+    case DType::IQ4_NL: return 288;
+    case DType::IQ4_XS: return kIQ4XSRepackedQuants + 2048;
     default: return 0;
   }
 }

@@ -2,11 +2,13 @@
 // interleaved block by block, so that one vector holds the same 4 bytes of 16 rows and a
 // multiply-add of 4-byte integer dot products (VNNI vpdpbusd, or its AVX2 emulation) computes
 // 16 rows at once against one activation block (the float types: one element of 16 rows per
-// vector, times one broadcast activation). Same size as the GGUF layout (Q4_K +3%).
+// vector, times one broadcast activation). Same size as the GGUF layout (Q4_K +3%, IQ4_XS
+// +1.5%: their scales unpacked to bytes).
 //
 // Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
 //   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
 //         4k+j, high nibble = element 16+4k+j)                                   288 bytes
+//   IQ4_NL as Q4_0 (the nibbles index kIq4nlValues)                              288 bytes
 //   Q5_0  as Q4_0 | hm[4][2] u64: bit 4r+j of hm[k][h] = the fifth bit of element 16h+4k+j
 //                                                                                 352 bytes
 //   Q4_1  d[16] f16 | m[16] f16 | qs as Q4_0                                     320 bytes
@@ -26,6 +28,10 @@
 //   F16, BF16  w[32][16] u16: w[e][r] = row r's element e of the block (element-major), so
 //         one 32-byte load is element e of 16 rows, and a group (its blocks consecutive) is
 //         w[n_in][16]                                                            1024 bytes
+//   IQ4_XS (per super-block of 256) d[16] f16 | ls[8][16] int8 (sub-block s's 6-bit scale
+//         - 32) | qs[8][4][16][4]: qs[s][k][r][j] = row r's byte 16s+4k+j (low nibble =
+//         element 32s+4k+j, high nibble = element 32s+16+4k+j; both index kIq4nlValues)
+//                                                                   2208 bytes (GGUF 2176)
 // Rows past the last full group (n_out % 16) are not repacked: the matmul computes them with
 // the row kernels. A process-wide cache keyed by the weight's address shares one repacked copy
 // between sessions; while repacking, the source pages of the rows done are handed back to the
@@ -48,7 +54,7 @@ struct RepackedWeight {
   int64_t n_in = 0, n_out = 0;
   int64_t n_groups = 0;        // n_out / 16
   int64_t n_blocks = 0;        // n_in / repack_block_elems(type)
-  size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 1024 / 2368 / 3360)
+  size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 1024 / 2208 / 2368 / 3360)
   uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
   ~RepackedWeight();
   const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
@@ -79,6 +85,9 @@ inline int q6_k_repacked_u(const uint8_t* blk, int r, int e) {
   if (v < 3) return q[64 * v] & 0x3f;
   return (q[0] >> 6) | (q[64] >> 6) << 2 | (q[128] >> 6) << 4;
 }
+
+// IQ4_XS: byte offset of the quants in a block (after d[16] and ls[8][16]).
+constexpr size_t kIQ4XSRepackedQuants = 32 + 128;
 
 // Repacks without the cache and without releasing the source (tests).
 std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out);

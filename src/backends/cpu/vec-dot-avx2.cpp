@@ -136,13 +136,13 @@ float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
   const auto* b = static_cast<const BlockQ8_0*>(x);
   const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
   const __m256i table = _mm256_set_m128i(t, t);
-  __m256 acc = _mm256_setzero_ps();
+  float acc = 0.0f;  // the Seq order of vec-dot-ref.cpp
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     const __m256i q = _mm256_shuffle_epi8(table, nibbles_32(a[ib].qs));
-    const __m256 d = _mm256_set1_ps(fp16(a[ib].d) * fp16(b[ib].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(q, load_q8(b[ib]))), acc);
+    const float d = fp16(a[ib].d) * fp16(b[ib].d);
+    acc = std::fma(d, static_cast<float>(hsum_i32(dot_i8_i32(q, load_q8(b[ib])))), acc);
   }
-  return hsum_f32(acc);
+  return acc;
 }
 
 float kq_dot_f16(int64_t n, const void* k, const float* q) {

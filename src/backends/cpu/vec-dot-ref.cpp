@@ -1,7 +1,7 @@
 // Scalar reference dot products of the float types and the 32-element block types, and the
 // activation quantizers. These are the spec of the ISA versions: integer sums per block are
-// exact; the 32-element block types fix their float order too (Lanes8 below), so every ISA
-// version of them is bit-identical to these; the float types agree to within float rounding.
+// exact; the 32-element block types fix their float order too (Seq or Lanes8 below), so every
+// ISA version of them is bit-identical to these; the float types agree to within float rounding.
 #include <cmath>
 #include <cstring>
 
@@ -54,8 +54,8 @@ float vec_dot_bf16(int64_t n, const void* w, const void* x) {
 
 namespace {
 
-// The float order of Q4_1 and IQ4_NL, the same on every ISA (the AVX2 kernels compute
-// exactly this, and so does llama.cpp's x86 build): lane l (0..7) of a block is the
+// The float order of Q4_1, the same on every ISA (the AVX2 kernels compute exactly this, and
+// so does llama.cpp's x86 build): lane l (0..7) of a block is the
 // integer sum of elements 4l..4l+3; lane l accumulates fma(d_w * d_x, lane, acc_l) over the
 // blocks in order; the lanes are added as ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7));
 // the mins of Q4_1/Q5_1 (m_w * s_x per block) are summed separately in block order, added last.
@@ -77,11 +77,12 @@ struct Lanes8 {
 
 inline float dxw(uint16_t a, uint16_t b) { return fp16_to_fp32(a) * fp16_to_fp32(b); }
 
-// The float order of the types with repacked GEMM kernels (Q4_0, Q5_0, Q5_1, Q8_0; repack.h):
-// one exact integer sum per block, accumulated as s = fma(d_w * d_x, isum, s) in block order
-// (Q5_1: then s = fma(m_w, s_x, s) for the block's min). The
-// repacked kernels keep 16 rows in the lanes of a vector and follow it exactly, so decode
-// (GEMV), prefill (GEMM) and every ISA give the same bits for a (row, token) pair.
+// The float order of Q4_0, Q5_0, Q5_1, Q8_0 and IQ4_NL: one exact integer sum per block,
+// accumulated as s = fma(d_w * d_x, isum, s) in block order (Q5_1: then s = fma(m_w, s_x, s)
+// for the block's min). One float per (row, token) lets the repacked GEMM kernels (repack.h)
+// keep 16 rows in the lanes of one vector and follow it exactly, so decode (GEMV), prefill
+// (GEMM) and every ISA give the same bits for a (row, token) pair. (IQ4_NL used Lanes8, as
+// llama.cpp's x86 build does, until it got a GEMM; the results differ only by float rounding.)
 struct Seq {
   float s = 0.0f;
   void add(float d, const int* w, const int8_t* x) {
@@ -163,7 +164,7 @@ float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
 float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockIQ4_NL*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  Lanes8 acc;
+  Seq acc;
   int q[kQK];
   for (int64_t ib = 0; ib < n / kQK; ++ib) {
     for (int i = 0; i < kQK; ++i) q[i] = kIq4nlValues[nibble(a[ib].qs, i)];
