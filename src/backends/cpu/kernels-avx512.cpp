@@ -10,6 +10,9 @@ void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
 void gemm_q5_1(const GemmArgs& a);
 void gemm_q4_1(const GemmArgs& a);
+void gemm_q5_k(const GemmArgs& a);  // gemm-kquant-avx512.cpp
+void gemm_q3_k(const GemmArgs& a);
+void gemm_q2_k(const GemmArgs& a);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
 }  // namespace avx512
 
@@ -32,6 +35,9 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q6_K)] = avx512::gemm_q6_k;
   k.gemm[type_slot(DType::Q5_1)] = avx512::gemm_q5_1;
   k.gemm[type_slot(DType::Q4_1)] = avx512::gemm_q4_1;
+  k.gemm[type_slot(DType::Q5_K)] = avx512::gemm_q5_k;
+  k.gemm[type_slot(DType::Q3_K)] = avx512::gemm_q3_k;
+  k.gemm[type_slot(DType::Q2_K)] = avx512::gemm_q2_k;
   k.attn_wide = avx512::attn_wide;
   return k;
 }

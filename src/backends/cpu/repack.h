@@ -15,6 +15,19 @@
 //   Q4_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | sc[8][16] | m[8][16] (the
 //         6-bit scales and mins unpacked to bytes) | qs[4][8][16][4]: qs[p][c][r][j] = row
 //         r's byte 32p+4c+j (low nibble: sub-block 2p, high: 2p+1)                2368 bytes
+//   Q5_K  (per super-block of 256) the Q4_K layout | hm[64] u64: bit 4r+j of hm[e/4] = the
+//         fifth bit of row r's element e (j = e%4; e/4 = 8 * sub-block + chunk c, so hm[8s+c]
+//         goes with the nibbles of qs[s/2][c])                                    2880 bytes
+//   Q3_K  (per super-block of 256) d[16] f16 | sc[16][16] int8 (the 6-bit scale - 32) |
+//         q2[16][16][4] | hm[64] u64, where per sub-block s of 16 elements, chunk v = its
+//         elements 4v..4v+3 (v = 0..3):
+//           byte q2[s][r][j]:   bits 2v+1..2v = the low 2 bits of element 16s+4v+j (chunk v)
+//           bit 4r+j of hm[e/4] = the hmask bit of element e (j = e%4; e/4 = 4s+v)
+//         so one vector holds a whole sub-block of 16 rows (4 chunks: a shift and an AND
+//         each); u = low + 4 * hmask bit (0..7), weight = u - 4                   1824 bytes
+//   Q2_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | scm[16][16] (the GGUF scale
+//         byte of sub-block s: scale in the low nibble, min in the high) | q2[16][16][4] as
+//         Q3_K; the GGUF size                                                     1344 bytes
 //   Q6_K  (per super-block of 256) d[16] f16 | sc[16][16] int8 | q[16][3][16][4], with u(e)
 //         = row r's element e as an unsigned 6-bit value (weight = u - 32); per sub-block s
 //         of 16 elements, chunk v = its elements 4v..4v+3 (v = 0..3):
@@ -44,7 +57,7 @@ struct RepackedWeight {
   int64_t n_in = 0, n_out = 0;
   int64_t n_groups = 0;        // n_out / 16
   int64_t n_blocks = 0;        // n_in / repack_block_elems(type)
-  size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 2368 / 3360)
+  size_t block_bytes = 0;      // one block of a group (288 ... 3360, the layouts above)
   uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
   ~RepackedWeight();
   const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
@@ -74,6 +87,22 @@ inline int q6_k_repacked_u(const uint8_t* blk, int r, int e) {
   const int v = e % 16 / 4;
   if (v < 3) return q[64 * v] & 0x3f;
   return (q[0] >> 6) | (q[64] >> 6) << 2 | (q[128] >> 6) << 4;
+}
+
+// Q5_K / Q3_K / Q2_K: byte offsets of the arrays in a block (the layouts above).
+constexpr size_t kQ5KRepackedHigh = 64 + 256 + 2048;
+constexpr size_t kQ3KRepackedQuants = 32 + 256;
+constexpr size_t kQ3KRepackedHigh = kQ3KRepackedQuants + 1024;
+constexpr size_t kQ2KRepackedQuants = 64 + 256;
+
+// Q2_K / Q3_K: the low 2 bits (0..3) of element e (0..255) of row r from the array q2.
+inline int k_repacked_low2(const uint8_t* q2, int r, int e) {
+  return (q2[64 * (e / 16) + 4 * r + e % 4] >> (2 * (e % 16 / 4))) & 3;
+}
+
+// Q3_K / Q5_K: bit 4r + e%4 of the little-endian u64 hm[e / 4] (the hmask / fifth bit).
+inline int k_repacked_bit(const uint8_t* hm, int r, int e) {
+  return (hm[8 * (e / 4) + r / 2] >> (4 * (r % 2) + e % 4)) & 1;
 }
 
 // Repacks without the cache and without releasing the source (tests).
