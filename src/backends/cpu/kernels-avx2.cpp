@@ -46,6 +46,9 @@ CpuKernels make_avx2() {
   k.gemm[type_slot(DType::Q4_0)] = avx2::gemm_q4_0;
   k.gemm[type_slot(DType::Q5_0)] = avx2::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = avx2::gemm_q8_0;
+  k.gemm[type_slot(DType::Q5_K)] = avx2::gemm_q5_k;
+  k.gemm[type_slot(DType::Q3_K)] = avx2::gemm_q3_k;
+  k.gemm[type_slot(DType::Q2_K)] = avx2::gemm_q2_k;
   return k;
 }
 

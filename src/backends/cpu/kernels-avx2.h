@@ -15,6 +15,10 @@ namespace minfer::cpu::avx2 {
 void gemm_q4_0(const GemmArgs& a);
 void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
+// gemm-kquant-avx2.cpp
+void gemm_q5_k(const GemmArgs& a);
+void gemm_q3_k(const GemmArgs& a);
+void gemm_q2_k(const GemmArgs& a);
 
 // vec-dot-avx2.cpp
 void quantize_q8_0(const float* x, void* y, int64_t n);
