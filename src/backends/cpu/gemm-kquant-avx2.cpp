@@ -1,6 +1,6 @@
 // AVX2 GEMMs over repacked Q5_K, Q3_K and Q2_K weights (repack.h), bit-identical to the scalar
 // specs in gemm-ref.cpp: each 16-row group is computed as two 8-row halves (half h = bytes
-// 32h..32h+31 of each 64-byte vector, bits 4h.. of each hm u64 byte run), one dword per row.
+// 32h..32h+31 of each 64-byte vector), one dword per row.
 // vpmaddubsw multiplies 4 unsigned weight bytes by 4 broadcast activation bytes into two int16
 // per row (no saturation: |2 * 31 * 128| = 7936); a few of them are added as int16, then
 // vpmaddwd with (scale, scale) in each dword gives scale * (sub-block sum) exactly in int32:
@@ -33,6 +33,9 @@ inline __m256 load_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si12
 // (v, v) as two int16 in each dword, from int32 lanes with |v| < 2^15.
 inline __m256i pair16(__m256i v) { return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16)); }
 
+// Bit c of each byte of hm moved to bit `to` (the caller masks bit `to`).
+inline __m256i bit_to(__m256i hm, int c, int to) { return c >= to ? _mm256_srli_epi16(hm, c - to) : _mm256_slli_epi16(hm, to - c); }
+
 // Chunk v (elements 4v..4v+3 of a sub-block of 16) of the 2-bit array q2, rows 8h..8h+7.
 inline void unpack_low2(const uint8_t* q, int h, __m256i u[4]) {
   const __m256i m3 = _mm256_set1_epi8(0x03);
@@ -63,9 +66,9 @@ void tile_q3_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
     for (int i = 0; i < T; ++i) sum[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
       __m256i u[4];
-      unpack_low2(blk + kQ3KRepackedQuants + 64 * j, h, u);
-      for (int v = 0; v < 4; ++v)
-        u[v] = _mm256_or_si256(u[v], _mm256_and_si256(bytes_from_bits_32(blk + kQ3KRepackedHigh + 8 * (4 * j + v) + 4 * h), four));
+      unpack_low2(blk + q3_k_q2_offset(j), h, u);
+      const __m256i hb = load32(blk + q3_k_hm_offset(j / 2) + 32 * h);
+      for (int v = 0; v < 4; ++v) u[v] = _mm256_or_si256(u[v], _mm256_and_si256(bit_to(hb, 4 * (j % 2) + v, 2), four));
       const __m256i scp = pair16(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 32 + 16 * j + 8 * h))));
       for (int i = 0; i < T; ++i) {
         const BlockQ8_K& xb = xr[i][b];
@@ -96,7 +99,7 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
       __m256i u[4];
-      unpack_low2(blk + kQ2KRepackedQuants + 64 * j, h, u);
+      unpack_low2(blk + q2_k_q2_offset(j), h, u);
       const __m256i scp = pair16(_mm256_and_si256(load_u8_epi32(blk + 64 + 16 * j + 8 * h), m4));
       for (int i = 0; i < T; ++i)
         sum_q[i] = _mm256_add_epi32(sum_q[i], _mm256_madd_epi16(dot4(_mm256_setzero_si256(), u, xr[i][b].qs + 16 * j), scp));
@@ -116,8 +119,8 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   for (int i = 0; i < T; ++i) _mm256_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows + 8 * h, acc[i]);
 }
 
-// Q5_K: one sub-block j of 32 at a time (8 weight vectors: nibble j % 2 of qs[j / 2][c] plus 16
-// where the bit of hm[8j + c] is set), in two int16 sums of 4 chunks each.
+// Q5_K: one sub-block j of 32 at a time (8 weight vectors: nibble j % 2 of qs[j / 2][c] OR bit c
+// of hm[j] moved to bit 4), in two int16 sums of 4 chunks each.
 template <int T>
 void tile_q5_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   __m256 acc[T];
@@ -132,10 +135,10 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       __m256i w[8];
+      const __m256i hb = load32(blk + q5_k_hm_offset(j) + 32 * h);
       for (int c = 0; c < 8; ++c) {
-        const __m256i v = _mm256_srli_epi16(load32(blk + 320 + 64 * (8 * (j / 2) + c) + 32 * h), 4 * (j % 2));
-        w[c] = _mm256_or_si256(_mm256_and_si256(v, m4),
-                               _mm256_and_si256(bytes_from_bits_32(blk + kQ5KRepackedHigh + 8 * (8 * j + c) + 4 * h), b4));
+        const __m256i v = _mm256_srli_epi16(load32(blk + q5_k_qs_offset(j / 2) + 64 * c + 32 * h), 4 * (j % 2));
+        w[c] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(bit_to(hb, c, 4), b4));
       }
       const __m256i scp = pair16(load_u8_epi32(blk + 64 + 16 * j + 8 * h));
       const __m256i mp = pair16(load_u8_epi32(blk + 192 + 16 * j + 8 * h));

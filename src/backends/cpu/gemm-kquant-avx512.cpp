@@ -34,11 +34,11 @@ inline __m512i bcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-inline __mmask64 load_mask(const uint8_t* p) {
-  uint64_t m;
-  std::memcpy(&m, p, 8);
-  return _cvtu64_mask64(m);
-}
+// Bit c of each byte of hm moved to bit `to` (the 16-bit shifts bring bits of the neighbour
+// byte only into other bit positions); the caller masks bit `to`.
+inline __m512i bit_to(__m512i hm, int c, int to) { return c >= to ? _mm512_srli_epi16(hm, c - to) : _mm512_slli_epi16(hm, to - c); }
+
+constexpr int kOrAnd = 0xf8;  // ternarylogic(a, b, c) = a | (b & c)
 
 inline __m512i load_u8_epi32(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 inline __m512 load_f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
@@ -56,7 +56,7 @@ inline void unpack_low2(const uint8_t* q, __m512i u[4]) {
 }
 
 // Q5_K x Q8_K (gemm_q5_k in gemm-ref.cpp): the Q4_K nibbles of chunk c of sub-block pair p,
-// plus 16 where the bit of hm[8s + c] is set (s = 2p for the low nibbles, 2p + 1 for the high);
+// OR bit c of hm[s] moved to bit 4 (s = 2p for the low nibbles, 2p + 1 for the high);
 // per sub-block sum times its scale (vpmulld: the sums need 17 bits); the mins through
 // vpdpwssd of (m_j, m_j) with (bsums[2j], bsums[2j+1]).
 template <int T>
@@ -69,17 +69,15 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    const uint8_t* hm = blk + kQ5KRepackedHigh;
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
       __m512i lo[8], hi[8];
+      const __m512i h_lo = _mm512_loadu_si512(blk + q5_k_hm_offset(2 * p)), h_hi = _mm512_loadu_si512(blk + q5_k_hm_offset(2 * p + 1));
       for (int c = 0; c < 8; ++c) {
-        const __m512i v = _mm512_loadu_si512(blk + 320 + 64 * (8 * p + c));
-        lo[c] = _mm512_and_si512(v, m4);
-        hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        lo[c] = _mm512_mask_add_epi8(lo[c], load_mask(hm + 8 * (16 * p + c)), lo[c], b4);
-        hi[c] = _mm512_mask_add_epi8(hi[c], load_mask(hm + 8 * (16 * p + 8 + c)), hi[c], b4);
+        const __m512i v = _mm512_loadu_si512(blk + q5_k_qs_offset(p) + 64 * c);
+        lo[c] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), bit_to(h_lo, c, 4), b4, kOrAnd);
+        hi[c] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), bit_to(h_hi, c, 4), b4, kOrAnd);
       }
       const __m512i sc_lo = load_u8_epi32(blk + 64 + 16 * (2 * p));
       const __m512i sc_hi = load_u8_epi32(blk + 64 + 16 * (2 * p + 1));
@@ -111,7 +109,7 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int64_t t0) {
 }
 
 // Q3_K x Q8_K (gemm_q3_k): per sub-block j of 16 the exact sum starts at -4 * bsum_j and takes
-// 4 vpdpbusd of u = low 2 bits + 4 (where the hm bit is set); scale_j (int8, sign-extended to
+// 4 vpdpbusd of u = low 2 bits | bit 4(j%2) + v of hm[j/2] moved to bit 2; scale_j (int8, sign-extended to
 // the low int16 of each dword, high int16 0) times the sum by vpdpwssd; s += (d_x * d) * sum.
 template <int T>
 void tile_q3_k(const GemmArgs& a, int64_t g, int64_t t0) {
@@ -127,8 +125,9 @@ void tile_q3_k(const GemmArgs& a, int64_t g, int64_t t0) {
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
       __m512i u[4];
-      unpack_low2(blk + kQ3KRepackedQuants + 64 * j, u);
-      for (int v = 0; v < 4; ++v) u[v] = _mm512_mask_add_epi8(u[v], load_mask(blk + kQ3KRepackedHigh + 8 * (4 * j + v)), u[v], four);
+      unpack_low2(blk + q3_k_q2_offset(j), u);
+      const __m512i h = _mm512_loadu_si512(blk + q3_k_hm_offset(j / 2));
+      for (int v = 0; v < 4; ++v) u[v] = _mm512_ternarylogic_epi32(u[v], bit_to(h, 4 * (j % 2) + v, 2), four, kOrAnd);
       const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * j))), low16);
       for (int i = 0; i < T; ++i) {
         const BlockQ8_K& xb = xr[i][b];
@@ -163,7 +162,7 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int64_t t0) {
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
       __m512i u[4];
-      unpack_low2(blk + kQ2KRepackedQuants + 64 * j, u);
+      unpack_low2(blk + q2_k_q2_offset(j), u);
       const __m512i sc = _mm512_and_si512(load_u8_epi32(blk + 64 + 16 * j), m4);
       for (int i = 0; i < T; ++i) {
         const int8_t* xq = xr[i][b].qs + 16 * j;

@@ -201,7 +201,6 @@ void gemm_q5_k(const GemmArgs& a) {
         const auto* d = reinterpret_cast<const uint16_t*>(blk);
         const uint8_t* sc = blk + 64;
         const uint8_t* mn = blk + 64 + 128;
-        const uint8_t* qs = blk + 64 + 256;
         for (int r = 0; r < kRepackRows; ++r) {
           int sum_q = 0, sum_m = 0;
           for (int j = 0; j < 8; ++j) {
@@ -209,8 +208,8 @@ void gemm_q5_k(const GemmArgs& a) {
             int isum = 0;
             for (int c = 0; c < 8; ++c)
               for (int e = 0; e < 4; ++e) {
-                const int q = ((qs[((p * 8 + c) * kRepackRows + r) * 4 + e] >> shift) & 0x0f) |
-                              k_repacked_bit(blk + kQ5KRepackedHigh, r, 32 * j + 4 * c + e) << 4;
+                const int q = ((blk[q5_k_qs_offset(p) + (c * kRepackRows + r) * 4 + e] >> shift) & 0x0f) |
+                              k_repacked_bit(blk + q5_k_hm_offset(j), r, 4 * c + e) << 4;
                 isum += q * xb[b].qs[32 * j + 4 * c + e];
               }
             sum_q += sc[j * kRepackRows + r] * isum;
@@ -241,7 +240,7 @@ void gemm_q3_k(const GemmArgs& a) {
           for (int j = 0; j < 16; ++j) {
             int isum = 0;
             for (int e = 16 * j; e < 16 * j + 16; ++e) {
-              const int u = k_repacked_low2(blk + kQ3KRepackedQuants, r, e) + 4 * k_repacked_bit(blk + kQ3KRepackedHigh, r, e);
+              const int u = k_repacked_low2(blk + q3_k_q2_offset(j), r, e % 16) + 4 * k_repacked_bit(blk + q3_k_hm_offset(j / 2), r, e % 32);
               isum += (u - 4) * xb[b].qs[e];
             }
             sum += sc[j * kRepackRows + r] * isum;
@@ -270,7 +269,7 @@ void gemm_q2_k(const GemmArgs& a) {
           int sum_q = 0, sum_m = 0;
           for (int j = 0; j < 16; ++j) {
             int isum = 0;
-            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += k_repacked_low2(blk + kQ2KRepackedQuants, r, e) * xb[b].qs[e];
+            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += k_repacked_low2(blk + q2_k_q2_offset(j), r, e % 16) * xb[b].qs[e];
             sum_q += (scm[j * kRepackRows + r] & 0x0f) * isum;
             sum_m += (scm[j * kRepackRows + r] >> 4) * xb[b].bsums[j];
           }
