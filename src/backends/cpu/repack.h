@@ -1,7 +1,8 @@
 // Weights repacked at load for the GEMM kernels (kernels.h, GemmFn): rows in groups of 16,
 // interleaved block by block, so that one vector holds the same 4 bytes of 16 rows and a
 // multiply-add of 4-byte integer dot products (VNNI vpdpbusd, or its AVX2 emulation) computes
-// 16 rows at once against one activation block. Same size as the GGUF layout (Q4_K +3%).
+// 16 rows at once against one activation block. About the size of the GGUF layout (Q4_K +3%,
+// Q5_K +2%, Q3_K +4%: their scales unpacked to bytes).
 //
 // Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
 //   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
@@ -21,13 +22,14 @@
 //         plane c for chunk c (a kernel moves bit c to bit 4 with one shift). Order in the
 //         block: d | dmin | sc | m | per sub-block pair p: hm[2p] hm[2p+1] qs[p]  2880 bytes
 //   Q3_K  (per super-block of 256) d[16] f16 | sc[16][16] int8 (the 6-bit scale - 32) |
-//         q2[16][16][4] | hm[64] u64, where per sub-block s of 16 elements, chunk v = its
+//         q2[16][16][4] | hm[8][16][4]; per sub-block s of 16 elements, chunk v = its
 //         elements 4v..4v+3 (v = 0..3):
 //           byte q2[s][r][j]:   bits 2v+1..2v = the low 2 bits of element 16s+4v+j (chunk v)
-//         so one vector holds a whole sub-block of 16 rows (4 chunks: a shift and an AND
-//         each); hm[8][16][4] as Q5_K's: bit c of hm[b][r][j] = the hmask bit of element e =
-//         32b + 4c + j (sub-block s = 2b + c/4, chunk v = c%4); u = low + 4 * hmask bit
-//         (0..7), weight = u - 4. Order: d | sc | per b: hm[b] q2[2b] q2[2b+1]    1824 bytes
+//           byte hm[b][r][j]:   bit c = the hmask bit of element 32b+4c+j (b = s/2,
+//                               c = 4(s%2) + v)
+//         so one vector holds the low bits of a whole sub-block of 16 rows (4 chunks: a
+//         shift and an AND each); u = low + 4 * hmask bit (0..7), weight = u - 4. Order
+//         in the block: d | sc | per b: hm[b] q2[2b] q2[2b+1]                    1824 bytes
 //   Q2_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | scm[16][16] (the GGUF scale
 //         byte of sub-block s: scale in the low nibble, min in the high) | q2[16][16][4] as
 //         Q3_K; the GGUF size                                                     1344 bytes
