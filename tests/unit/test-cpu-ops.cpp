@@ -183,7 +183,8 @@ TEST(CpuMatmul, EveryTypeOnEveryIsaWithinItsBound) {
 
 // The types whose GEMMs over repacked weights follow their row kernels' float order exactly.
 const DType kBitExactGemmTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                                    DType::Q4_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
+                                    DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                    DType::IQ4_NL, DType::IQ4_XS};
 
 // Repacked weights (repack.h) through op_matmul's GEMM path give the same bits as the row
 // kernels of the reference, for every ISA, batch size and the rows past the last 16-row group.

@@ -259,4 +259,97 @@ void gemm_iq4_xs(const GemmArgs& a) {
   }
 }
 
+// Q5_K x Q8_K in the order of vec_dot_q5_k: the Q4_K nibbles with the fifth bit of hm
+// (k_repacked_bit) as bit 4, then the float expression of Q4_K.
+void gemm_q5_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const uint8_t* sc = blk + 64;
+        const uint8_t* mn = blk + 64 + 128;
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum_q = 0, sum_m = 0;
+          for (int j = 0; j < 8; ++j) {
+            const int p = j / 2, shift = 4 * (j % 2);
+            int isum = 0;
+            for (int c = 0; c < 8; ++c)
+              for (int e = 0; e < 4; ++e) {
+                const int q = ((blk[q5_k_qs_offset(p) + (c * kRepackRows + r) * 4 + e] >> shift) & 0x0f) |
+                              k_repacked_bit(blk + q5_k_hm_offset(j), r, 4 * c + e) << 4;
+                isum += q * xb[b].qs[32 * j + 4 * c + e];
+              }
+            sum_q += sc[j * kRepackRows + r] * isum;
+            sum_m += mn[j * kRepackRows + r] * (xb[b].bsums[2 * j] + xb[b].bsums[2 * j + 1]);
+          }
+          acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(sum_q) -
+                               fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(sum_m));
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+// Q3_K x Q8_K in the order of vec_dot_q3_k: sum = sum_j (scale_j - 32) * ((u - 4) . x over
+// the 16 elements of sub-block j), u = low 2 bits + 4 * hmask bit, then s += (d_x * d) * sum.
+void gemm_q3_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum = 0;
+          for (int j = 0; j < 16; ++j) {
+            int isum = 0;
+            for (int e = 16 * j; e < 16 * j + 16; ++e) {
+              const int u = k_repacked_low2(blk + q3_k_q2_offset(j), r, e % 16) + 4 * k_repacked_bit(blk + q3_k_hm_offset(j / 2), r, e % 32);
+              isum += (u - 4) * xb[b].qs[e];
+            }
+            sum += sc[j * kRepackRows + r] * isum;
+          }
+          acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
+// Q2_K x Q8_K in the order of vec_dot_q2_k: sum_q = sum_j sc_j * (q . x over sub-block j of
+// 16), sum_m = sum_j m_j * bsum_j (sc, m = the low, high nibble of scm), then
+// s += d_x * (d * sum_q - dmin * sum_m).
+void gemm_q2_k(const GemmArgs& a) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    for (int64_t t = 0; t < a.n_tok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
+      float acc[kRepackRows] = {};
+      for (int64_t b = 0; b < a.n_blocks; ++b) {
+        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
+        const auto* d = reinterpret_cast<const uint16_t*>(blk);
+        const uint8_t* scm = blk + 64;
+        for (int r = 0; r < kRepackRows; ++r) {
+          int sum_q = 0, sum_m = 0;
+          for (int j = 0; j < 16; ++j) {
+            int isum = 0;
+            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += k_repacked_low2(blk + q2_k_q2_offset(j), r, e % 16) * xb[b].qs[e];
+            sum_q += (scm[j * kRepackRows + r] & 0x0f) * isum;
+            sum_m += (scm[j * kRepackRows + r] >> 4) * xb[b].bsums[j];
+          }
+          acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(sum_q) -
+                               fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(sum_m));
+        }
+      }
+      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+    }
+  }
+}
+
 }  // namespace minfer::cpu::ref

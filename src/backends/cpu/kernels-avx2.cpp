@@ -50,6 +50,9 @@ CpuKernels make_avx2() {
   k.gemm[type_slot(DType::BF16)] = avx2::gemm_bf16;
   k.gemm[type_slot(DType::IQ4_NL)] = avx2::gemm_iq4_nl;
   k.gemm[type_slot(DType::IQ4_XS)] = avx2::gemm_iq4_xs;
+  k.gemm[type_slot(DType::Q5_K)] = avx2::gemm_q5_k;
+  k.gemm[type_slot(DType::Q3_K)] = avx2::gemm_q3_k;
+  k.gemm[type_slot(DType::Q2_K)] = avx2::gemm_q2_k;
   return k;
 }
 

@@ -21,6 +21,10 @@ void gemm_bf16(const GemmArgs& a);
 // gemm-iq4-avx2.cpp
 void gemm_iq4_nl(const GemmArgs& a);
 void gemm_iq4_xs(const GemmArgs& a);
+// gemm-kquant-avx2.cpp
+void gemm_q5_k(const GemmArgs& a);
+void gemm_q3_k(const GemmArgs& a);
+void gemm_q2_k(const GemmArgs& a);
 
 // vec-dot-avx2.cpp
 void quantize_q8_0(const float* x, void* y, int64_t n);

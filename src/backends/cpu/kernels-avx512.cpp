@@ -15,6 +15,9 @@ void gemm_f16(const GemmArgs& a);  // gemm-float-avx512.cpp
 void gemm_bf16(const GemmArgs& a);
 void gemm_iq4_nl(const GemmArgs& a);  // gemm-iq4-avx512.cpp
 void gemm_iq4_xs(const GemmArgs& a);
+void gemm_q5_k(const GemmArgs& a);  // gemm-kquant-avx512.cpp
+void gemm_q3_k(const GemmArgs& a);
+void gemm_q2_k(const GemmArgs& a);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
 }  // namespace avx512
 
@@ -41,6 +44,9 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::BF16)] = avx512::gemm_bf16;
   k.gemm[type_slot(DType::IQ4_NL)] = avx512::gemm_iq4_nl;
   k.gemm[type_slot(DType::IQ4_XS)] = avx512::gemm_iq4_xs;
+  k.gemm[type_slot(DType::Q5_K)] = avx512::gemm_q5_k;
+  k.gemm[type_slot(DType::Q3_K)] = avx512::gemm_q3_k;
+  k.gemm[type_slot(DType::Q2_K)] = avx512::gemm_q2_k;
   k.attn_wide = avx512::attn_wide;
   return k;
 }

@@ -43,6 +43,9 @@ void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
 void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
+void gemm_q5_k(const GemmArgs& a);
+void gemm_q3_k(const GemmArgs& a);
+void gemm_q2_k(const GemmArgs& a);
 void gemm_q5_1(const GemmArgs& a);
 void gemm_q4_1(const GemmArgs& a);
 void gemm_f16(const GemmArgs& a);   // x: f32 rows of F16-rounded values (kernels.h)

@@ -56,6 +56,9 @@ CpuKernels make_ref() {
   k.gemm[type_slot(DType::Q8_0)] = ref::gemm_q8_0;
   k.gemm[type_slot(DType::Q4_K)] = ref::gemm_q4_k;
   k.gemm[type_slot(DType::Q6_K)] = ref::gemm_q6_k;
+  k.gemm[type_slot(DType::Q5_K)] = ref::gemm_q5_k;
+  k.gemm[type_slot(DType::Q3_K)] = ref::gemm_q3_k;
+  k.gemm[type_slot(DType::Q2_K)] = ref::gemm_q2_k;
   k.gemm[type_slot(DType::Q5_1)] = ref::gemm_q5_1;
   k.gemm[type_slot(DType::Q4_1)] = ref::gemm_q4_1;
   k.gemm[type_slot(DType::F16)] = ref::gemm_f16;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <type_traits>
 #include <mutex>
 
 #include "core/status.h"
@@ -74,14 +75,18 @@ void repack_block_q8_0(const BlockQ8_0* rows[kRepackRows], int64_t b, uint8_t* o
 
 // Q4_K: d[16] | dmin[16] (f16) | sc[8][16] | m[8][16] (6-bit values as bytes) |
 // qs[4][8][16][4]: qs[p][c][r][j] = row r's qs byte 32p + 4c + j (low nibble: sub-block 2p,
-// high nibble: sub-block 2p + 1; element 4c + j of that sub-block).
-void repack_block_q4_k(const BlockQ4_K* rows[kRepackRows], int64_t b, uint8_t* out) {
+// high nibble: sub-block 2p + 1; element 4c + j of that sub-block). Q5_K starts the same.
+// (Q5_K places qs[p] at q5_k_qs_offset(p) instead of 320 + 512p.)
+template <class Block>
+size_t q4_k_qs_offset(int p) { return std::is_same_v<Block, BlockQ5_K> ? q5_k_qs_offset(p) : 320 + 512 * static_cast<size_t>(p); }
+
+template <class Block>
+void repack_block_q4_k(const Block* rows[kRepackRows], int64_t b, uint8_t* out) {
   auto* d = reinterpret_cast<uint16_t*>(out);
   uint8_t* sc = out + 64;
   uint8_t* mn = out + 64 + 128;
-  uint8_t* qs = out + 64 + 256;
   for (int r = 0; r < kRepackRows; ++r) {
-    const BlockQ4_K& blk = rows[r][b];
+    const Block& blk = rows[r][b];
     d[r] = blk.d;
     d[kRepackRows + r] = blk.dmin;
     for (int j = 0; j < 8; ++j) {
@@ -92,7 +97,100 @@ void repack_block_q4_k(const BlockQ4_K* rows[kRepackRows], int64_t b, uint8_t* o
     }
     for (int p = 0; p < 4; ++p)
       for (int c = 0; c < 8; ++c)
-        for (int j = 0; j < 4; ++j) qs[((p * 8 + c) * kRepackRows + r) * 4 + j] = blk.qs[32 * p + 4 * c + j];
+        for (int j = 0; j < 4; ++j) out[q4_k_qs_offset<Block>(p) + (c * kRepackRows + r) * 4 + j] = blk.qs[32 * p + 4 * c + j];
+  }
+}
+
+// The inverse for row r of a group (Q4_K, and the Q4_K part of Q5_K).
+template <class Block>
+void unrepack_block_q4_k(const uint8_t* in, int r, Block& o) {
+  const auto* d = reinterpret_cast<const uint16_t*>(in);
+  o.d = d[r];
+  o.dmin = d[kRepackRows + r];
+  int sc[8], m[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = in[64 + j * kRepackRows + r];
+    m[j] = in[64 + 128 + j * kRepackRows + r];
+  }
+  for (int j = 0; j < 4; ++j) {  // the 12-byte 6-bit packing (inverse of the repack)
+    o.scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    o.scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    o.scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4));
+  }
+  for (int p = 0; p < 4; ++p)
+    for (int c = 0; c < 8; ++c)
+      for (int j = 0; j < 4; ++j) o.qs[32 * p + 4 * c + j] = in[q4_k_qs_offset<Block>(p) + (c * kRepackRows + r) * 4 + j];
+}
+
+// Sets the bit of element i (0..31) of row r in a 64-byte hm vector (the fifth bit of Q5_K,
+// the hmask bit of Q3_K): bit i / 4 of byte 4r + i % 4 (k_repacked_bit in repack.h reads it).
+void set_repacked_bit(uint8_t* hm, int r, int i, int bit) {
+  uint8_t& byte = hm[4 * r + i % 4];
+  byte = static_cast<uint8_t>(byte | bit << (i / 4));
+}
+
+// Q5_K: the Q4_K layout | hm[8][16][4] with the fifth bit of element e = bit e / 32 of the GGUF
+// qh[e % 32].
+void repack_block_q5_k(const BlockQ5_K* rows[kRepackRows], int64_t b, uint8_t* out) {
+  repack_block_q4_k(rows, b, out);
+  for (int s = 0; s < 8; ++s) std::memset(out + q5_k_hm_offset(s), 0, 64);
+  for (int r = 0; r < kRepackRows; ++r)
+    for (int e = 0; e < 256; ++e) set_repacked_bit(out + q5_k_hm_offset(e / 32), r, e % 32, (rows[r][b].qh[e % 32] >> (e / 32)) & 1);
+}
+
+// The low 2 bits of element e of a GGUF Q2_K / Q3_K block: element 128h + 32s + l is bits
+// 2s+1..2s of qs[32h + l].
+int k_low2(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3; }
+
+// The 2-bit vectors q2[s] of a Q2_K / Q3_K block (at out + offset(s)): byte q2[s][r][j] holds
+// element 16s + 4v + j of row r in bits 2v+1..2v (k_repacked_low2 in repack.h reads it).
+void repack_low2(const uint8_t* qs, int r, uint8_t* out, size_t (*offset)(int)) {
+  for (int e = 0; e < 256; ++e) {
+    uint8_t& byte = out[offset(e / 16) + 4 * r + e % 4];
+    byte = static_cast<uint8_t>(byte | k_low2(qs, e) << (2 * (e % 16 / 4)));
+  }
+}
+
+void unrepack_low2(const uint8_t* in, size_t (*offset)(int), int r, uint8_t* qs) {
+  std::memset(qs, 0, 64);
+  for (int e = 0; e < 256; ++e)
+    qs[32 * (e / 128) + e % 32] = static_cast<uint8_t>(qs[32 * (e / 128) + e % 32] | k_repacked_low2(in + offset(e / 16), r, e % 16) << (2 * (e / 32 % 4)));
+}
+
+// Q2_K: d[16] | dmin[16] (f16) | scm[16][16] (the GGUF scale bytes: scale in the low nibble,
+// min in the high) | q2[16][16][4]. The GGUF size.
+void repack_block_q2_k(const BlockQ2_K* rows[kRepackRows], int64_t b, uint8_t* out) {
+  auto* d = reinterpret_cast<uint16_t*>(out);
+  uint8_t* scm = out + 64;
+  std::memset(out + q2_k_q2_offset(0), 0, 1024);
+  for (int r = 0; r < kRepackRows; ++r) {
+    const BlockQ2_K& blk = rows[r][b];
+    d[r] = blk.d;
+    d[kRepackRows + r] = blk.dmin;
+    for (int j = 0; j < 16; ++j) scm[j * kRepackRows + r] = blk.scales[j];
+    repack_low2(blk.qs, r, out, q2_k_q2_offset);
+  }
+}
+
+// 6-bit scale j of a GGUF Q3_K block (stored with +32): low nibble in scales[j % 8] (j < 8:
+// low half), top 2 bits in bits 2(j/4)+1..2(j/4) of scales[8 + j % 4].
+int q3_k_scale(const uint8_t* s, int j) {
+  const int low = j < 8 ? (s[j] & 0x0f) : (s[j - 8] >> 4);
+  return low | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4;
+}
+
+// Q3_K: d[16] f16 | sc[16][16] int8 (scale - 32) | q2[16][16][4] | hm[8][16][4] with the
+// hmask bit of element e (bit e / 32 of the GGUF hmask[e % 32]).
+void repack_block_q3_k(const BlockQ3_K* rows[kRepackRows], int64_t b, uint8_t* out) {
+  auto* d = reinterpret_cast<uint16_t*>(out);
+  auto* sc = reinterpret_cast<int8_t*>(out + 32);
+  std::memset(out + q3_k_hm_offset(0), 0, 8 * 192);
+  for (int r = 0; r < kRepackRows; ++r) {
+    const BlockQ3_K& blk = rows[r][b];
+    d[r] = blk.d;
+    for (int j = 0; j < 16; ++j) sc[j * kRepackRows + r] = static_cast<int8_t>(q3_k_scale(blk.scales, j) - 32);
+    repack_low2(blk.qs, r, out, q3_k_q2_offset);
+    for (int e = 0; e < 256; ++e) set_repacked_bit(out + q3_k_hm_offset(e / 32), r, e % 32, (blk.hmask[e % 32] >> (e / 32)) & 1);
   }
 }
 
@@ -214,7 +312,10 @@ std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_i
     case DType::Q5_1: repack_rows<BlockQ5_1>(data, row, *w, release_source, repack_block_nibbles<BlockQ5_1>); break;
     case DType::Q4_1: repack_rows<BlockQ4_1>(data, row, *w, release_source, repack_block_nibbles<BlockQ4_1>); break;
     case DType::Q8_0: repack_rows<BlockQ8_0>(data, row, *w, release_source, repack_block_q8_0); break;
-    case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, release_source, repack_block_q4_k); break;
+    case DType::Q4_K: repack_rows<BlockQ4_K>(data, row, *w, release_source, repack_block_q4_k<BlockQ4_K>); break;
+    case DType::Q5_K: repack_rows<BlockQ5_K>(data, row, *w, release_source, repack_block_q5_k); break;
+    case DType::Q3_K: repack_rows<BlockQ3_K>(data, row, *w, release_source, repack_block_q3_k); break;
+    case DType::Q2_K: repack_rows<BlockQ2_K>(data, row, *w, release_source, repack_block_q2_k); break;
     case DType::Q6_K: repack_rows<BlockQ6_K>(data, row, *w, release_source, repack_block_q6_k); break;
     case DType::F16:
     case DType::BF16: repack_rows<BlockU16x32>(data, row, *w, release_source, repack_block_u16); break;
@@ -248,23 +349,35 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
           for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = static_cast<int8_t>(in[32 + (k * kRepackRows + r) * 4 + j] ^ 0x80u);
         break;
       }
-      case DType::Q4_K: {
-        auto& o = reinterpret_cast<BlockQ4_K*>(out)[b];
+      case DType::Q4_K: unrepack_block_q4_k(in, r, reinterpret_cast<BlockQ4_K*>(out)[b]); break;
+      case DType::Q5_K: {
+        auto& o = reinterpret_cast<BlockQ5_K*>(out)[b];
+        unrepack_block_q4_k(in, r, o);
+        std::memset(o.qh, 0, sizeof o.qh);
+        for (int e = 0; e < 256; ++e)
+          o.qh[e % 32] = static_cast<uint8_t>(o.qh[e % 32] | k_repacked_bit(in + q5_k_hm_offset(e / 32), r, e % 32) << (e / 32));
+        break;
+      }
+      case DType::Q2_K: {
+        auto& o = reinterpret_cast<BlockQ2_K*>(out)[b];
         o.d = d[r];
         o.dmin = d[kRepackRows + r];
-        int sc[8], m[8];
-        for (int j = 0; j < 8; ++j) {
-          sc[j] = in[64 + j * kRepackRows + r];
-          m[j] = in[64 + 128 + j * kRepackRows + r];
-        }
-        for (int j = 0; j < 4; ++j) {  // the 12-byte 6-bit packing (inverse of the repack)
-          o.scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-          o.scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
-          o.scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4));
-        }
-        for (int p = 0; p < 4; ++p)
-          for (int c = 0; c < 8; ++c)
-            for (int j = 0; j < 4; ++j) o.qs[32 * p + 4 * c + j] = in[320 + ((p * 8 + c) * kRepackRows + r) * 4 + j];
+        for (int j = 0; j < 16; ++j) o.scales[j] = in[64 + j * kRepackRows + r];
+        unrepack_low2(in, q2_k_q2_offset, r, o.qs);
+        break;
+      }
+      case DType::Q3_K: {
+        auto& o = reinterpret_cast<BlockQ3_K*>(out)[b];
+        o.d = d[r];
+        int sc[16];
+        for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(in[32 + j * kRepackRows + r]) + 32;
+        for (int j = 0; j < 8; ++j) o.scales[j] = static_cast<uint8_t>((sc[j] & 0x0f) | (sc[j + 8] & 0x0f) << 4);
+        for (int i = 0; i < 4; ++i)  // the top 2 bits (inverse of q3_k_scale)
+          o.scales[8 + i] = static_cast<uint8_t>(sc[i] >> 4 | (sc[i + 4] >> 4) << 2 | (sc[i + 8] >> 4) << 4 | (sc[i + 12] >> 4) << 6);
+        unrepack_low2(in, q3_k_q2_offset, r, o.qs);
+        std::memset(o.hmask, 0, sizeof o.hmask);
+        for (int e = 0; e < 256; ++e)
+          o.hmask[e % 32] = static_cast<uint8_t>(o.hmask[e % 32] | k_repacked_bit(in + q3_k_hm_offset(e / 32), r, e % 32) << (e / 32));
         break;
       }
       case DType::Q6_K: {
@@ -308,6 +421,7 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
 }
 
 static_assert(kQ6KRepackedQuants + 16 * 192 == kRepackRows * sizeof(BlockQ6_K), "Q6_K repacks to the GGUF size");
+static_assert(320 + 1024 == kRepackRows * sizeof(BlockQ2_K), "Q2_K repacks to the GGUF size");
 
 size_t repack_block_bytes(DType t) {
   switch (t) {
@@ -317,6 +431,9 @@ size_t repack_block_bytes(DType t) {
     case DType::Q4_1: return 320;
     case DType::Q8_0: return 544;
     case DType::Q4_K: return 64 + 256 + 2048;
+    case DType::Q5_K: return 320 + 4 * 640;
+    case DType::Q3_K: return 288 + 8 * 192;
+    case DType::Q2_K: return 320 + 1024;
     case DType::Q6_K: return kQ6KRepackedQuants + 16 * 192;
     case DType::F16:
     case DType::BF16: return 32 * kRepackRows * 2;

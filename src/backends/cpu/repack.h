@@ -2,8 +2,8 @@
 // interleaved block by block, so that one vector holds the same 4 bytes of 16 rows and a
 // multiply-add of 4-byte integer dot products (VNNI vpdpbusd, or its AVX2 emulation) computes
 // 16 rows at once against one activation block (the float types: one element of 16 rows per
-// vector, times one broadcast activation). Same size as the GGUF layout (Q4_K +3%, IQ4_XS
-// +1.5%: their scales unpacked to bytes).
+// vector, times one broadcast activation). About the size of the GGUF layout (Q4_K +3%, Q5_K
+// +2%, Q3_K +4%, IQ4_XS +1.5%: their scales unpacked to bytes).
 //
 // Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
 //   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
@@ -18,6 +18,23 @@
 //   Q4_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | sc[8][16] | m[8][16] (the
 //         6-bit scales and mins unpacked to bytes) | qs[4][8][16][4]: qs[p][c][r][j] = row
 //         r's byte 32p+4c+j (low nibble: sub-block 2p, high: 2p+1)                2368 bytes
+//   Q5_K  (per super-block of 256) as Q4_K plus hm[8][16][4]: bit c of hm[s][r][j] = the
+//         fifth bit of row r's element 4c+j of sub-block s (of 32), i.e. of element e = 32s +
+//         4c + j; so one vector hm[s] holds the fifth bits of the 8 chunks of sub-block s, bit
+//         plane c for chunk c (a kernel moves bit c to bit 4 with one shift). Order in the
+//         block: d | dmin | sc | m | per sub-block pair p: hm[2p] hm[2p+1] qs[p]  2880 bytes
+//   Q3_K  (per super-block of 256) d[16] f16 | sc[16][16] int8 (the 6-bit scale - 32) |
+//         q2[16][16][4] | hm[8][16][4]; per sub-block s of 16 elements, chunk v = its
+//         elements 4v..4v+3 (v = 0..3):
+//           byte q2[s][r][j]:   bits 2v+1..2v = the low 2 bits of element 16s+4v+j (chunk v)
+//           byte hm[b][r][j]:   bit c = the hmask bit of element 32b+4c+j (b = s/2,
+//                               c = 4(s%2) + v)
+//         so one vector holds the low bits of a whole sub-block of 16 rows (4 chunks: a
+//         shift and an AND each); u = low + 4 * hmask bit (0..7), weight = u - 4. Order
+//         in the block: d | sc | per b: hm[b] q2[2b] q2[2b+1]                    1824 bytes
+//   Q2_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | scm[16][16] (the GGUF scale
+//         byte of sub-block s: scale in the low nibble, min in the high) | q2[16][16][4] as
+//         Q3_K; the GGUF size                                                     1344 bytes
 //   Q6_K  (per super-block of 256) d[16] f16 | sc[16][16] int8 | q[16][3][16][4], with u(e)
 //         = row r's element e as an unsigned 6-bit value (weight = u - 32); per sub-block s
 //         of 16 elements, chunk v = its elements 4v..4v+3 (v = 0..3):
@@ -54,7 +71,7 @@ struct RepackedWeight {
   int64_t n_in = 0, n_out = 0;
   int64_t n_groups = 0;        // n_out / 16
   int64_t n_blocks = 0;        // n_in / repack_block_elems(type)
-  size_t block_bytes = 0;      // one block of a group (288 / 320 / 352 / 384 / 544 / 1024 / 2208 / 2368 / 3360)
+  size_t block_bytes = 0;      // one block of a group (288 ... 3360, the layouts above)
   uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
   ~RepackedWeight();
   const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
@@ -88,6 +105,26 @@ inline int q6_k_repacked_u(const uint8_t* blk, int r, int e) {
 
 // IQ4_XS: byte offset of the quants in a block (after d[16] and ls[8][16]).
 constexpr size_t kIQ4XSRepackedQuants = 32 + 128;
+// Q5_K / Q3_K / Q2_K: where the arrays of the layouts above lie in a block. The bit planes hm
+// sit next to the quants they go with, so a kernel reads a block front to back (one stream
+// for the hardware prefetcher; an array read alongside from the end of the block halves the
+// decode bandwidth).
+//   Q5_K  per sub-block pair p at 320 + 640p: hm[2p] | hm[2p+1] | qs[p] (512 bytes)
+//   Q3_K  per sub-block pair b (32 elements) at 288 + 192b: hm[b] | q2[2b] | q2[2b+1]
+//   Q2_K  q2[s] at 320 + 64s
+inline size_t q5_k_hm_offset(int s) { return 320 + 640 * (s / 2) + 64 * (s % 2); }
+inline size_t q5_k_qs_offset(int p) { return 320 + 640 * p + 128; }
+inline size_t q3_k_hm_offset(int b) { return 288 + 192 * b; }
+inline size_t q3_k_q2_offset(int s) { return 288 + 192 * (s / 2) + 64 + 64 * (s % 2); }
+inline size_t q2_k_q2_offset(int s) { return 320 + 64 * s; }
+
+// Q2_K / Q3_K: the low 2 bits (0..3) of element i (0..15) of a sub-block of row r, from its
+// 64-byte q2 vector.
+inline int k_repacked_low2(const uint8_t* q2, int r, int i) { return (q2[4 * r + i % 4] >> (2 * (i / 4))) & 3; }
+
+// Q3_K / Q5_K: the hmask / fifth bit of element i (0..31) of row r, from a 64-byte hm vector
+// (bit i/4 of byte 4r + i%4).
+inline int k_repacked_bit(const uint8_t* hm, int r, int i) { return (hm[4 * r + i % 4] >> (i / 4)) & 1; }
 
 // Repacks without the cache and without releasing the source (tests).
 std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out);
