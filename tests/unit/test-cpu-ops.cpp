@@ -145,6 +145,38 @@ TEST(CpuVecDot, BlockTypesAreBitIdenticalAcrossIsas) {
   }
 }
 
+// Every activation quantizer of every table writes the reference's bytes, on rows with the
+// cases that have their own rules: ties of the largest magnitude (the first one wins, either
+// sign), an all-zero block, values halfway between two quanta, a subnormal largest value, NaN
+// and infinity, and a block whose largest value is negative.
+TEST(CpuQuantize, ActivationQuantizersAreByteIdenticalAcrossIsas) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  const int64_t n = 256 * 8;
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    std::vector<float> x = randn(static_cast<size_t>(n), seed, 20.0f);
+    x[3] = 90.0f, x[200] = -90.0f;                         // block 0: tie, positive first
+    x[256 + 7] = -77.0f, x[256 + 100] = 77.0f;             // block 1: tie, negative first
+    for (int i = 512; i < 768; ++i) x[static_cast<size_t>(i)] = 0.0f;  // block 2: zeros
+    for (int i = 768; i < 1024; ++i) x[static_cast<size_t>(i)] = (i % 7 - 3) * 0.5f;  // exact halves
+    x[1024 + 9] = -1e-42f;                                 // block 4: subnormal max
+    for (int i = 1025; i < 1024 + 256; ++i) x[static_cast<size_t>(i)] = (i % 2) ? 1e-43f : 0.0f;
+    if (seed == 2) x[1280 + 5] = std::nanf("");            // block 5: NaN
+    if (seed == 3) x[1536 + 5] = -INFINITY;                // block 6: infinity
+    x[1792 + 255] = -1000.0f;                              // block 7: the largest value last
+    for (DType act : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F16, DType::BF16}) {
+      std::vector<uint8_t> want(row_bytes(act, n));
+      tables[0]->quantize[type_slot(act)](x.data(), want.data(), n);
+      for (int t = 1; t < n_tables; ++t) {
+        std::vector<uint8_t> got(want.size(), 0xA5);
+        tables[t]->quantize[type_slot(act)](x.data(), got.data(), n);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << dtype_name(act) << " byte " << i << " seed " << seed << " on " << tables[t]->isa;
+      }
+    }
+  }
+}
+
 TEST(CpuMatmul, EveryTypeOnEveryIsaWithinItsBound) {
   const CpuKernels* tables[4];
   const int n_tables = cpu_kernel_variants(tables, 4);

@@ -47,21 +47,26 @@ inline void unpack_iq4(const uint8_t* q, __m512i table, __m512i& lo, __m512i& hi
 template <int T>
 void tile_iq4_nl(const GemmArgs& a, int64_t g, int64_t t0) {
   __m512 acc[T];
+  #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
   const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
   const BlockQ8_0* xr[T];
+  #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m512i table = iq4_table_u8();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512i w[8];  // w[k]: elements 4k..4k+3, w[4 + k]: 16+4k..16+4k+3 (k = 0..3)
+    #pragma GCC unroll 8
     for (int k = 0; k < 4; ++k) unpack_iq4(blk + 32 + 64 * k, table, w[k], w[4 + k]);
+    #pragma GCC unroll 8
     for (int i = 0; i < T; ++i) {
       const BlockQ8_0& xb = xr[i][b];
       // Two independent chains of 4 (the dpbusd latency), added exactly at the end.
       __m512i s0 = _mm512_set1_epi32(-128 * a.xsum[(t0 + i) * a.n_blocks + b]);
       __m512i s1 = _mm512_setzero_si512();
+      #pragma GCC unroll 8
       for (int k = 0; k < 4; ++k) {
         s0 = _mm512_dpbusd_epi32(s0, w[k], bcast_x4(xb.qs + 4 * k));
         s1 = _mm512_dpbusd_epi32(s1, w[4 + k], bcast_x4(xb.qs + 16 + 4 * k));
@@ -70,6 +75,7 @@ void tile_iq4_nl(const GemmArgs& a, int64_t g, int64_t t0) {
       acc[i] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[i]);
     }
   }
+  #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
 }
 
@@ -80,24 +86,30 @@ void tile_iq4_nl(const GemmArgs& a, int64_t g, int64_t t0) {
 template <int T>
 void tile_iq4_xs(const GemmArgs& a, int64_t g, int64_t t0) {
   __m512 acc[T];
+  #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
   const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
   const BlockQ8_K* xr[T];
+  #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m512i table = iq4_table_u8();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
     __m512i sum[T];
+    #pragma GCC unroll 8
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
       __m512i w[8];  // w[k]: elements 32s+4k.., w[4 + k]: 32s+16+4k.. (k = 0..3)
+      #pragma GCC unroll 8
       for (int k = 0; k < 4; ++k) unpack_iq4(blk + kIQ4XSRepackedQuants + 64 * (4 * s + k), table, w[k], w[4 + k]);
       const __m512i ls = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * s)));
+      #pragma GCC unroll 8
       for (int i = 0; i < T; ++i) {
         const BlockQ8_K& xb = xr[i][b];
         const int8_t* x = xb.qs + 32 * s;
         __m512i s0 = _mm512_set1_epi32(-128 * (xb.bsums[2 * s] + xb.bsums[2 * s + 1]));
         __m512i s1 = _mm512_setzero_si512();
+        #pragma GCC unroll 8
         for (int k = 0; k < 4; ++k) {
           s0 = _mm512_dpbusd_epi32(s0, w[k], bcast_x4(x + 4 * k));
           s1 = _mm512_dpbusd_epi32(s1, w[4 + k], bcast_x4(x + 16 + 4 * k));
@@ -106,11 +118,13 @@ void tile_iq4_xs(const GemmArgs& a, int64_t g, int64_t t0) {
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    #pragma GCC unroll 8
     for (int i = 0; i < T; ++i) {
       const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(xr[i][b].d), dw);
       acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(sum[i])));
     }
   }
+  #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) _mm512_storeu_ps(a.y + (t0 + i) * a.y_stride + g * kRepackRows, acc[i]);
 }
 

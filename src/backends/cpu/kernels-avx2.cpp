@@ -40,6 +40,7 @@ CpuKernels make_avx2() {
   k.attn_wide = avx2::attn_wide;
   k.quantize[type_slot(DType::Q8_0)] = avx2::quantize_q8_0;
   k.quantize[type_slot(DType::Q8_1)] = avx2::quantize_q8_1;
+  k.quantize[type_slot(DType::Q8_K)] = avx2::quantize_q8_k;
   // Only this ISA's own GEMMs: a weight type without one keeps the AVX2 row kernels (same bits)
   // rather than the scalar reference GEMM.
   for (GemmFn& g : k.gemm) g = nullptr;

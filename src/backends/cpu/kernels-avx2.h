@@ -29,6 +29,7 @@ void gemm_q2_k(const GemmArgs& a);
 // vec-dot-avx2.cpp
 void quantize_q8_0(const float* x, void* y, int64_t n);
 void quantize_q8_1(const float* x, void* y, int64_t n);
+void quantize_q8_k(const float* x, void* y, int64_t n);  // quantize-q8k-avx2.cpp
 float vec_dot_f32(int64_t n, const void* w, const void* x);
 float vec_dot_f16(int64_t n, const void* w, const void* x);
 float vec_dot_bf16(int64_t n, const void* w, const void* x);

@@ -213,7 +213,8 @@ void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
 
 // Q8_0 / Q8_1 activations exactly as the reference (vec-dot-ref.cpp): amax by max (exact in
 // any order), d = amax / 127, q = round-half-even(x * (127 / amax)) by cvtps (MXCSR's default
-// rounding), the Q8_1 sum as an integer.
+// rounding), the Q8_1 sum as an integer. A block whose scale is not finite (a subnormal or
+// non-finite largest value) takes the reference's scalar rules.
 template <bool kWithSum, typename Block>
 void quantize_q8_blocks(const float* x, Block* b, int64_t n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -228,6 +229,14 @@ void quantize_q8_blocks(const float* x, Block* b, int64_t n) {
     const float amax = _mm_cvtss_f32(h);
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    __m256 bad = _mm256_setzero_ps();  // lanes with NaN or +-inf (max_ps may drop a NaN)
+    for (int j = 0; j < 4; ++j) bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_andnot_ps(sign, v[j]), inf, _CMP_NLT_UQ));
+    if (_mm256_movemask_ps(bad) != 0 || !std::isfinite(id)) {  // subnormal or non-finite: the scalar rules
+      if constexpr (kWithSum) ref::quantize_q8_1(x, &b[ib], kQK);
+      else ref::quantize_q8_0(x, &b[ib], kQK);
+      continue;
+    }
     const __m256 mul = _mm256_set1_ps(id);
     __m256i q[4];
     for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], mul));
