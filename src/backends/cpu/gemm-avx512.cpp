@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
@@ -296,38 +297,20 @@ void tile_q4_1(const GemmArgs& a, int64_t g, int64_t t0) {
 }  // namespace
 
 void gemm_q4_1(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 2 <= a.n_tok; t += 2) tile_q4_1<2>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_q4_1<1>(a, g, t);
-  }
+  gemm_tiles<2, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q4_1<T>(a, g, t0); });
 }
 
 void gemm_q5_1(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) tile_q5_1<8>(a, g, t);
-    for (; t + 4 <= a.n_tok; t += 4) tile_q5_1<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_q5_1<1>(a, g, t);
-  }
+  gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q5_1<T>(a, g, t0); });
 }
 
 // Tiles of 8 tokens share each sub-block's unpacking (unpack_q6_k) among more dot products.
 void gemm_q6_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) tile_q6_k<8>(a, g, t);
-    for (; t + 4 <= a.n_tok; t += 4) tile_q6_k<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_q6_k<1>(a, g, t);
-  }
+  gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q6_k<T>(a, g, t0); });
 }
 
 void gemm_q4_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 4 <= a.n_tok; t += 4) tile_q4_k<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_q4_k<1>(a, g, t);
-  }
+  gemm_tiles<4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q4_k<T>(a, g, t0); });
 }
 
 void gemm_q4_0(const GemmArgs& a) { gemm<Q4Block>(a); }

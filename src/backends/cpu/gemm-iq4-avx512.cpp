@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
@@ -131,21 +132,11 @@ void tile_iq4_xs(const GemmArgs& a, int64_t g, int64_t t0) {
 }  // namespace
 
 void gemm_iq4_nl(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) tile_iq4_nl<8>(a, g, t);
-    for (; t + 4 <= a.n_tok; t += 4) tile_iq4_nl<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_iq4_nl<1>(a, g, t);
-  }
+  gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_iq4_nl<T>(a, g, t0); });
 }
 
 void gemm_iq4_xs(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) tile_iq4_xs<8>(a, g, t);
-    for (; t + 4 <= a.n_tok; t += 4) tile_iq4_xs<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_iq4_xs<1>(a, g, t);
-  }
+  gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_iq4_xs<T>(a, g, t0); });
 }
 
 }  // namespace minfer::cpu::avx512

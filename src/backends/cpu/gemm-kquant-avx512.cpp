@@ -20,6 +20,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
@@ -193,30 +194,16 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int64_t t0) {
 
 // Q5_K: tiles of 4 tokens (16 weight vectors live per sub-block pair, as Q4_K).
 void gemm_q5_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 4 <= a.n_tok; t += 4) tile_q5_k<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_q5_k<1>(a, g, t);
-  }
+  gemm_tiles<4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q5_k<T>(a, g, t0); });
 }
 
 // Q3_K, Q2_K: tiles of 8 tokens share each sub-block's unpacking (4 weight vectors live).
 void gemm_q3_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) tile_q3_k<8>(a, g, t);
-    for (; t + 4 <= a.n_tok; t += 4) tile_q3_k<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_q3_k<1>(a, g, t);
-  }
+  gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q3_k<T>(a, g, t0); });
 }
 
 void gemm_q2_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) tile_q2_k<8>(a, g, t);
-    for (; t + 4 <= a.n_tok; t += 4) tile_q2_k<4>(a, g, t);
-    for (; t < a.n_tok; ++t) tile_q2_k<1>(a, g, t);
-  }
+  gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q2_k<T>(a, g, t0); });
 }
 
 }  // namespace minfer::cpu::avx512

@@ -140,65 +140,7 @@ void gemm_q8_0(const GemmArgs& a) {
       [](int k, int j) { return 4 * k + j; });
 }
 
-// Q4_K x Q8_K in the order of vec_dot_q4_k: per super-block exact sums
-// sum_q = sum_j sc_j * (q . x over sub-block j), sum_m = sum_j m_j * (sum of x over j), then
-// s += d_x * (d * sum_q - dmin * sum_m).
-void gemm_q4_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    for (int64_t t = 0; t < a.n_tok; ++t) {
-      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
-      float acc[kRepackRows] = {};
-      for (int64_t b = 0; b < a.n_blocks; ++b) {
-        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
-        const auto* d = reinterpret_cast<const uint16_t*>(blk);
-        const uint8_t* sc = blk + 64;
-        const uint8_t* mn = blk + 64 + 128;
-        const uint8_t* qs = blk + 64 + 256;
-        for (int r = 0; r < kRepackRows; ++r) {
-          int sum_q = 0, sum_m = 0;
-          for (int j = 0; j < 8; ++j) {
-            const int p = j / 2, shift = 4 * (j % 2);
-            int isum = 0;
-            for (int c = 0; c < 8; ++c)
-              for (int e = 0; e < 4; ++e)
-                isum += ((qs[((p * 8 + c) * kRepackRows + r) * 4 + e] >> shift) & 0x0f) * xb[b].qs[32 * j + 4 * c + e];
-            sum_q += sc[j * kRepackRows + r] * isum;
-            sum_m += mn[j * kRepackRows + r] * (xb[b].bsums[2 * j] + xb[b].bsums[2 * j + 1]);
-          }
-          acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(sum_q) -
-                               fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(sum_m));
-        }
-      }
-      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
-    }
-  }
-}
 
-// Q6_K x Q8_K in the order of vec_dot_q6_k: sum = sum_j sc_j * ((u - 32) . x over the 16
-// elements of group j), then s += (d_x * d) * sum; u read through q6_k_repacked_u (repack.h).
-void gemm_q6_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    for (int64_t t = 0; t < a.n_tok; ++t) {
-      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
-      float acc[kRepackRows] = {};
-      for (int64_t b = 0; b < a.n_blocks; ++b) {
-        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
-        const auto* d = reinterpret_cast<const uint16_t*>(blk);
-        const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
-        for (int r = 0; r < kRepackRows; ++r) {
-          int sum = 0;
-          for (int j = 0; j < 16; ++j) {
-            int isum = 0;
-            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += (q6_k_repacked_u(blk, r, e) - 32) * xb[b].qs[e];
-            sum += sc[j * kRepackRows + r] * isum;
-          }
-          acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);
-        }
-      }
-      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
-    }
-  }
-}
 
 namespace {
 
@@ -227,9 +169,20 @@ void gemm_u16(const GemmArgs& a) {
 void gemm_f16(const GemmArgs& a) { gemm_u16<fp16_to_fp32>(a); }
 void gemm_bf16(const GemmArgs& a) { gemm_u16<bf16_to_fp32>(a); }
 
-// IQ4_XS x Q8_K in the order of vec_dot_iq4_xs: per super-block the exact sum
-// sum = sum_s ls_s * (T[q] . x over sub-block s of 32), then s += (d_x * d) * sum.
-void gemm_iq4_xs(const GemmArgs& a) {
+namespace {
+
+// The exact integer sums of one row's super-block: sum_j sc_j * (q . x over sub-block j), and
+// for the types with mins sum_j m_j * (sum of x over sub-block j).
+struct KSums {
+  int q = 0, m = 0;
+};
+
+// The K-quant / IQ4_XS GEMMs over Q8_K activations: sums(blk, xb, r) gives row r's integer
+// sums of one repacked super-block (d[16] f16, and dmin[16] for kMins, at its start), then the
+// float expression of the type's vec_dot, per super-block in order:
+//   kMins: s += d_x * (d * sum_q - dmin * sum_m)      else: s += d_x * d * sum_q
+template <bool kMins, class Sums>
+void gemm_super_blocks(const GemmArgs& a, Sums sums) {
   for (int64_t g = a.g0; g < a.g1; ++g) {
     for (int64_t t = 0; t < a.n_tok; ++t) {
       const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
@@ -237,21 +190,13 @@ void gemm_iq4_xs(const GemmArgs& a) {
       for (int64_t b = 0; b < a.n_blocks; ++b) {
         const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
         const auto* d = reinterpret_cast<const uint16_t*>(blk);
-        const auto* ls = reinterpret_cast<const int8_t*>(blk + 32);
-        const uint8_t* qs = blk + kIQ4XSRepackedQuants;
         for (int r = 0; r < kRepackRows; ++r) {
-          int sum = 0;
-          for (int s = 0; s < 8; ++s) {
-            const int8_t* x = xb[b].qs + 32 * s;
-            int isum = 0;
-            for (int k = 0; k < 4; ++k)
-              for (int j = 0; j < 4; ++j) {
-                const uint8_t byte = qs[((s * 4 + k) * kRepackRows + r) * 4 + j];
-                isum += kIq4nlValues[byte & 0x0f] * x[4 * k + j] + kIq4nlValues[byte >> 4] * x[16 + 4 * k + j];
-              }
-            sum += ls[s * kRepackRows + r] * isum;
-          }
-          acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);
+          const KSums k = sums(blk, xb[b], r);
+          if constexpr (kMins)
+            acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(k.q) -
+                                 fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(k.m));
+          else
+            acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(k.q);
         }
       }
       std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
@@ -259,97 +204,105 @@ void gemm_iq4_xs(const GemmArgs& a) {
   }
 }
 
-// Q5_K x Q8_K in the order of vec_dot_q5_k: the Q4_K nibbles with the fifth bit of hm
-// (k_repacked_bit) as bit 4, then the float expression of Q4_K.
-void gemm_q5_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    for (int64_t t = 0; t < a.n_tok; ++t) {
-      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
-      float acc[kRepackRows] = {};
-      for (int64_t b = 0; b < a.n_blocks; ++b) {
-        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
-        const auto* d = reinterpret_cast<const uint16_t*>(blk);
-        const uint8_t* sc = blk + 64;
-        const uint8_t* mn = blk + 64 + 128;
-        for (int r = 0; r < kRepackRows; ++r) {
-          int sum_q = 0, sum_m = 0;
-          for (int j = 0; j < 8; ++j) {
-            const int p = j / 2, shift = 4 * (j % 2);
-            int isum = 0;
-            for (int c = 0; c < 8; ++c)
-              for (int e = 0; e < 4; ++e) {
-                const int q = ((blk[q5_k_qs_offset(p) + (c * kRepackRows + r) * 4 + e] >> shift) & 0x0f) |
-                              k_repacked_bit(blk + q5_k_hm_offset(j), r, 4 * c + e) << 4;
-                isum += q * xb[b].qs[32 * j + 4 * c + e];
-              }
-            sum_q += sc[j * kRepackRows + r] * isum;
-            sum_m += mn[j * kRepackRows + r] * (xb[b].bsums[2 * j] + xb[b].bsums[2 * j + 1]);
-          }
-          acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(sum_q) -
-                               fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(sum_m));
-        }
-      }
-      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
-    }
-  }
-}
+}  // namespace
 
-// Q3_K x Q8_K in the order of vec_dot_q3_k: sum = sum_j (scale_j - 32) * ((u - 4) . x over
-// the 16 elements of sub-block j), u = low 2 bits + 4 * hmask bit, then s += (d_x * d) * sum.
-void gemm_q3_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    for (int64_t t = 0; t < a.n_tok; ++t) {
-      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
-      float acc[kRepackRows] = {};
-      for (int64_t b = 0; b < a.n_blocks; ++b) {
-        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
-        const auto* d = reinterpret_cast<const uint16_t*>(blk);
-        const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
-        for (int r = 0; r < kRepackRows; ++r) {
-          int sum = 0;
-          for (int j = 0; j < 16; ++j) {
-            int isum = 0;
-            for (int e = 16 * j; e < 16 * j + 16; ++e) {
-              const int u = k_repacked_low2(blk + q3_k_q2_offset(j), r, e % 16) + 4 * k_repacked_bit(blk + q3_k_hm_offset(j / 2), r, e % 32);
-              isum += (u - 4) * xb[b].qs[e];
-            }
-            sum += sc[j * kRepackRows + r] * isum;
-          }
-          acc[r] += xb[b].d * fp16_to_fp32(d[r]) * static_cast<float>(sum);
-        }
-      }
-      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
-    }
-  }
-}
-
-// Q2_K x Q8_K in the order of vec_dot_q2_k: sum_q = sum_j sc_j * (q . x over sub-block j of
-// 16), sum_m = sum_j m_j * bsum_j (sc, m = the low, high nibble of scm), then
-// s += d_x * (d * sum_q - dmin * sum_m).
+// Q2_K: q = the 2-bit values, sc / m = the low / high nibble of scm[j] (16 sub-blocks of 16).
 void gemm_q2_k(const GemmArgs& a) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    for (int64_t t = 0; t < a.n_tok; ++t) {
-      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t) * a.x_row);
-      float acc[kRepackRows] = {};
-      for (int64_t b = 0; b < a.n_blocks; ++b) {
-        const uint8_t* blk = a.w + static_cast<size_t>(g * a.n_blocks + b) * a.block_bytes;
-        const auto* d = reinterpret_cast<const uint16_t*>(blk);
-        const uint8_t* scm = blk + 64;
-        for (int r = 0; r < kRepackRows; ++r) {
-          int sum_q = 0, sum_m = 0;
-          for (int j = 0; j < 16; ++j) {
-            int isum = 0;
-            for (int e = 16 * j; e < 16 * j + 16; ++e) isum += k_repacked_low2(blk + q2_k_q2_offset(j), r, e % 16) * xb[b].qs[e];
-            sum_q += (scm[j * kRepackRows + r] & 0x0f) * isum;
-            sum_m += (scm[j * kRepackRows + r] >> 4) * xb[b].bsums[j];
-          }
-          acc[r] += xb[b].d * (fp16_to_fp32(d[r]) * static_cast<float>(sum_q) -
-                               fp16_to_fp32(d[kRepackRows + r]) * static_cast<float>(sum_m));
-        }
-      }
-      std::memcpy(a.y + t * a.y_stride + g * kRepackRows, acc, sizeof acc);
+  gemm_super_blocks<true>(a, [](const uint8_t* blk, const BlockQ8_K& x, int r) {
+    const uint8_t* scm = blk + 64;
+    KSums k;
+    for (int j = 0; j < 16; ++j) {
+      int isum = 0;
+      for (int e = 16 * j; e < 16 * j + 16; ++e) isum += k_repacked_low2(blk + q2_k_q2_offset(j), r, e % 16) * x.qs[e];
+      k.q += (scm[j * kRepackRows + r] & 0x0f) * isum;
+      k.m += (scm[j * kRepackRows + r] >> 4) * x.bsums[j];
     }
+    return k;
+  });
+}
+
+// Q3_K: (u - 4) with u = low 2 bits + 4 * hmask bit, times (scale_j - 32) (16 sub-blocks of 16).
+void gemm_q3_k(const GemmArgs& a) {
+  gemm_super_blocks<false>(a, [](const uint8_t* blk, const BlockQ8_K& x, int r) {
+    const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
+    KSums k;
+    for (int j = 0; j < 16; ++j) {
+      int isum = 0;
+      for (int e = 16 * j; e < 16 * j + 16; ++e) {
+        const int u = k_repacked_low2(blk + q3_k_q2_offset(j), r, e % 16) + 4 * k_repacked_bit(blk + q3_k_hm_offset(j / 2), r, e % 32);
+        isum += (u - 4) * x.qs[e];
+      }
+      k.q += sc[j * kRepackRows + r] * isum;
+    }
+    return k;
+  });
+}
+
+namespace {
+
+// Q4_K / Q5_K: the nibbles of qs (Q5_K: plus the fifth bit of hm, k_repacked_bit), 8
+// sub-blocks of 32 with 6-bit scales sc and mins m unpacked to bytes.
+template <bool kQ5>
+KSums q45_k_sums(const uint8_t* blk, const BlockQ8_K& x, int r) {
+  const uint8_t* sc = blk + 64;
+  const uint8_t* mn = blk + 64 + 128;
+  KSums k;
+  for (int j = 0; j < 8; ++j) {
+    const int p = j / 2, shift = 4 * (j % 2);
+    int isum = 0;
+    for (int c = 0; c < 8; ++c)
+      for (int e = 0; e < 4; ++e) {
+        int q;
+        if constexpr (kQ5)
+          q = ((blk[q5_k_qs_offset(p) + (c * kRepackRows + r) * 4 + e] >> shift) & 0x0f) |
+              k_repacked_bit(blk + q5_k_hm_offset(j), r, 4 * c + e) << 4;
+        else
+          q = (blk[64 + 256 + ((p * 8 + c) * kRepackRows + r) * 4 + e] >> shift) & 0x0f;
+        isum += q * x.qs[32 * j + 4 * c + e];
+      }
+    k.q += sc[j * kRepackRows + r] * isum;
+    k.m += mn[j * kRepackRows + r] * (x.bsums[2 * j] + x.bsums[2 * j + 1]);
   }
+  return k;
+}
+
+}  // namespace
+
+void gemm_q4_k(const GemmArgs& a) { gemm_super_blocks<true>(a, q45_k_sums<false>); }
+void gemm_q5_k(const GemmArgs& a) { gemm_super_blocks<true>(a, q45_k_sums<true>); }
+
+// Q6_K: (u - 32) times the int8 scale of each group of 16; u read through q6_k_repacked_u.
+void gemm_q6_k(const GemmArgs& a) {
+  gemm_super_blocks<false>(a, [](const uint8_t* blk, const BlockQ8_K& x, int r) {
+    const auto* sc = reinterpret_cast<const int8_t*>(blk + 32);
+    KSums k;
+    for (int j = 0; j < 16; ++j) {
+      int isum = 0;
+      for (int e = 16 * j; e < 16 * j + 16; ++e) isum += (q6_k_repacked_u(blk, r, e) - 32) * x.qs[e];
+      k.q += sc[j * kRepackRows + r] * isum;
+    }
+    return k;
+  });
+}
+
+// IQ4_XS: table values of the nibbles times ls_s (8 sub-blocks of 32).
+void gemm_iq4_xs(const GemmArgs& a) {
+  gemm_super_blocks<false>(a, [](const uint8_t* blk, const BlockQ8_K& xb, int r) {
+    const auto* ls = reinterpret_cast<const int8_t*>(blk + 32);
+    const uint8_t* qs = blk + kIQ4XSRepackedQuants;
+    KSums k;
+    for (int s = 0; s < 8; ++s) {
+      const int8_t* x = xb.qs + 32 * s;
+      int isum = 0;
+      for (int c = 0; c < 4; ++c)
+        for (int j = 0; j < 4; ++j) {
+          const uint8_t byte = qs[((s * 4 + c) * kRepackRows + r) * 4 + j];
+          isum += kIq4nlValues[byte & 0x0f] * x[4 * c + j] + kIq4nlValues[byte >> 4] * x[16 + 4 * c + j];
+        }
+      k.q += ls[s * kRepackRows + r] * isum;
+    }
+    return k;
+  });
 }
 
 }  // namespace minfer::cpu::ref
