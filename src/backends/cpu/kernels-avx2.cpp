@@ -54,6 +54,8 @@ CpuKernels make_avx2() {
   k.gemm[type_slot(DType::Q5_K)] = avx2::gemm_q5_k;
   k.gemm[type_slot(DType::Q3_K)] = avx2::gemm_q3_k;
   k.gemm[type_slot(DType::Q2_K)] = avx2::gemm_q2_k;
+  k.gemm[type_slot(DType::Q4_K)] = avx2::gemm_q4_k;
+  k.gemm[type_slot(DType::Q6_K)] = avx2::gemm_q6_k;
   return k;
 }
 
