@@ -47,6 +47,8 @@ CpuKernels make_avx2() {
   k.gemm[type_slot(DType::Q4_0)] = avx2::gemm_q4_0;
   k.gemm[type_slot(DType::Q5_0)] = avx2::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = avx2::gemm_q8_0;
+  k.gemm[type_slot(DType::Q4_1)] = avx2::gemm_q4_1;
+  k.gemm[type_slot(DType::Q5_1)] = avx2::gemm_q5_1;
   k.gemm[type_slot(DType::F16)] = avx2::gemm_f16;
   k.gemm[type_slot(DType::BF16)] = avx2::gemm_bf16;
   k.gemm[type_slot(DType::IQ4_NL)] = avx2::gemm_iq4_nl;

@@ -15,6 +15,8 @@ namespace minfer::cpu::avx2 {
 void gemm_q4_0(const GemmArgs& a);
 void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
+void gemm_q4_1(const GemmArgs& a);
+void gemm_q5_1(const GemmArgs& a);
 // gemm-float-avx2.cpp (x: f32 rows of the F16 / BF16-rounded activations, kernels.h)
 void gemm_f16(const GemmArgs& a);
 void gemm_bf16(const GemmArgs& a);
