@@ -60,12 +60,12 @@ void tile_q4_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
       for (int c = 0; c < 8; ++c)
         w[c] = _mm256_and_si256(_mm256_srli_epi16(load32(blk + 320 + 64 * (8 * (j / 2) + c) + 32 * h), 4 * (j % 2)), m4);
       const __m256i scp = pair16(load_u8_epi32(blk + 64 + 16 * j + 8 * h));
+      for (int i = 0; i < T; ++i)
+        sum_q[i] = _mm256_add_epi32(sum_q[i], _mm256_madd_epi16(dot<8>(_mm256_setzero_si256(), w, xr[i][b].qs + 32 * j), scp));
+    }
+    for (int j = 0; j < 8; ++j) {  // dword r: (m_j, m_j) . (bsum_2j, bsum_2j+1)
       const __m256i mp = pair16(load_u8_epi32(blk + 192 + 16 * j + 8 * h));
-      for (int i = 0; i < T; ++i) {
-        const __m256i p = dot<8>(_mm256_setzero_si256(), w, xr[i][b].qs + 32 * j);
-        sum_q[i] = _mm256_add_epi32(sum_q[i], _mm256_madd_epi16(p, scp));
-        sum_m[i] = _mm256_add_epi32(sum_m[i], _mm256_madd_epi16(mp, bcast4(xr[i][b].bsums + 2 * j)));
-      }
+      for (int i = 0; i < T; ++i) sum_m[i] = _mm256_add_epi32(sum_m[i], _mm256_madd_epi16(mp, bcast4(xr[i][b].bsums + 2 * j)));
     }
     const __m256 dw = load_f16(blk + 16 * h), dmin = load_f16(blk + 32 + 16 * h);
     for (int i = 0; i < T; ++i) {
@@ -141,7 +141,7 @@ void gemm(const GemmArgs& a) {
 
 }  // namespace
 
-void gemm_q4_k(const GemmArgs& a) { gemm<2, tile_q4_k<2>, tile_q4_k<1>>(a); }
+void gemm_q4_k(const GemmArgs& a) { gemm<4, tile_q4_k<4>, tile_q4_k<1>>(a); }
 void gemm_q6_k(const GemmArgs& a) { gemm<4, tile_q6_k<4>, tile_q6_k<1>>(a); }
 
 }  // namespace minfer::cpu::avx2
