@@ -27,7 +27,6 @@ void gemm_iq4_xs(const GemmArgs& a);
 void gemm_q5_k(const GemmArgs& a);
 void gemm_q3_k(const GemmArgs& a);
 void gemm_q2_k(const GemmArgs& a);
-// gemm-kquant2-avx2.cpp
 void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
 
