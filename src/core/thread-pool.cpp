@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -12,6 +13,13 @@
 
 namespace minfer {
 namespace {
+
+std::atomic<void (*)()> g_before_publish{nullptr};
+std::atomic<void (*)()> g_before_claim{nullptr};
+
+void call_hook(const std::atomic<void (*)()>& h) {
+  if (auto f = h.load(std::memory_order_relaxed)) f();
+}
 
 // Spins until pred() holds or kSpinMicros pass; returns whether it holds.
 template <class Pred>
@@ -24,7 +32,20 @@ bool spin_until(Pred pred) {
   }
 }
 
+// The claim word: generation, chunk count and next index in one atomic.
+constexpr uint64_t claim_word(uint32_t gen, uint32_t chunks, uint32_t index) {
+  return (static_cast<uint64_t>(gen) << 32) | (static_cast<uint64_t>(chunks) << 16) | index;
+}
+constexpr uint32_t claim_gen(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+constexpr uint32_t claim_chunks(uint64_t c) { return static_cast<uint32_t>(c >> 16) & 0xffff; }
+constexpr uint32_t claim_index(uint64_t c) { return static_cast<uint32_t>(c) & 0xffff; }
+
 }  // namespace
+
+void ThreadPool::set_test_hooks(Hooks h) {
+  g_before_publish.store(h.before_publish, std::memory_order_relaxed);
+  g_before_claim.store(h.before_claim, std::memory_order_relaxed);
+}
 
 int hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
@@ -45,18 +66,25 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::run_chunks(uint32_t gen) {
   uint64_t c = claim_.load(std::memory_order_acquire);
   for (;;) {
-    if (static_cast<uint32_t>(c >> 32) != gen) return;  // a later job: ours is done
-    const uint32_t index = static_cast<uint32_t>(c);
-    if (index >= job_chunks_.load(std::memory_order_acquire)) return;
+    if (claim_gen(c) != gen) return;  // a later job: ours is done
+    const uint32_t index = claim_index(c), chunks = claim_chunks(c);
+    if (index >= chunks) return;
+    call_hook(g_before_claim);
+    // The CAS succeeds only if the word still names this generation and this index, so the
+    // chunk belongs to the job whose count was checked above.
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     // Claimed chunk `index` of job `gen`: the job cannot finish (nor its fields change) before
     // this chunk is counted done.
-    const int64_t size = job_chunk_.load(std::memory_order_relaxed);
-    const int64_t begin = size * index;
-    const int64_t end = std::min(job_n_.load(std::memory_order_relaxed), begin + size);
-    (*job_.load(std::memory_order_relaxed))(begin, end);
+    const int64_t begin = job_chunk_ * index;
+    const int64_t end = std::min(job_n_, begin + job_chunk_);
+    try {
+      (*job_)(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(error_mu_);
+      if (!error_) error_ = std::current_exception();
+    }
     const uint32_t finished = done_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    if (finished == job_chunks_.load(std::memory_order_relaxed)) done_.notify_one();
+    if (finished == chunks) done_.notify_one();
     c = claim_.load(std::memory_order_acquire);
   }
 }
@@ -85,17 +113,20 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   // Up to 4 chunks per thread: slack for a thread the OS delays, few enough that each chunk
   // still streams a long run of rows.
-  const int64_t parts = std::min<int64_t>(max_parts, 4 * static_cast<int64_t>(n_threads_));
+  const int64_t parts = std::min<int64_t>({max_parts, 4 * static_cast<int64_t>(n_threads_), int64_t{kMaxChunks}});
   const int64_t size = (n + parts - 1) / parts;
   const uint32_t chunks = static_cast<uint32_t>((n + size - 1) / size);
   std::lock_guard<std::mutex> submit(submit_mu_);
+  // Every chunk of the previous job is done, so no thread reads these fields until the claim
+  // word below names the new generation.
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
-  job_.store(&fn, std::memory_order_relaxed);
-  job_n_.store(n, std::memory_order_relaxed);
-  job_chunk_.store(size, std::memory_order_relaxed);
-  job_chunks_.store(chunks, std::memory_order_relaxed);
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = size;
+  error_ = nullptr;
   done_.store(0, std::memory_order_relaxed);
-  claim_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  call_hook(g_before_publish);
+  claim_.store(claim_word(gen, chunks, 0), std::memory_order_release);
   generation_.store(gen, std::memory_order_release);
   generation_.notify_all();
   run_chunks(gen);
@@ -103,6 +134,10 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     const uint32_t d = done_.load(std::memory_order_acquire);
     if (d == chunks) break;
     if (!spin_until([&] { return done_.load(std::memory_order_acquire) == chunks; })) done_.wait(d, std::memory_order_acquire);
+  }
+  if (error_) {
+    std::exception_ptr e = std::exchange(error_, nullptr);
+    std::rethrow_exception(e);
   }
 }
 

@@ -10,10 +10,20 @@
 //
 //   ThreadPool pool(4);
 //   pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) { ... });
+//
+// Correctness rules (tests/unit/test-thread-pool.cpp checks each under injected delays):
+//  - a chunk is claimed by one CAS on a single word that holds the job's generation, its chunk
+//    count and the next index, so a thread still looking at an older job can never claim a
+//    chunk of a newer one, nor a chunk past the count of the job it claims from;
+//  - done_ counts exactly the claimed chunks of the current job, each after fn has returned, so
+//    parallel_for returns only once every chunk it started has left fn;
+//  - an exception thrown by fn (in any thread) is rethrown by parallel_for after every chunk is
+//    done: the closure is never freed while a chunk still runs in it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -35,6 +45,16 @@ class ThreadPool {
                     int64_t min_chunk = 1);
 
   static constexpr int kSpinMicros = 300;
+  static constexpr uint32_t kMaxChunks = 0xffff;  // the claim word holds 16-bit counts
+
+  // Test hooks (nullptr in production): called in parallel_for between publishing a job's
+  // fields and its claim word, and in a claiming thread between reading the claim word and
+  // its CAS. A test makes them sleep to widen those windows.
+  struct Hooks {
+    void (*before_publish)() = nullptr;
+    void (*before_claim)() = nullptr;
+  };
+  static void set_test_hooks(Hooks h);
 
  private:
   using Fn = std::function<void(int64_t, int64_t)>;
@@ -45,15 +65,18 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   std::mutex submit_mu_;  // one parallel_for at a time
-  // The current job; read by a worker only after it has claimed one of its chunks.
-  std::atomic<const Fn*> job_{nullptr};
-  std::atomic<int64_t> job_n_{0};
-  std::atomic<int64_t> job_chunk_{1};
-  std::atomic<uint32_t> job_chunks_{0};
-  std::atomic<uint64_t> claim_{0};       // (job generation << 32) | next chunk index
+  // The current job's closure and geometry: written before the claim word that publishes the
+  // job and read by a thread only after its CAS on that word claimed one of the job's chunks.
+  const Fn* job_ = nullptr;
+  int64_t job_n_ = 0;
+  int64_t job_chunk_ = 1;
+  // (generation << 32) | (chunk count << 16) | next chunk index
+  std::atomic<uint64_t> claim_{0};
   std::atomic<uint32_t> done_{0};        // chunks of the current job finished (futex word)
   std::atomic<uint32_t> generation_{0};  // bumped per job (futex word)
   std::atomic<bool> stop_{false};
+  std::mutex error_mu_;
+  std::exception_ptr error_;  // the first exception of the current job
 };
 
 // Number of hardware threads, at least 1.
