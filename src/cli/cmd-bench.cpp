@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "core/process-memory.h"
 #include "quantize/mix.h"
+#include "models/model.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 

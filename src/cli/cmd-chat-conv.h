@@ -32,6 +32,7 @@
 
 #include "core/status.h"
 #include "runtime/generate.h"
+#include "models/model.h"
 #include "runtime/session.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"

@@ -30,6 +30,7 @@
 
 #include "core/status.h"
 #include "gguf/reader.h"
+#include "models/model.h"
 #include "runtime/session.h"
 
 namespace minfer::cli {

@@ -27,6 +27,7 @@
 #include "cli/sampling-options.h"
 #include "core/thread-pool.h"
 #include "runtime/generate.h"
+#include "models/model.h"
 #include "runtime/session.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"

@@ -26,6 +26,8 @@
 #include "cli/commands.h"
 #include "cli/graph-dump.h"
 #include "core/fp16.h"
+#include "graph/scheduler.h"
+#include "models/model.h"
 #include "runtime/session.h"
 
 namespace minfer::cli {

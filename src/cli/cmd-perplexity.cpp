@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "core/thread-pool.h"
+#include "models/model.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 

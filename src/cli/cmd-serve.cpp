@@ -42,6 +42,13 @@ int cmd_serve(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
   app.add_option("--timeout", sp.timeout_s, "seconds: connection read/write timeout and longest generation")
       ->capture_default_str()->check(CLI::Range(1, 86400));
+  app.add_option("--drain-timeout", sp.drain_timeout_s,
+                 "seconds: on SIGTERM, how long in-flight requests may finish before they are ended (a second signal exits at once)")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--queue-timeout", ep.queue_timeout_s, "seconds a request may wait for a slot before it fails (0: no limit)")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--watchdog", ep.watchdog_s, "seconds without a finished step, while there is work, before /health says 503")
+      ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "graph/export.h"
+#include "graph/scheduler.h"
 
 namespace minfer::cli {
 namespace {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "models/model.h"
 #include "runtime/session.h"
 
 namespace minfer::cli {

@@ -1,7 +1,7 @@
 // What an architecture file provides, and the helpers they share. Internal to models/.
 //
 //   // qwen2.cpp
-//   extern const ArchSpec kQwen2Arch = {"qwen2", load_hparams, bind_weights, build};
+//   extern const ArchSpec kQwen2Arch = {"qwen2", load_hparams, bind_weights, build, build_decoder_kv_move};
 //   // registry.cpp
 //   &kQwen2Arch,
 #pragma once
@@ -23,6 +23,8 @@ struct ArchSpec {
   Status (*bind_weights)(const GgufFile& f, const ModelHparams& hp, ModelWeights& w);
   // The forward graph.
   Graph (*build)(const Model& m, const GraphParams& p);
+  // The KV move graph (model.h): how this architecture re-rotates cached keys.
+  Graph (*build_kv_move)(const Model& m, const KvMoveParams& p);
 };
 
 const ArchSpec* find_arch(std::string_view name);  // registry.cpp
@@ -89,5 +91,9 @@ class LlmBuilder {
   int tokens_ = -1, pos_ = -1, out_ids_ = -1, rope_freqs_ = -1;
   int kv_rows_ = -1, kv_ranges_ = -1;  // multi_seq inputs
 };
+
+// The KV move graph of the decoders here: one RoPE for every layer (the model's mode, n_rot,
+// base, scale and rope_freqs).
+Graph build_decoder_kv_move(const Model& m, const KvMoveParams& p);
 
 }  // namespace minfer

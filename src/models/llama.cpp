@@ -30,6 +30,6 @@ Graph build(const Model& m, const GraphParams& p) { return LlmBuilder(m, p).deco
 }  // namespace
 
 extern const ArchSpec kLlamaArch;
-const ArchSpec kLlamaArch = {"llama", load_hparams, bind_weights, build};
+const ArchSpec kLlamaArch = {"llama", load_hparams, bind_weights, build, build_decoder_kv_move};
 
 }  // namespace minfer

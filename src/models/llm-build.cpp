@@ -106,4 +106,35 @@ Graph LlmBuilder::decoder() {
   return b_.finish({logits});
 }
 
+Graph build_decoder_kv_move(const Model& m, const KvMoveParams& p) {
+  MINFER_ASSERT(p.n_rows >= 1 && p.n_rows <= p.n_ctx);
+  const ModelHparams& hp = m.hparams();
+  GraphBuilder b;
+  const int src = b.input(kInpKvSrc, DType::I32, {p.n_rows});
+  const int dst = b.input(kInpKvDst, DType::I32, {p.n_rows});
+  const int shift = p.rotate ? b.input(kInpKvShift, DType::I32, {p.n_rows}) : -1;
+  int freqs = -1;
+  if (p.rotate && m.weights().rope_freqs) {
+    const GgufTensor* t = m.weights().rope_freqs;
+    freqs = b.weight(t->name, t->type, {t->shape.empty() ? 1 : t->shape[0]}, t->data);
+  }
+  std::vector<int> outs;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const std::string pre = fmt::format("blk.{}.", il);
+    const int li = static_cast<int>(il);
+    const int kc = b.kv_cache(pre + "cache_k", li, false, p.kv_type, hp.n_embd_k(), p.n_ctx);
+    const int vc = b.kv_cache(pre + "cache_v", li, true, p.kv_type, hp.n_embd_v(), p.n_ctx);
+    int k = b.get_rows(pre + "cache_k.rows", kc, src);  // [n_embd_k, n_rows] f32
+    if (p.rotate) {
+      k = b.reshape(pre + "cache_k.heads", k, {hp.head_dim_k, hp.n_head_kv, p.n_rows});
+      k = b.rope(pre + "cache_k.shift", k, shift, hp.rope_mode, static_cast<int>(hp.n_rot), hp.rope_freq_base,
+                 hp.rope_freq_scale, freqs);
+    }
+    const int v = b.get_rows(pre + "cache_v.rows", vc, src);  // [n_embd_v, n_rows] f32
+    outs.push_back(b.kv_store(pre + "cache_k.store", kc, k, dst));
+    outs.push_back(b.kv_store(pre + "cache_v.store", vc, v, dst));
+  }
+  return b.finish(outs);
+}
+
 }  // namespace minfer

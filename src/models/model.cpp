@@ -26,5 +26,6 @@ Expected<std::shared_ptr<const Model>> Model::load(const std::string& path) {
 }
 
 Graph Model::build_graph(const GraphParams& p) const { return arch_->build(*this, p); }
+Graph Model::build_kv_move(const KvMoveParams& p) const { return arch_->build_kv_move(*this, p); }
 
 }  // namespace minfer

@@ -91,6 +91,27 @@ inline constexpr const char* kInpOutIds = "inp_out_ids";   // I32 [n_out] rows k
 inline constexpr const char* kInpKvRows = "inp_kv_rows";     // multi_seq: I32 [n_tokens] cache row per token
 inline constexpr const char* kInpKvRanges = "inp_kv_ranges"; // multi_seq: I32 [3, n_tokens] (first, rows, seq rows)
 inline constexpr const char* kOutLogits = "result_output"; // F32 [n_vocab, n_out]
+// The third kInpKvRanges value of a token whose arithmetic must not depend on the batch (the
+// server's batch-invariant mode): as if its sequence had an unbounded number of rows.
+inline constexpr int32_t kAttnRowsInvariant = 0x7fffffff;
+
+// The shape parameters of a KV move graph (Model::build_kv_move): for every layer, rows
+// kInpKvSrc of the K and V caches are gathered, K is rotated by kInpKvShift positions when
+// `rotate` (RoPE angles are linear in the position, so R(p + s) = R(s) R(p)), and both are
+// written to rows kInpKvDst. Removing positions (the rest shifts down, rotated) and copying a
+// prefix from one sequence's rows to another's are both such a move; it runs on the backends
+// that hold the caches, never through the host.
+struct KvMoveParams {
+  int64_t n_rows = 1;   // rows moved
+  int64_t n_ctx = 512;  // KV cache rows (as GraphParams::n_ctx)
+  DType kv_type = DType::F16;
+  bool rotate = false;
+
+  bool operator==(const KvMoveParams&) const = default;
+};
+inline constexpr const char* kInpKvSrc = "inp_kv_src";      // I32 [n_rows] rows read
+inline constexpr const char* kInpKvDst = "inp_kv_dst";      // I32 [n_rows] rows written
+inline constexpr const char* kInpKvShift = "inp_kv_shift";  // rotate: I32 [n_rows] position delta
 
 struct ArchSpec;
 
@@ -103,6 +124,7 @@ class Model {
   const ModelWeights& weights() const { return w_; }
   const GgufFile& file() const { return file_; }
   Graph build_graph(const GraphParams& p) const;
+  Graph build_kv_move(const KvMoveParams& p) const;  // outputs: every layer's stored K and V
 
   Model(GgufFile file, const ArchSpec* arch) : file_(std::move(file)), arch_(arch) {}
 

@@ -29,6 +29,6 @@ Graph build(const Model& m, const GraphParams& p) { return LlmBuilder(m, p).deco
 }  // namespace
 
 extern const ArchSpec kQwen2Arch;
-const ArchSpec kQwen2Arch = {"qwen2", load_hparams, bind_weights, build};
+const ArchSpec kQwen2Arch = {"qwen2", load_hparams, bind_weights, build, build_decoder_kv_move};
 
 }  // namespace minfer

@@ -40,6 +40,6 @@ Graph build(const Model& m, const GraphParams& p) { return LlmBuilder(m, p).deco
 }  // namespace
 
 extern const ArchSpec kQwen3Arch;
-const ArchSpec kQwen3Arch = {"qwen3", load_hparams, bind_weights, build};
+const ArchSpec kQwen3Arch = {"qwen3", load_hparams, bind_weights, build, build_decoder_kv_move};
 
 }  // namespace minfer

@@ -2,20 +2,7 @@
 
 #include <chrono>
 
-#include "sampling/stop.h"
-
 namespace minfer {
-
-const char* stop_reason_name(StopReason r) {
-  switch (r) {
-    case StopReason::kLength: return "length";
-    case StopReason::kEog: return "eog";
-    case StopReason::kStopString: return "stop";
-    case StopReason::kContextFull: return "context";
-    case StopReason::kCancelled: return "cancelled";
-  }
-  return "?";
-}
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -41,48 +28,27 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   st.prompt_s = seconds_since(t0);
   sampler.accept_prompt(prompt);
 
-  StreamDecoder text(tok);
-  StopScanner stops(params.stop);
-  auto emit = [&](const std::string& s) { return s.empty() || on_text(s); };
+  TokenStep step(tok, sampler, {.n_predict = params.n_predict, .stop = params.stop, .ignore_eog = params.ignore_eog});
   t0 = std::chrono::steady_clock::now();
   for (;;) {
-    auto next = sampler.sample(*logits);
-    if (!next) return next.error();
-    const int32_t id = *next;
-    sampler.accept(id);
-    st.n_gen++;
-    if (tok.is_eog(id) && !params.ignore_eog) {
-      st.reason = StopReason::kEog;
-      break;
-    }
-    st.tokens.push_back(id);
-    const StopScanner::Step step = stops.feed(text.push(id));
-    if (!emit(step.text)) {
+    auto r = step.next(*logits, session.n_ctx() - session.n_past());
+    if (!r) return r.error();
+    if (!r->text.empty() && !on_text(r->text)) {
+      step.end();
       st.reason = StopReason::kCancelled;
       break;
     }
-    if (step.stopped) {
-      st.reason = StopReason::kStopString;
+    if (r->done) {
+      st.reason = r->reason;
       break;
     }
-    if (params.n_predict >= 0 && st.n_gen >= params.n_predict) {
-      st.reason = StopReason::kLength;
-      break;
-    }
-    if (session.n_past() >= session.n_ctx()) {
-      st.reason = StopReason::kContextFull;
-      break;
-    }
-    logits = session.decode(std::span<const int32_t>(&id, 1), 1);
+    logits = session.decode(std::span<const int32_t>(&r->token, 1), 1);
     if (!logits) return logits.error();
     st.n_decoded++;
   }
   st.gen_s = seconds_since(t0);
-  if (st.reason != StopReason::kStopString && st.reason != StopReason::kCancelled) {
-    std::string rest = stops.feed(text.flush()).text;
-    if (!stops.stopped()) rest += stops.finish();
-    emit(rest);
-  }
+  st.n_gen = step.n_gen();
+  st.tokens = step.tokens();
   return st;
 }
 

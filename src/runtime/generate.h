@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 #include "runtime/session.h"
+#include "runtime/step.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,9 +29,6 @@ struct GenerateParams {
   std::vector<std::string> stop;  // stop strings, matched byte-wise on the output
   bool ignore_eog = false;        // keep going past end-of-generation tokens
 };
-
-enum class StopReason { kLength, kEog, kStopString, kContextFull, kCancelled };
-const char* stop_reason_name(StopReason r);  // "length", "eog", "stop", "context", "cancelled"
 
 struct GenerateStats {
   int n_prompt = 0;        // tokens prefilled by this call

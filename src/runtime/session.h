@@ -1,6 +1,7 @@
-// An inference session: one model, one KV cache, a CPU backend with its threads, and the
-// prepared graphs for the batch shapes seen so far (built once per shape, reused every step).
-// Generation, perplexity, chat and the server are loops over decode().
+// An inference session: one sequence of a runtime Context (context.h): one model, its KV cache,
+// the backends with their threads and the prepared graphs for the batch shapes seen so far.
+// Generation, perplexity and chat are loops over decode(); the server drives a Context with
+// one sequence per slot directly.
 //
 //   auto model = Model::load(path);                          // shared by several sessions
 //   if (!model) return fail(model.error());
@@ -22,28 +23,21 @@
 // perplexity needs). The span stays valid until the next call. Errors (token id out of range,
 // context full, n_out out of range) leave the session unchanged.
 //
+// Arithmetic: AttnArith::kByBatch (the default) rounds as llama.cpp does for each chunk size.
 // Not thread-safe: one thread drives a session at a time; separate sessions are independent
 // (each has its own backend threads and cache).
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/status.h"
-#include "graph/scheduler.h"
-#include "models/model.h"
+#include "runtime/context.h"
 
 namespace minfer {
-
-namespace cpu {
-class CpuBackend;
-}
 
 struct SessionParams {
   int n_ctx = 0;       // KV cache positions; 0 = min(4096, the model's context_length)
@@ -51,13 +45,11 @@ struct SessionParams {
   int n_threads = 0;   // 0 = all hardware threads
   DType kv_type = DType::F16;  // F16 or F32
   bool fuse = true;    // run the fusion pass (off: for debugging and fused-vs-unfused tests)
+  std::string backends = "cpu";  // registry names (backends/registry)
+  AttnArith attn = AttnArith::kByBatch;
 };
 
-struct SessionStats {
-  int64_t n_graph_builds = 0;  // prepared graphs built (one per new batch shape)
-  int64_t n_tokens = 0;        // tokens decoded
-  int64_t n_computes = 0;      // graph executions
-};
+using SessionStats = ContextStats;
 
 class Session {
  public:
@@ -65,68 +57,44 @@ class Session {
   ~Session();
 
   Expected<std::span<const float>> decode(std::span<const int32_t> tokens, int n_out = 1);
-  void clear() { n_past_ = 0; }
-  Status truncate(int n_past);  // 0 <= n_past <= n_past()
+  void clear() { ctx_->seq_clear(0); }
+  Status truncate(int n_past) { return ctx_->seq_rm(0, n_past, -1); }  // 0 <= n_past <= n_past()
 
-  int n_past() const { return n_past_; }
-  int n_ctx() const { return n_ctx_; }
-  int n_batch() const { return n_batch_; }
-  int n_vocab() const { return static_cast<int>(model_->hparams().n_vocab); }
-  int n_threads() const;
-  const Model& model() const { return *model_; }
-  const SessionStats& stats() const { return stats_; }
+  int n_past() const { return ctx_->seq_len(0); }
+  int n_ctx() const { return ctx_->n_ctx_seq(); }
+  int n_batch() const { return ctx_->n_batch(); }
+  int n_vocab() const { return ctx_->n_vocab(); }
+  int n_threads() const { return ctx_->n_threads(); }
+  const Model& model() const { return ctx_->model(); }
+  const SessionStats& stats() const { return ctx_->stats(); }
   const SessionParams& params() const { return params_; }
+  Context& context() { return *ctx_; }
 
   // The prepared graph (backends assigned, fused, memory planned) for a batch of n_tokens with
   // n_out logits rows: what decode() runs. For dumps and tests.
-  Expected<const PreparedGraph*> graph(int n_tokens, int n_out);
-  std::vector<std::string> backend_names() const;
+  Expected<const PreparedGraph*> graph(int n_tokens, int n_out) { return ctx_->graph(n_tokens, n_out); }
+  std::vector<std::string> backend_names() const { return ctx_->backend_names(); }
   // Every computed node's result is passed to obs (see Scheduler::set_observer); {} to stop.
-  void set_observer(NodeObserver obs) { sched_->set_observer(std::move(obs)); }
-  size_t kv_bytes() const { return sched_->persistent_bytes(); }
+  void set_observer(NodeObserver obs) { ctx_->set_observer(std::move(obs)); }
+  size_t kv_bytes() const { return ctx_->kv_bytes(); }
 
-  // KV cache editing, for chat context shifting and session files. Row p of a cache is position
-  // p; layer il's K rows hold n_embd_k and V rows n_embd_v elements of params().kv_type. The
-  // caches are read and written through their backend's read()/write() only.
-  //
-  // kv_remove drops positions [p0, p1): rows p1..n_past()-1 move down by d = p1 - p0 and their K
-  // is rotated by -d positions (RoPE rotates pair i by an angle linear in the position, so
-  // R(p - d) = R(-d) R(p)), computed in f32 with the kernel's arithmetic and rounded back to the
-  // cache type; V rows just move. n_past() shrinks by d. 0 <= p0 <= p1 <= n_past().
-  Status kv_remove(int p0, int p1);
+  // KV cache editing, for chat context shifting and session files (Context::seq_rm,
+  // kv_export, kv_import on sequence 0). kv_remove drops positions [p0, p1): the later ones
+  // move down by p1 - p0 and their K is re-rotated on the backend.
+  Status kv_remove(int p0, int p1) { return ctx_->seq_rm(0, p0, p1); }
   // The first n_past() rows of every cache: for each layer, its K rows then its V rows.
-  Expected<std::vector<uint8_t>> kv_export() const;
+  Expected<std::vector<uint8_t>> kv_export() const { return ctx_->kv_export(0); }
   // Writes rows laid out as kv_export() returns them and sets n_past() to n_past;
   // bytes.size() must be n_past * kv_row_bytes() and n_past <= n_ctx().
-  Status kv_import(std::span<const uint8_t> bytes, int n_past);
-  size_t kv_row_bytes() const;  // one position across all layers, K and V
+  Status kv_import(std::span<const uint8_t> bytes, int n_past) { return ctx_->kv_import(0, bytes, n_past); }
+  size_t kv_row_bytes() const { return ctx_->kv_row_bytes(); }
 
  private:
   Session() = default;
-  Expected<PreparedGraph*> prepared(int n_tokens, int n_out);
-  Status run_chunk(std::span<const int32_t> tokens, int pos0, int n_out, float* logits);
-  Status for_each_kv_slice(int n_pos,
-                           const std::function<void(const Scheduler::RegionView&, size_t, size_t)>& fn) const;
-
-  std::shared_ptr<const Model> model_;
   SessionParams params_;
-  int n_ctx_ = 0;
-  int n_batch_ = 0;
-  int n_past_ = 0;
-  std::unique_ptr<cpu::CpuBackend> cpu_;
-  std::unique_ptr<Scheduler> sched_;
-  // Prepared graphs by (n_tokens, n_out), least recently used evicted past kMaxGraphs.
-  struct Entry {
-    std::unique_ptr<PreparedGraph> pg;
-    int tokens = -1, pos = -1, out_ids = -1, logits = -1;  // node ids
-    uint64_t last_use = 0;
-  };
-  static constexpr size_t kMaxGraphs = 4;
-  std::map<std::pair<int, int>, Entry> graphs_;
-  uint64_t clock_ = 0;
-  std::vector<float> logits_;    // [n_out][n_vocab]
-  std::vector<int32_t> scratch_; // positions / output ids of one chunk
-  SessionStats stats_;
+  std::unique_ptr<Context> ctx_;
+  std::vector<float> logits_;  // [n_out][n_vocab]
+  Batch batch_;
 };
 
 }  // namespace minfer

@@ -1,5 +1,7 @@
 #include "server/api.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <optional>
 
@@ -87,6 +89,15 @@ std::optional<ApiError> normalize_messages(const json& in, json& out) {
     if (!m.is_object()) return bad(where, fmt::format("'{}' must be an object", where));
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) return bad(where + ".role", fmt::format("'{}.role' must be a string", where));
+    {
+      // OpenAI's roles; anything else is a 400 there too (a template would silently drop it).
+      static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool", "function"};
+      const std::string r = role->get<std::string>();
+      if (std::find(std::begin(kRoles), std::end(kRoles), r) == std::end(kRoles))
+        return bad(where + ".role", fmt::format("Invalid value for '{}.role': '{}'. Supported values are: 'system', "
+                                                "'developer', 'user', 'assistant', 'tool' and 'function'.",
+                                                where, r));
+    }
     json msg = m;
     auto content = m.find("content");
     if (content != m.end() && content->is_array()) {

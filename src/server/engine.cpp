@@ -2,16 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <cstdlib>
 #include <numeric>
 #include <optional>
 #include <span>
 
-#include "backends/cpu/cpu-backend.h"
-#include "core/thread-pool.h"
-#include "graph/scheduler.h"
+#include "runtime/context.h"
+#include "runtime/step.h"
 #include "sampling/sampler.h"
-#include "sampling/stop.h"
 #include "server/json-prefix.h"
 
 namespace minfer::server {
@@ -20,6 +18,19 @@ void EventChannel::push(JobEvent ev) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (ev.kind != JobEvent::kText) --open_jobs_;
+    // A reader that fell behind: merge this text into the choice's last queued text event.
+    if (ev.kind == JobEvent::kText && q_.size() >= kMaxEvents) {
+      for (auto it = q_.rbegin(); it != q_.rend(); ++it) {
+        if (it->index != ev.index) continue;
+        if (it->kind == JobEvent::kText) {
+          it->text += ev.text;
+          it->logprobs.insert(it->logprobs.end(), std::make_move_iterator(ev.logprobs.begin()),
+                              std::make_move_iterator(ev.logprobs.end()));
+          return;
+        }
+        break;
+      }
+    }
     q_.push_back(std::move(ev));
   }
   cv_.notify_all();
@@ -38,30 +49,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One sequence's state. `cached` are the tokens whose K/V sit in the slot's cache rows
-// [0, cached.size()); they outlive the job so that the next one can reuse a common prefix.
+// One sequence's state. `cached` are the tokens whose K/V sit in the slot's sequence of the
+// context (positions 0 .. cached.size() - 1); they outlive the job so that the next one can
+// reuse a common prefix.
 struct Slot {
   int id = 0;
   std::vector<int32_t> cached;
   bool active = false;
   Job job;
   std::optional<Sampler> sampler;
-  std::optional<StreamDecoder> text;
-  std::optional<StopScanner> stops;
+  std::optional<TokenStep> step;
   size_t n_fed = 0;       // prompt tokens in the cache (reused + prefilled)
-  int n_cached = 0;       // prompt tokens reused from the previous job
+  int n_cached = 0;       // prompt tokens reused (from this slot or copied from another)
   int32_t next = -1;      // sampled, not yet decoded (-1 while prefilling)
-  int n_gen = 0;
   Clock::time_point submitted;
   bool first_token = true;
   std::vector<TokenLogprob> pending_lp;
   std::optional<JsonPrefix> json;  // json_object jobs: the output so far
 };
 
-// What one row of a step's batch belongs to.
-struct RowOwner {
-  Slot* slot = nullptr;
-  bool wants_logits = false;
+struct Queued {
+  Job job;
+  Clock::time_point submitted;
 };
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -90,6 +99,13 @@ TokenLogprob logprob_of(std::span<const float> logits, int32_t id, int n_top) {
   return lp;
 }
 
+const char* finish_reason(StopReason r) {
+  return r == StopReason::kLength || r == StopReason::kContextFull ? "length" : "stop";
+}
+
+// A prefix in another slot is copied instead of prefilled when it is at least this much longer.
+constexpr size_t kMinCopyGain = 16;
+
 }  // namespace
 
 struct Engine::Impl {
@@ -97,65 +113,29 @@ struct Engine::Impl {
   const Tokenizer* tok = nullptr;
   EngineParams p;
   int n_vocab = 0;
-  std::unique_ptr<cpu::CpuBackend> cpu;
-  std::unique_ptr<Scheduler> sched;
-
-  struct GraphEntry {
-    std::unique_ptr<PreparedGraph> pg;
-    int tokens = -1, pos = -1, out_ids = -1, kv_rows = -1, kv_ranges = -1, logits = -1;
-    uint64_t last_use = 0;
-  };
-  static constexpr size_t kMaxGraphs = 16;
-  std::map<std::pair<int, int>, GraphEntry> graphs;
-  uint64_t clock = 0;
+  std::unique_ptr<Context> ctx;
 
   std::vector<Slot> slots;
-  mutable std::mutex mu;  // guards queue, draining, stopping, metrics
+  mutable std::mutex mu;  // guards queue, the flags below, metrics
   std::condition_variable cv;
-  std::deque<std::pair<Job, Clock::time_point>> queue;
+  std::deque<Queued> queue;
   bool draining = false;
   bool stopping = false;
+  std::string cancel_reason;  // cancel_all() asked for, not yet carried out
+  bool cancel_pending = false;
   EngineMetrics m;
+  Clock::time_point last_progress = Clock::now();
   std::thread thread;
 
-  // Step buffers.
-  std::vector<int32_t> b_tokens, b_pos, b_rows, b_ranges, b_out;
-  std::vector<RowOwner> owners;
-  std::vector<float> logits;
+  // Test hook (MINFER_TEST_STEP_DELAY_MS): every step takes at least this long, so tests can
+  // see a slow engine (watchdog, drain timeout) without a slow machine.
+  std::chrono::milliseconds step_delay{0};
 
-  Expected<GraphEntry*> graph(int n_tokens, int n_out) {
-    const auto key = std::make_pair(n_tokens, n_out);
-    auto it = graphs.find(key);
-    if (it == graphs.end()) {
-      if (graphs.size() >= kMaxGraphs) {
-        auto lru = std::min_element(graphs.begin(), graphs.end(),
-                                    [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
-        graphs.erase(lru);
-      }
-      GraphParams gp;
-      gp.n_tokens = n_tokens;
-      gp.n_out = n_out;
-      gp.n_ctx = static_cast<int64_t>(p.n_slots) * p.n_ctx_slot;
-      gp.kv_type = p.kv_type;
-      gp.multi_seq = true;
-      auto pg = sched->prepare(model->build_graph(gp), {.fuse = true});
-      if (!pg) return pg.error();
-      GraphEntry e;
-      e.pg = std::move(*pg);
-      const Graph& g = e.pg->graph;
-      e.tokens = g.find(kInpTokens);
-      e.pos = g.find(kInpPos);
-      e.out_ids = g.find(kInpOutIds);
-      e.kv_rows = g.find(kInpKvRows);
-      e.kv_ranges = g.find(kInpKvRanges);
-      e.logits = g.outputs.at(0);
-      MINFER_ASSERT(e.tokens >= 0 && e.pos >= 0 && e.kv_rows >= 0 && e.kv_ranges >= 0 &&
-                    (n_out == n_tokens || e.out_ids >= 0));
-      it = graphs.emplace(key, std::move(e)).first;
-    }
-    it->second.last_use = ++clock;
-    return &it->second;
-  }
+  Batch batch;
+  std::vector<Slot*> owners;  // [batch row] whose token it is
+  std::vector<Slot*> wants;   // slots whose logits row comes back, in row order
+
+  // ---- events ----
 
   void emit(Slot& s, std::string text, bool done, const char* reason) {
     JobEvent ev;
@@ -168,25 +148,59 @@ struct Engine::Impl {
       ev.finish_reason = reason;
       ev.n_prompt = static_cast<int>(s.job.prompt.size());
       ev.n_cached = s.n_cached;
-      ev.n_gen = s.n_gen;
+      ev.n_gen = s.step ? s.step->n_gen() : 0;
     }
     if (!done && ev.text.empty() && ev.logprobs.empty()) return;
     s.job.channel->push(std::move(ev));
   }
 
+  static void push_error(Job& job, const std::string& msg) {
+    JobEvent ev;
+    ev.kind = JobEvent::kError;
+    ev.index = job.index;
+    ev.error = msg;
+    job.channel->push(std::move(ev));
+  }
+
   void release(Slot& s) {
-    s.active = false;
+    s.step.reset();
     s.sampler.reset();
-    s.text.reset();
-    s.stops.reset();
     s.job = Job{};
     s.pending_lp.clear();
     s.json.reset();
+    std::lock_guard<std::mutex> lk(mu);
+    s.active = false;
+    m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
   }
 
-  // json_object: the logits with every token masked that cannot continue the JSON object.
-  // Candidates are tried best first; the kJsonCandidates best valid ones are kept (enough for
-  // greedy and the default top-k 40; top-p / min-p then see that truncated set).
+  // Ends the slot's job with an error event. `keep_cache`: what the cache holds is intact.
+  void fail(Slot& s, const std::string& msg, bool keep_cache = true) {
+    push_error(s.job, msg);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      m.n_jobs_failed++;
+    }
+    if (!keep_cache) {
+      s.cached.clear();
+      ctx->seq_clear(s.id);
+    }
+    release(s);
+  }
+
+  void done(Slot& s, std::string text, const char* reason) {
+    emit(s, std::move(text), true, reason);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      m.n_jobs_done++;
+    }
+    release(s);
+  }
+
+  // ---- json_object ----
+
+  // The logits with every token masked that cannot continue the JSON object. Candidates are
+  // tried best first; the kJsonCandidates best valid ones are kept (enough for greedy and the
+  // default top-k 40; top-p / min-p then see that truncated set).
   static constexpr size_t kJsonCandidates = 64;
   std::vector<float> json_row;
   std::vector<int32_t> json_order;
@@ -215,145 +229,142 @@ struct Engine::Impl {
     return json_row;
   }
 
-  void fail(Slot& s, const std::string& msg) {
-    JobEvent ev;
-    ev.kind = JobEvent::kError;
-    ev.index = s.job.index;
-    ev.error = msg;
-    s.job.channel->push(std::move(ev));
-    s.cached.clear();
-    release(s);
-  }
+  // ---- admission ----
 
-  // Ends a job that did not stop on a stop string: what the decoder and scanner still hold
-  // is final now.
-  void finish(Slot& s, const char* reason, bool hit_stop) {
-    std::string rest;
-    if (!hit_stop) {
-      rest = s.stops->feed(s.text->flush()).text;
-      if (!s.stops->stopped()) rest += s.stops->finish();
+  // Ends queued jobs that are cancelled or past their deadline or the queue timeout. mu held.
+  void expire_queued(Clock::time_point now) {
+    for (auto it = queue.begin(); it != queue.end();) {
+      const char* why = nullptr;
+      if (it->job.channel->cancelled()) {
+        why = "cancelled";
+        m.n_jobs_cancelled++;
+      } else if (now > it->job.deadline) {
+        why = "timed out waiting for a slot (--timeout)";
+        m.n_jobs_timed_out++;
+      } else if (p.queue_timeout_s > 0 && now - it->submitted > std::chrono::duration<double>(p.queue_timeout_s)) {
+        why = "timed out waiting for a slot (queue timeout)";
+        m.n_jobs_timed_out++;
+      }
+      if (!why) {
+        ++it;
+        continue;
+      }
+      push_error(it->job, why);
+      m.n_jobs_failed++;
+      it = queue.erase(it);
     }
-    emit(s, std::move(rest), true, reason);
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      m.n_jobs_done++;
-    }
-    release(s);
+    m.queued = static_cast<int>(queue.size());
   }
 
   // Moves queued jobs into free slots, the one with the longest cached common prefix first.
   void admit() {
-    std::lock_guard<std::mutex> lk(mu);
-    while (!queue.empty()) {
-      if (queue.front().first.channel->cancelled()) {
-        Job job = std::move(queue.front().first);
-        queue.pop_front();
-        JobEvent ev;
-        ev.kind = JobEvent::kError;
-        ev.index = job.index;
-        ev.error = "cancelled";
-        job.channel->push(std::move(ev));
-        m.n_jobs_cancelled++;
-        continue;
-      }
+    for (;;) {
+      Queued q;
       Slot* best = nullptr;
       size_t best_n = 0;
-      const std::vector<int32_t>& prompt = queue.front().first.prompt;
-      for (Slot& s : slots) {
-        if (s.active) continue;
-        const size_t n = common_prefix(s.cached, prompt);
-        if (!best || n > best_n || (n == best_n && s.cached.size() < best->cached.size())) {
-          best = &s;
-          best_n = n;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        expire_queued(Clock::now());
+        if (queue.empty()) return;
+        const std::vector<int32_t>& prompt = queue.front().job.prompt;
+        for (Slot& s : slots) {
+          if (s.active) continue;
+          const size_t n = common_prefix(s.cached, prompt);
+          if (!best || n > best_n || (n == best_n && s.cached.size() < best->cached.size())) {
+            best = &s;
+            best_n = n;
+          }
         }
+        if (!best) return;
+        q = std::move(queue.front());
+        queue.pop_front();
+        m.queued = static_cast<int>(queue.size());
+        best->active = true;
+        m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
       }
-      if (!best) break;
-      Job job = std::move(queue.front().first);
-      const Clock::time_point t_submit = queue.front().second;
-      queue.pop_front();
-      Slot& s = *best;
-      auto sampler = Sampler::create(job.sampling, n_vocab);
-      if (!sampler) {
-        JobEvent ev;
-        ev.kind = JobEvent::kError;
-        ev.index = job.index;
-        ev.error = sampler.error().message;
-        job.channel->push(std::move(ev));
-        continue;
-      }
-      // At least the last prompt token is decoded again: its logits start the generation.
-      const size_t keep = std::min(best_n, job.prompt.size() - 1);
-      s.cached.resize(keep);
-      s.job = std::move(job);
-      s.active = true;
-      s.sampler.emplace(std::move(*sampler));
-      s.sampler->accept_prompt(s.job.prompt);
-      s.text.emplace(*tok);
-      s.stops.emplace(s.job.stop);
-      s.n_fed = keep;
-      s.n_cached = static_cast<int>(keep);
-      s.next = -1;
-      s.n_gen = 0;
-      s.submitted = t_submit;
-      s.first_token = true;
-      s.pending_lp.clear();
-      if (s.job.json_object) s.json.emplace();
-      m.n_cached_tokens += static_cast<int64_t>(keep);
+      start(*best, best_n, std::move(q));
     }
-    m.queued = static_cast<int>(queue.size());
-    m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.active; }));
   }
 
-  // One token sampled for slot s from its logits row; mirrors generate() (runtime/generate.cpp).
+  void start(Slot& s, size_t own_prefix, Queued q) {
+    Job& job = q.job;
+    auto sampler = Sampler::create(job.sampling, n_vocab);
+    if (!sampler) {
+      s.job = std::move(job);
+      return fail(s, sampler.error().message);
+    }
+    // At least the last prompt token is decoded again: its logits start the generation.
+    const size_t limit = job.prompt.size() - 1;
+    size_t keep = std::min(own_prefix, limit);
+    // A longer common prefix in another slot is copied instead of prefilled.
+    Slot* donor = nullptr;
+    size_t donor_n = 0;
+    for (Slot& o : slots) {
+      if (&o == &s) continue;
+      const size_t n = std::min(common_prefix(o.cached, job.prompt), limit);
+      if (n > donor_n) {
+        donor = &o;
+        donor_n = n;
+      }
+    }
+    bool copied = false;
+    if (donor && donor_n >= keep + kMinCopyGain) {
+      if (Status st = ctx->seq_cp(donor->id, s.id, static_cast<int>(donor_n)); st) {
+        s.cached.assign(donor->cached.begin(), donor->cached.begin() + static_cast<std::ptrdiff_t>(donor_n));
+        keep = donor_n;
+        copied = true;
+      }
+    }
+    if (!copied) {
+      s.cached.resize(keep);
+      if (Status st = ctx->seq_rm(s.id, static_cast<int>(keep), -1); !st) {
+        s.job = std::move(job);
+        return fail(s, "cache edit failed: " + st.error().message, false);
+      }
+    }
+    s.job = std::move(job);
+    s.sampler.emplace(std::move(*sampler));
+    s.sampler->accept_prompt(s.job.prompt);
+    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop});
+    s.n_fed = keep;
+    s.n_cached = static_cast<int>(keep);
+    s.next = -1;
+    s.submitted = q.submitted;
+    s.first_token = true;
+    s.pending_lp.clear();
+    if (s.job.json_object) s.json.emplace();
+    std::lock_guard<std::mutex> lk(mu);
+    m.n_cached_tokens += static_cast<int64_t>(keep);
+  }
+
+  // ---- one step ----
+
+  // One token sampled for slot s from its logits row.
   void on_logits(Slot& s, std::span<const float> row) {
     const std::span<const float> raw = row;
     if (s.json) row = mask_json(s, row);
-    auto next = s.sampler->sample(row);
-    if (!next) return fail(s, next.error().message);
-    const int32_t id = *next;
-    s.sampler->accept(id);
-    s.n_gen++;
-    if (s.first_token) {
-      s.first_token = false;
-      std::lock_guard<std::mutex> lk(mu);
-      m.ttft_s_sum += std::chrono::duration<double>(Clock::now() - s.submitted).count();
-      m.ttft_count++;
-    }
+    auto r = s.step->next(row, ctx->n_ctx_seq() - ctx->seq_len(s.id));
+    if (!r) return fail(s, r.error().message);
     {
       std::lock_guard<std::mutex> lk(mu);
+      if (s.first_token) {
+        m.ttft_s_sum += std::chrono::duration<double>(Clock::now() - s.submitted).count();
+        m.ttft_count++;
+      }
       m.n_gen_tokens++;
     }
-    if (s.job.top_logprobs >= 0) s.pending_lp.push_back(logprob_of(raw, id, s.job.top_logprobs));
-    if (tok->is_eog(id)) return finish(s, "stop", false);
-    if (s.json) s.json->push(tok->piece(id));
-    const StopScanner::Step step = s.stops->feed(s.text->push(id));
-    if (step.stopped) {
-      emit(s, step.text, true, "stop");
-      std::lock_guard<std::mutex> lk(mu);
-      m.n_jobs_done++;
-      release(s);
-      return;
-    }
-    emit(s, step.text, false, nullptr);
-    if (s.json && s.json->done()) return finish(s, "stop", false);
-    if (s.job.n_predict >= 0 && s.n_gen >= s.job.n_predict) return finish(s, "length", false);
-    if (static_cast<int>(s.cached.size()) + 1 >= p.n_ctx_slot) return finish(s, "length", false);
-    if (Clock::now() > s.job.deadline) return finish(s, "length", false);
-    s.next = id;
+    s.first_token = false;
+    if (s.job.top_logprobs >= 0) s.pending_lp.push_back(logprob_of(raw, r->token, s.job.top_logprobs));
+    if (r->done) return done(s, std::move(r->text), finish_reason(r->reason));
+    if (s.json) s.json->push(tok->piece(r->token));
+    if (s.json && s.json->done()) return done(s, r->text + s.step->finish(), "stop");
+    if (Clock::now() > s.job.deadline) return done(s, r->text + s.step->finish(), "length");
+    emit(s, std::move(r->text), false, nullptr);
+    s.next = r->token;
   }
 
-  // One batched forward over every active slot. Returns false when there was nothing to run.
-  bool step() {
-    b_tokens.clear();
-    b_pos.clear();
-    b_rows.clear();
-    b_ranges.clear();
-    b_out.clear();
-    owners.clear();
-    // Prompt tokens in this step: at most n_batch (but always one chunk), so the decoding slots'
-    // next token is not held up by several long prompts at once. Deferring a chunk never
-    // changes how a prompt is split, only when its chunks run.
-    int prefill = 0;
+  // Slots whose job ended from outside (client gone, deadline) before this step.
+  void reap(Clock::time_point now) {
     for (Slot& s : slots) {
       if (!s.active) continue;
       if (s.job.channel->cancelled()) {
@@ -361,15 +372,32 @@ struct Engine::Impl {
           std::lock_guard<std::mutex> lk(mu);
           m.n_jobs_cancelled++;
         }
-        JobEvent ev;
-        ev.kind = JobEvent::kError;
-        ev.index = s.job.index;
-        ev.error = "cancelled";
-        s.job.channel->push(std::move(ev));
-        release(s);
-        continue;
+        fail(s, "cancelled");
+      } else if (now > s.job.deadline) {
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          m.n_jobs_timed_out++;
+        }
+        if (s.next >= 0) {
+          done(s, s.step->finish(), "length");  // generating: what it has is the answer
+        } else {
+          fail(s, "timed out before the prompt was processed (--timeout)");
+        }
       }
-      const int64_t base = static_cast<int64_t>(s.id) * p.n_ctx_slot;
+    }
+  }
+
+  // One batched forward over every active slot. Returns false when there was nothing to run.
+  bool step() {
+    reap(Clock::now());
+    batch.clear();
+    owners.clear();
+    wants.clear();
+    // Prompt tokens in this step: at most n_batch (but always one chunk), so the decoding slots'
+    // next token is not held up by several long prompts at once.
+    int prefill = 0;
+    for (Slot& s : slots) {
+      if (!s.active) continue;
       std::span<const int32_t> add;
       bool last = true;
       if (s.next >= 0) {
@@ -384,109 +412,89 @@ struct Engine::Impl {
       }
       const int n_seq = static_cast<int>(add.size());
       for (int i = 0; i < n_seq; ++i) {
-        const int pos = static_cast<int>(s.cached.size()) + i;
-        b_tokens.push_back(add[static_cast<size_t>(i)]);
-        b_pos.push_back(pos);
-        b_rows.push_back(static_cast<int32_t>(base + pos));
-        b_ranges.push_back(static_cast<int32_t>(base));
-        b_ranges.push_back(pos + 1);
-        b_ranges.push_back(n_seq);
-        owners.push_back({&s, last && i == n_seq - 1});
+        batch.add(add[static_cast<size_t>(i)], static_cast<int32_t>(s.cached.size()) + i, s.id, last && i == n_seq - 1);
+        owners.push_back(&s);
       }
+      if (last) wants.push_back(&s);
     }
-    if (b_tokens.empty()) return false;
-    const int n = static_cast<int>(b_tokens.size());
-    for (int i = 0; i < n; ++i)
-      if (owners[static_cast<size_t>(i)].wants_logits) b_out.push_back(i);
-    const int n_out = std::max(1, static_cast<int>(b_out.size()));
-    if (b_out.empty()) b_out.push_back(n - 1);  // a graph always has an output row
-
-    Status st = run(n, n_out);
-    if (!st) {
+    if (batch.size() == 0) return false;
+    if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
+    auto logits = ctx->decode(batch);
+    if (!logits) {
       for (Slot& s : slots)
-        if (s.active) fail(s, "decode failed: " + st.error().message);
+        if (s.active) fail(s, "decode failed: " + logits.error().message, false);
       return true;
     }
     {
       std::lock_guard<std::mutex> lk(mu);
       m.n_steps++;
-      m.n_step_tokens += n;
+      m.n_step_tokens += batch.size();
+      last_progress = Clock::now();
     }
     // Advance each slot's cache past what this step stored.
-    for (int i = 0; i < n; ++i) {
-      Slot& s = *owners[static_cast<size_t>(i)].slot;
-      s.cached.push_back(b_tokens[static_cast<size_t>(i)]);
+    int64_t n_prompt = 0;
+    for (int i = 0; i < batch.size(); ++i) {
+      Slot& s = *owners[static_cast<size_t>(i)];
+      s.cached.push_back(batch.token[static_cast<size_t>(i)]);
       if (s.next < 0) {
         s.n_fed++;
-        std::lock_guard<std::mutex> lk(mu);
-        m.n_prompt_tokens++;
+        ++n_prompt;
       }
     }
-    int row = 0;
-    for (int i = 0; i < n; ++i) {
-      const RowOwner& o = owners[static_cast<size_t>(i)];
-      if (!o.wants_logits) continue;
-      Slot& s = *o.slot;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      m.n_prompt_tokens += n_prompt;
+    }
+    const size_t nv = static_cast<size_t>(n_vocab);
+    for (size_t r = 0; r < wants.size(); ++r) {
+      Slot& s = *wants[r];
       s.next = -1;
-      on_logits(s, std::span<const float>(logits).subspan(static_cast<size_t>(row) * static_cast<size_t>(n_vocab),
-                                                         static_cast<size_t>(n_vocab)));
-      ++row;
+      on_logits(s, logits->subspan(r * nv, nv));
     }
     return true;
   }
 
-  Status run(int n, int n_out) {
-    auto ge = graph(n, n_out);
-    if (!ge) return ge.error();
-    GraphEntry& e = **ge;
-    PreparedGraph& pg = *e.pg;
-    MINFER_TRY(sched->set_input(pg, e.tokens, b_tokens.data(), b_tokens.size() * sizeof(int32_t)));
-    MINFER_TRY(sched->set_input(pg, e.pos, b_pos.data(), b_pos.size() * sizeof(int32_t)));
-    MINFER_TRY(sched->set_input(pg, e.kv_rows, b_rows.data(), b_rows.size() * sizeof(int32_t)));
-    MINFER_TRY(sched->set_input(pg, e.kv_ranges, b_ranges.data(), b_ranges.size() * sizeof(int32_t)));
-    if (e.out_ids >= 0)
-      MINFER_TRY(sched->set_input(pg, e.out_ids, b_out.data(), static_cast<size_t>(n_out) * sizeof(int32_t)));
-    MINFER_TRY(sched->compute(pg));
-    logits.resize(static_cast<size_t>(n_out) * static_cast<size_t>(n_vocab));
-    return sched->get_output(pg, e.logits, logits.data(), logits.size() * sizeof(float));
+  // mu held. slots_busy follows `active`, which changes under mu only.
+  bool has_work_locked() const { return !queue.empty() || m.slots_busy > 0; }
+
+  void cancel_everything(const std::string& reason) {
+    for (Slot& s : slots)
+      if (s.active) fail(s, reason);
+    std::lock_guard<std::mutex> lk(mu);
+    for (Queued& q : queue) {
+      push_error(q.job, reason);
+      m.n_jobs_failed++;
+    }
+    queue.clear();
+    m.queued = 0;
   }
 
   void loop() {
     for (;;) {
       {
         std::unique_lock<std::mutex> lk(mu);
-        cv.wait(lk, [&] {
-          const bool any_active = std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return s.active; });
-          return stopping || any_active || !queue.empty();
-        });
+        // Wake at least every 100 ms while jobs wait: queued deadlines are checked here.
+        cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return stopping || cancel_pending || has_work_locked(); });
         if (stopping) break;
+        if (!has_work_locked()) last_progress = Clock::now();  // idle is not stalled
       }
-      admit();
-      if (!step()) {
-        // Everything queued is waiting on... nothing: every slot is free, so admit() took
-        // them all; an empty step means only cancelled jobs were left.
-        std::unique_lock<std::mutex> lk(mu);
-        m.slots_busy = 0;
-        cv.notify_all();
-        cv.wait_for(lk, std::chrono::milliseconds(5));
-      }
+      bool cancel = false;
+      std::string reason;
       {
         std::lock_guard<std::mutex> lk(mu);
-        m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.active; }));
+        if (cancel_pending) {
+          cancel = true;
+          reason = cancel_reason;
+          cancel_pending = false;
+        }
       }
+      if (cancel) cancel_everything(reason);
+      admit();
+      step();
       cv.notify_all();
     }
-    for (Slot& s : slots)
-      if (s.active) fail(s, "server shutting down");
-    std::lock_guard<std::mutex> lk(mu);
-    for (auto& [job, t] : queue) {
-      JobEvent ev;
-      ev.kind = JobEvent::kError;
-      ev.index = job.index;
-      ev.error = "server shutting down";
-      job.channel->push(std::move(ev));
-    }
-    queue.clear();
+    cancel_everything("server shutting down");
+    cv.notify_all();
   }
 };
 
@@ -495,26 +503,30 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
   if (p.n_slots < 1) return make_error("engine: --parallel {} must be at least 1", p.n_slots);
   if (p.n_ctx_slot < 8) return make_error("engine: context per slot {} is below 8", p.n_ctx_slot);
   if (p.n_batch < 1) return make_error("engine: n_batch {} must be at least 1", p.n_batch);
-  if (p.kv_type != DType::F16 && p.kv_type != DType::F32)
-    return make_error("engine: KV cache type {} is not supported (f16, f32)", dtype_name(p.kv_type));
   std::unique_ptr<Engine> e(new Engine(p));
   e->params_.n_batch = std::min(p.n_batch, p.n_ctx_slot);
   auto impl = std::make_unique<Impl>();
-  impl->model = std::move(model);
+  impl->model = model;
   impl->tok = &tok;
   impl->p = e->params_;
-  impl->n_vocab = static_cast<int>(impl->model->hparams().n_vocab);
-  impl->cpu = std::make_unique<cpu::CpuBackend>(p.n_threads > 0 ? p.n_threads : hardware_threads());
-  impl->sched = std::make_unique<Scheduler>(std::vector<Backend*>{impl->cpu.get()});
+  ContextParams cp;
+  cp.n_seq = p.n_slots;
+  cp.n_ctx_seq = p.n_ctx_slot;
+  cp.n_batch = e->params_.n_batch + p.n_slots;  // one prompt chunk plus a token of every other slot
+  cp.n_threads = p.n_threads;
+  cp.kv_type = p.kv_type;
+  cp.backends = p.backends;
+  cp.attn = AttnArith::kInvariant;
+  auto ctx = Context::create(std::move(model), cp);
+  if (!ctx) return make_error("engine: {}", ctx.error().message);
+  impl->ctx = std::move(*ctx);
+  impl->n_vocab = impl->ctx->n_vocab();
   impl->slots.resize(static_cast<size_t>(p.n_slots));
   for (int i = 0; i < p.n_slots; ++i) impl->slots[static_cast<size_t>(i)].id = i;
   impl->m.n_slots = p.n_slots;
+  if (const char* d = std::getenv("MINFER_TEST_STEP_DELAY_MS")) impl->step_delay = std::chrono::milliseconds(std::atoi(d));
   // Build the decode graph now: allocates the KV cache and fails early if it does not fit.
-  {
-    impl->b_tokens.assign(1, 0);
-    auto ge = impl->graph(1, 1);
-    if (!ge) return ge.error();
-  }
+  if (auto g = impl->ctx->graph(1, 1); !g) return make_error("engine: {}", g.error().message);
   e->impl_ = std::move(impl);
   Impl* raw = e->impl_.get();
   e->impl_->thread = std::thread([raw] { raw->loop(); });
@@ -531,8 +543,6 @@ Engine::~Engine() {
   }
   impl_->cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
-  impl_->graphs.clear();
-  impl_->sched.reset();
 }
 
 bool Engine::submit(std::vector<Job> jobs) {
@@ -543,7 +553,8 @@ bool Engine::submit(std::vector<Job> jobs) {
     const size_t free_slots = static_cast<size_t>(std::max(0, params_.n_slots - impl_->m.slots_busy));
     if (impl_->queue.size() + jobs.size() > static_cast<size_t>(params_.max_queue) + free_slots) return false;
     const auto now = Clock::now();
-    for (Job& j : jobs) impl_->queue.emplace_back(std::move(j), now);
+    if (!impl_->has_work_locked()) impl_->last_progress = now;
+    for (Job& j : jobs) impl_->queue.push_back({std::move(j), now});
     impl_->m.queued = static_cast<int>(impl_->queue.size());
   }
   impl_->cv.notify_all();
@@ -555,10 +566,30 @@ void Engine::drain() {
   impl_->draining = true;
 }
 
-void Engine::wait_idle() {
+bool Engine::wait_idle(std::chrono::milliseconds timeout) {
   drain();
   std::unique_lock<std::mutex> lk(impl_->mu);
-  impl_->cv.wait(lk, [&] { return impl_->queue.empty() && impl_->m.slots_busy == 0; });
+  auto idle = [&] { return !impl_->has_work_locked() && !impl_->cancel_pending; };
+  if (timeout == std::chrono::milliseconds::max()) {
+    impl_->cv.wait(lk, idle);
+    return true;
+  }
+  return impl_->cv.wait_for(lk, timeout, idle);
+}
+
+void Engine::cancel_all(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->cancel_pending = true;
+    impl_->cancel_reason = reason;
+  }
+  impl_->cv.notify_all();
+}
+
+bool Engine::stalled() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (!impl_->has_work_locked()) return false;
+  return Clock::now() - impl_->last_progress > std::chrono::duration<double>(impl_->p.watchdog_s);
 }
 
 EngineMetrics Engine::metrics() const {

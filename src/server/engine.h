@@ -1,7 +1,9 @@
-// The server's inference engine: N slots over one model, one KV cache with a region per slot,
-// and one thread that runs continuous batching. Each step gathers every active slot's next
-// token (or its next prompt chunk) into ONE forward pass; requests join and leave between
-// steps. HTTP threads submit jobs and read their events from a channel.
+// The server's inference engine: N slots, each one sequence of a runtime Context (one model, one
+// KV cache), and one thread that runs continuous batching. Each step gathers every active
+// slot's next token (or its next prompt chunk) into ONE Batch; requests join and leave between
+// steps; each slot's token goes through the runtime's TokenStep (sampling, end-of-generation,
+// UTF-8, stop strings), the same step the CLI runs. HTTP threads submit jobs and read their
+// events from a channel.
 //
 //   auto eng = Engine::create(model, tok, {.n_slots = 4, .n_ctx_slot = 2048});
 //   auto ch = std::make_shared<EventChannel>();
@@ -10,14 +12,21 @@
 //   for (JobEvent ev; ch->pop(ev, 100ms) != EventChannel::kClosed;) ...  // text, then done
 //   ch->cancel();                                              // client went away: slot freed
 //
-// Determinism: a token's arithmetic does not depend on the other sequences in its batch.
-// Matmul rows are independent, and attention picks its arithmetic from the number of query
-// rows of the token's OWN sequence in the step (GraphParams::multi_seq), so greedy output is
-// the same alone or under load. Prompts are prefilled in chunks of n_batch tokens counted from
-// the first token not already in the slot's cache.
+// Determinism: a token's arithmetic depends on nothing else in its batch. Matmul rows are
+// independent, and the context runs attention batch-invariant (AttnArith::kInvariant), so
+// greedy output is the same alone or under load, whether its prompt's prefix came from a
+// slot's cache or how the prompt was split into prefill chunks.
 //
 // Prefix reuse: a slot keeps the tokens of its last conversation in its cache; a new job goes
 // to the free slot sharing the longest prefix with its prompt and only the rest is prefilled.
+// When another slot (free or busy) holds a much longer common prefix, it is copied over
+// (Context::seq_cp, on the backend) instead of prefilled again.
+//
+// Lifecycle: every job ends, with its text or an error event: done, max tokens, its deadline
+// (checked while queued, prefilling and generating), its channel cancelled (client gone), a
+// queue wait past queue_timeout_s, cancel_all() (shutdown after the drain deadline), or the
+// engine's destruction. stalled() is true when there is work but no step has finished for
+// watchdog_s (what /health reports).
 #pragma once
 
 #include <atomic>
@@ -32,10 +41,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
-#include "models/model.h"
 #include "sampling/params.h"
 #include "tokenizer/tokenizer.h"
+
+namespace minfer {
+class Model;
+}
 
 namespace minfer::server {
 
@@ -46,6 +59,9 @@ struct EngineParams {
   int n_threads = 0;      // 0 = all hardware threads
   int max_queue = 64;     // jobs waiting for a slot; more are refused (HTTP 503)
   DType kv_type = DType::F16;
+  std::string backends = "cpu";
+  double queue_timeout_s = 300;  // a job waiting longer for a slot ends with an error
+  double watchdog_s = 60;        // work but no finished step for this long: stalled()
 };
 
 struct TokenLogprob {
@@ -65,7 +81,9 @@ struct JobEvent {
   std::string error;                  // kError
 };
 
-// Events of one HTTP request (its n jobs), in order. Closed once every job is done.
+// Events of one HTTP request (its n jobs), in order. Closed once every job is done. Bounded: a
+// reader that falls behind finds consecutive text of a choice merged into one event, so the
+// queue never holds more than about kMaxEvents events (plus one per choice).
 class EventChannel {
  public:
   enum PopResult { kEvent, kTimeout, kClosed };
@@ -74,6 +92,7 @@ class EventChannel {
   PopResult pop(JobEvent& ev, std::chrono::milliseconds timeout);
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
+  static constexpr size_t kMaxEvents = 32;
 
  private:
   std::mutex mu_;
@@ -104,6 +123,8 @@ struct EngineMetrics {
   int64_t n_step_tokens = 0;    // tokens in those passes
   int64_t n_jobs_done = 0;
   int64_t n_jobs_cancelled = 0;
+  int64_t n_jobs_timed_out = 0; // deadline or queue timeout
+  int64_t n_jobs_failed = 0;    // ended with an error event (cancelled and timed out included)
   double ttft_s_sum = 0;        // submit -> first token, summed over jobs
   int64_t ttft_count = 0;
   int queued = 0;
@@ -121,10 +142,14 @@ class Engine {
   bool submit(std::vector<Job> jobs);
   // Refuse new jobs from now on; run() keeps going until what is queued and active is done.
   void drain();
-  // drain() and wait until every job has finished.
-  void wait_idle();
+  // drain() and wait until every job has finished, at most `timeout` (then false).
+  bool wait_idle(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
+  // Ends every queued and active job now with an error event carrying `reason`.
+  void cancel_all(const std::string& reason);
+  // Work is waiting or running but no step has finished for watchdog_s seconds.
+  bool stalled() const;
 
-  EngineMetrics metrics() const;
+  EngineMetrics metrics() const;  // queued and slots_busy are 0 whenever the engine is idle
   const EngineParams& params() const { return params_; }
   int n_ctx_slot() const { return params_.n_ctx_slot; }
 

@@ -5,6 +5,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <algorithm>
+#include <mutex>
+#include <deque>
+#include <condition_variable>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -67,6 +71,8 @@ class HttpMetrics {
     counter("minfer_batch_steps_total", "Batched forward passes.", m.n_steps);
     counter("minfer_batch_tokens_total", "Tokens in batched forward passes.", m.n_step_tokens);
     counter("minfer_jobs_cancelled_total", "Generations stopped because the client went away.", m.n_jobs_cancelled);
+    counter("minfer_jobs_timed_out_total", "Jobs ended by --timeout or --queue-timeout.", m.n_jobs_timed_out);
+    counter("minfer_jobs_failed_total", "Jobs that ended with an error event.", m.n_jobs_failed);
     o += fmt::format("# HELP minfer_time_to_first_token_seconds Submit to first token.\n"
                      "# TYPE minfer_time_to_first_token_seconds summary\n"
                      "minfer_time_to_first_token_seconds_sum {}\nminfer_time_to_first_token_seconds_count {}\n",
@@ -84,6 +90,56 @@ class HttpMetrics {
   std::array<int64_t, 10> buckets_{};
   int64_t lat_count_ = 0;
   double lat_sum_ = 0;
+};
+
+// httplib's TaskQueue with a bounded backlog: when every thread is busy and max_pending
+// connections wait, enqueue() blocks the accepting thread (back-pressure) instead of growing
+// a queue without limit.
+class BoundedTaskQueue final : public httplib::TaskQueue {
+ public:
+  BoundedTaskQueue(size_t n_threads, size_t max_pending) : max_pending_(std::max<size_t>(1, max_pending)) {
+    for (size_t i = 0; i < n_threads; ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~BoundedTaskQueue() override { shutdown(); }
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lk(mu_);
+    room_.wait(lk, [&] { return pending_.size() < max_pending_ || stop_; });
+    pending_.push_back(std::move(fn));
+    ready_.notify_one();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (stop_ && threads_.empty()) return;
+      stop_ = true;
+    }
+    ready_.notify_all();
+    room_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        ready_.wait(lk, [&] { return !pending_.empty() || stop_; });
+        if (pending_.empty()) return;  // stopping, nothing left
+        fn = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      room_.notify_one();
+      fn();
+    }
+  }
+  const size_t max_pending_;
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::function<void()>> pending_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
 };
 
 struct Server {
@@ -334,7 +390,8 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   // One thread per open connection (httplib): every slot and queue place, plus idle keep-alive
   // connections (a load balancer keeps some open per worker).
   const int n_threads = s.sp.n_http_threads > 0 ? s.sp.n_http_threads : ep.n_slots + ep.max_queue + 64;
-  http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+  const size_t max_pending = static_cast<size_t>(std::max(1, s.sp.max_pending_connections));
+  http.new_task_queue = [n_threads, max_pending] { return new BoundedTaskQueue(static_cast<size_t>(n_threads), max_pending); };
   http.set_payload_max_length(s.sp.max_body);
   http.set_read_timeout(s.sp.timeout_s, 0);
   http.set_write_timeout(s.sp.timeout_s, 0);
@@ -399,6 +456,13 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
       r.set_content(dump(error_json({503, "the server is shutting down", "server_error", "", "unavailable"})), "application/json");
       return;
     }
+    if (s.engine->stalled()) {  // the watchdog: work waits or runs but no step finishes
+      r.status = 503;
+      r.set_content(dump(error_json({503, fmt::format("the engine has work but finished no step for {} s", s.engine->params().watchdog_s),
+                                     "server_error", "", "engine_stalled"})),
+                    "application/json");
+      return;
+    }
     r.set_content("{\"status\":\"ok\"}", "application/json");
   });
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& r) {
@@ -409,24 +473,50 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     std::fprintf(stderr, "error: cannot listen on %s:%d (in use, or not an address of this machine)\n", s.sp.host.c_str(), s.sp.port);
     return 1;
   }
-  std::atomic<bool> got_signal{false};
+  // Signals: the first drains (stop accepting; in-flight requests get drain_timeout_s, then
+  // are ended with an error), a second one exits at once.
+  std::atomic<bool> finished{false};
   std::thread sig_thread([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    got_signal = true;
-    if (s.draining) return;  // woken by run_server itself
-    std::fprintf(stderr, "[server] signal %d: draining in-flight requests\n", sig);
+    const timespec poll{0, 100 * 1000 * 1000};
+    int sig = -1;
+    while (!finished && sig < 0) sig = sigtimedwait(&sigs, nullptr, &poll);
+    if (finished) return;
+    std::fprintf(stderr, "[server] signal %d: draining in-flight requests (at most %.0f s)\n", sig, s.sp.drain_timeout_s);
     s.draining = true;
     s.engine->drain();
     http.stop();  // closes the listener; listen_after_bind() returns when every handler is done
+    const auto deadline = Clock::now() + std::chrono::duration<double>(s.sp.drain_timeout_s);
+    bool cancelled = false;
+    auto force_exit_at = Clock::time_point::max();
+    while (!finished) {
+      const int again = sigtimedwait(&sigs, nullptr, &poll);
+      if (again > 0) {
+        std::fprintf(stderr, "[server] signal %d again: exiting now\n", again);
+        std::fflush(stderr);
+        std::_Exit(128 + again);
+      }
+      if (!cancelled && Clock::now() > deadline && !s.engine->wait_idle(std::chrono::milliseconds(0))) {
+        std::fprintf(stderr, "[server] drain timeout: ending the requests still running\n");
+        s.engine->cancel_all(fmt::format("the server is shutting down (drain timeout of {} s passed)", s.sp.drain_timeout_s));
+        cancelled = true;
+      }
+      if (Clock::now() > deadline && force_exit_at == Clock::time_point::max()) force_exit_at = Clock::now() + std::chrono::seconds(10);
+      if (Clock::now() > force_exit_at) {  // a connection that never drains (a client not reading)
+        std::fprintf(stderr, "[server] connections still open 10 s after the drain timeout: exiting\n");
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    }
   });
   std::fprintf(stderr, "[server] %s: %d slots x %d ctx, listening on http://%s:%d\n", s.sp.alias.c_str(), ep.n_slots,
                s.engine->n_ctx_slot(), s.sp.host.c_str(), s.sp.port);
   std::fflush(stderr);
   http.listen_after_bind();
   s.draining = true;
-  s.engine->wait_idle();
-  if (!got_signal) pthread_kill(sig_thread.native_handle(), SIGTERM);  // listen failed: wake it
+  s.engine->wait_idle(std::chrono::milliseconds(100));
+  s.engine->cancel_all("the server is shutting down");
+  s.engine->wait_idle(std::chrono::seconds(10));
+  finished = true;
   sig_thread.join();
   std::fprintf(stderr, "[server] stopped\n");
   return 0;

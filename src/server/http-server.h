@@ -3,7 +3,10 @@
 //   ServerParams sp; sp.port = 8080; sp.alias = "smollm2";
 //   return run_server(model, tok, {.n_slots = 4, .n_ctx_slot = 2048}, sp);  // until SIGTERM
 //
-// SIGTERM or SIGINT: stop accepting connections, finish every in-flight request, exit 0.
+// SIGTERM or SIGINT: stop accepting connections, let in-flight requests finish for up to
+// drain_timeout_s seconds, then end the rest with an error event and exit 0. A second signal
+// exits at once (128 + signal). Connections beyond the HTTP threads wait in a bounded queue;
+// past it, accepting pauses (the kernel's listen backlog holds the rest).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +28,8 @@ struct ServerParams {
   int timeout_s = 600;           // read/write timeout of a connection, and the longest a generation runs
   int n_http_threads = 0;        // connections served at once; 0: slots + queue + 64
   int default_n_predict = -1;    // max_tokens of requests that give none
+  double drain_timeout_s = 30;   // SIGTERM: how long in-flight requests may still run
+  int max_pending_connections = 64;  // accepted connections waiting for an HTTP thread
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -10,6 +10,7 @@
 
 #include "runtime/generate.h"
 #include "runtime/session.h"
+#include "models/model.h"
 #include "server/engine.h"
 #include "server/json-prefix.h"
 

@@ -14,6 +14,8 @@
 #include <random>
 
 #include "core/fp16.h"
+#include "graph/scheduler.h"
+#include "models/model.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "tiny-model.h"

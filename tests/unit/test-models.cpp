@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <random>
 
+#include "graph/scheduler.h"
+#include "models/model.h"
 #include "runtime/session.h"
 #include "tiny-model.h"
 

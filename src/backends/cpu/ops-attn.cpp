@@ -110,14 +110,20 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   float* y = a.dst.f32();
   MINFER_ASSERT(sh.hd <= kMaxHeadDim && sh.hd_v <= kMaxHeadDim && sh.group <= 64);
 
-  if (!ranges && sh.n_tokens < kWideBatch) {  // all narrow (decode): one item per query head
+  bool all_narrow = sh.n_tokens < kWideBatch;
+  if (ranges)
+    for (int64_t t = 0; t < sh.n_tokens && all_narrow; ++t) all_narrow = ranges[3 * t + 2] < kWideBatch;
+  if (all_narrow) {  // decode, short prompts: one item per query head
     c.pool.parallel_for(sh.n_tokens * sh.n_head, [&](int64_t i0, int64_t i1) {
       for (int64_t item = i0; item < i1; ++item) {
         const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
-        const int64_t n_kv = static_cast<int64_t>(pos[t]) + 1;
-        MINFER_ASSERT(n_kv >= 1 && n_kv <= kn.ne[1]);
-        attn_row_narrow(c.k, sh, k_f16, q + (t * sh.n_head + h) * sh.hd, kc + static_cast<size_t>(kvh) * sh.k_head,
-                        vc + static_cast<size_t>(kvh) * sh.v_head, n_kv, y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
+        const int64_t first = ranges ? ranges[3 * t] : 0;
+        const int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
+        MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
+        attn_row_narrow(c.k, sh, k_f16, q + (t * sh.n_head + h) * sh.hd,
+                        kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head,
+                        vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head, n_kv,
+                        y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
       }
     }, 1);
     return;

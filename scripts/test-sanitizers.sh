@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The threaded parts under sanitizers: builds the asan (ASan + UBSan) and tsan presets (only the
+# targets needed) and runs the thread-pool stress test, the engine test and the server's chaos
+# and lifecycle tests on each. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
+# the process exit 66, and every server test checks the exit code after SIGTERM and each CLI
+# run's. Ends with "N passed, N failed". MINFER_SANITIZERS=asan or tsan picks one.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MODEL=${MINFER_SMOLLM2:-${MINFER_MODEL_DIR:-$HOME/.cache/minfer/models}/SmolLM2-135M-Instruct-Q4_1.gguf}
+passed=0
+failed=0
+run() {  # name, command...
+  local name=$1; shift
+  local t0=$SECONDS
+  if "$@" > "$LOGDIR/$name.log" 2>&1; then
+    passed=$((passed + 1)); echo "[sanitizers] PASS $name ($((SECONDS - t0)) s)"
+  else
+    failed=$((failed + 1)); echo "[sanitizers] FAIL $name ($((SECONDS - t0)) s): last lines of $LOGDIR/$name.log"
+    tail -40 "$LOGDIR/$name.log"
+  fi
+  grep -h -A20 -E "WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error:" "$LOGDIR/$name.log" /tmp/minfer-serve-*.log 2>/dev/null | head -60
+}
+for preset in ${MINFER_SANITIZERS:-asan tsan}; do
+  dir=$ROOT/build-$preset
+  LOGDIR=$dir/sanitizer-logs
+  if [ ! -f "$dir/build.ninja" ]; then cmake --preset "$preset" -DMINFER_TESTS=ON >/dev/null || { failed=$((failed + 1)); continue; }; fi
+  mkdir -p "$LOGDIR"
+  if ! cmake --build "$dir" -- minfer test-thread-pool test-server-engine > "$LOGDIR/build.log" 2>&1; then
+    echo "[sanitizers] FAIL build $preset"; tail -30 "$LOGDIR/build.log"; failed=$((failed + 1)); continue
+  fi
+  rm -f /tmp/minfer-serve-*.log
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1"
+  run "$preset.thread-pool" "$dir/tests/test-thread-pool"
+  run "$preset.engine" env MINFER_SMOLLM2="$MODEL" "$dir/tests/test-server-engine"
+  run "$preset.chaos" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" MINFER_CHAOS_SECONDS="${MINFER_SAN_CHAOS_SECONDS:-30}" \
+    python3 -m pytest -q -s -p no:cacheprovider tests/server/test_chaos.py
+  run "$preset.lifecycle" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
+    python3 -m pytest -q -p no:cacheprovider tests/server/test_lifecycle.py
+done
+echo "sanitizers: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,62 @@
+#include "backends/registry/registry.h"
+
+#include <algorithm>
+
+#include "backends/cpu/cpu-backend.h"
+#include "core/thread-pool.h"
+
+namespace minfer {
+namespace {
+
+struct Entry {
+  const char* name;
+  std::unique_ptr<Backend> (*make)(const BackendOptions& opt);
+};
+
+const Entry kBackends[] = {
+    {"cpu",
+     [](const BackendOptions& o) -> std::unique_ptr<Backend> {
+       return std::make_unique<cpu::CpuBackend>(o.n_threads > 0 ? o.n_threads : hardware_threads());
+     }},
+};
+
+std::string joined_names() {
+  std::string s;
+  for (const Entry& e : kBackends) s += (s.empty() ? "" : ", ") + std::string(e.name);
+  return s;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Backend>> create_backend(std::string_view name, const BackendOptions& opt) {
+  if (opt.n_threads < 0) return make_error("backend '{}': n_threads {} is negative", name, opt.n_threads);
+  for (const Entry& e : kBackends)
+    if (name == e.name) return e.make(opt);
+  return make_error("unknown backend '{}' (available: {})", name, joined_names());
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> v;
+  for (const Entry& e : kBackends) v.emplace_back(e.name);
+  return v;
+}
+
+Expected<std::vector<std::string>> parse_backend_list(std::string_view list) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= list.size()) {
+    const size_t j = std::min(list.find(',', i), list.size());
+    const std::string name(list.substr(i, j - i));
+    if (name.empty()) return make_error("backend list '{}': empty name", list);
+    const auto known = backend_names();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      return make_error("backend list '{}': unknown backend '{}' (available: {})", list, name, joined_names());
+    if (std::find(out.begin(), out.end(), name) != out.end())
+      return make_error("backend list '{}': '{}' given twice", list, name);
+    out.push_back(name);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace minfer

@@ -1,0 +1,389 @@
+#include "runtime/context.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+#include "backends/registry/registry.h"
+#include "core/thread-pool.h"
+#include "graph/scheduler.h"
+#include "models/model.h"
+
+namespace minfer {
+
+namespace {
+
+size_t kv_elem_bytes(DType t) { return t == DType::F16 ? 2 : 4; }
+
+// A prepared graph and the ids of the nodes the host fills or reads.
+struct GraphEntry {
+  std::unique_ptr<PreparedGraph> pg;
+  int tokens = -1, pos = -1, out_ids = -1, kv_rows = -1, kv_ranges = -1, logits = -1;  // forward
+  int src = -1, dst = -1, shift = -1;                                                // KV move
+  uint64_t last_use = 0;
+};
+
+// Least recently used graphs are evicted past `max`.
+template <class Key>
+struct GraphCache {
+  std::map<Key, GraphEntry> entries;
+  uint64_t clock = 0;
+  size_t max = 8;
+  GraphEntry* find(const Key& k) {
+    auto it = entries.find(k);
+    if (it == entries.end()) return nullptr;
+    it->second.last_use = ++clock;
+    return &it->second;
+  }
+  GraphEntry& insert(const Key& k, GraphEntry e) {
+    if (entries.size() >= max) {
+      auto lru = std::min_element(entries.begin(), entries.end(),
+                                  [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
+      entries.erase(lru);
+    }
+    e.last_use = ++clock;
+    return entries.emplace(k, std::move(e)).first->second;
+  }
+};
+
+}  // namespace
+
+struct Context::Impl {
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::unique_ptr<Scheduler> sched;
+  GraphCache<std::pair<int, int>> forward;     // by (n_tokens, n_out)
+  GraphCache<std::pair<int, bool>> moves;      // by (n_rows, rotate)
+  std::vector<int32_t> b_rows, b_ranges, b_out;
+  std::vector<float> logits;  // [n_out][n_vocab]
+
+  Expected<GraphEntry*> forward_graph(const Model& m, const ContextParams& p, int n_ctx_total, int n_tokens, int n_out,
+                                      ContextStats& stats);
+
+  ~Impl() {
+    forward.entries.clear();  // arenas go back to the backends before they are destroyed
+    moves.entries.clear();
+    sched.reset();
+  }
+};
+
+Expected<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> model, const ContextParams& p) {
+  MINFER_ASSERT(model != nullptr);
+  if (p.kv_type != DType::F16 && p.kv_type != DType::F32)
+    return make_error("context: KV cache type {} is not supported (f16, f32)", dtype_name(p.kv_type));
+  if (p.n_seq < 1) return make_error("context: n_seq {} must be at least 1", p.n_seq);
+  if (p.n_ctx_seq < 0) return make_error("context: n_ctx {} is negative", p.n_ctx_seq);
+  if (p.n_batch < 1) return make_error("context: n_batch {} must be at least 1", p.n_batch);
+  if (p.n_threads < 0) return make_error("context: n_threads {} is negative", p.n_threads);
+  auto names = parse_backend_list(p.backends);
+  if (!names) return names.error();
+  std::unique_ptr<Context> c(new Context());
+  c->p_ = p;
+  c->n_ctx_seq_ = p.n_ctx_seq > 0 ? p.n_ctx_seq : static_cast<int>(std::min<int64_t>(4096, model->hparams().n_ctx_train));
+  if (static_cast<int64_t>(c->n_ctx_seq_) * p.n_seq > (int64_t{1} << 30))
+    return make_error("context: {} sequences x {} positions is too large a KV cache", p.n_seq, c->n_ctx_seq_);
+  c->n_batch_ = std::min<int64_t>(p.n_batch, static_cast<int64_t>(c->n_ctx_seq_) * p.n_seq);
+  c->n_threads_ = p.n_threads > 0 ? p.n_threads : hardware_threads();
+  c->model_ = std::move(model);
+  c->seq_len_.assign(static_cast<size_t>(p.n_seq), 0);
+  c->impl_ = std::make_unique<Impl>();
+  std::vector<Backend*> raw;
+  for (const std::string& n : *names) {
+    auto b = create_backend(n, {.n_threads = c->n_threads_});
+    if (!b) return b.error();
+    raw.push_back(b->get());
+    c->impl_->backends.push_back(std::move(*b));
+  }
+  c->impl_->sched = std::make_unique<Scheduler>(raw);
+  return c;
+}
+
+Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const ContextParams& p, int n_ctx_total, int n_tokens,
+                                                   int n_out, ContextStats& stats) {
+  Impl& im = *this;
+  const auto key = std::make_pair(n_tokens, n_out);
+  if (GraphEntry* e = im.forward.find(key)) return e;
+  GraphParams gp;
+  gp.n_tokens = n_tokens;
+  gp.n_out = n_out;
+  gp.n_ctx = n_ctx_total;
+  gp.kv_type = p.kv_type;
+  gp.multi_seq = true;
+  auto pg = im.sched->prepare(m.build_graph(gp), {.fuse = p.fuse});
+  if (!pg) return pg.error();
+  GraphEntry e;
+  e.pg = std::move(*pg);
+  const Graph& g = e.pg->graph;
+  e.tokens = g.find(kInpTokens);
+  e.pos = g.find(kInpPos);
+  e.out_ids = g.find(kInpOutIds);
+  e.kv_rows = g.find(kInpKvRows);
+  e.kv_ranges = g.find(kInpKvRanges);
+  e.logits = g.outputs.at(0);
+  MINFER_ASSERT(e.tokens >= 0 && e.pos >= 0 && e.kv_rows >= 0 && e.kv_ranges >= 0 && (n_out == n_tokens || e.out_ids >= 0));
+  ++stats.n_graph_builds;
+  return &im.forward.insert(key, std::move(e));
+}
+
+Context::~Context() = default;
+
+int Context::n_vocab() const { return static_cast<int>(model_->hparams().n_vocab); }
+
+std::vector<std::string> Context::backend_names() const {
+  std::vector<std::string> v;
+  for (const auto& b : impl_->backends) v.emplace_back(b->name());
+  return v;
+}
+
+size_t Context::kv_bytes() const { return impl_->sched->persistent_bytes(); }
+
+void Context::set_observer(NodeObserver obs) { impl_->sched->set_observer(std::move(obs)); }
+
+int Context::seq_len(int s) const {
+  MINFER_ASSERT(s >= 0 && s < p_.n_seq);
+  return seq_len_[static_cast<size_t>(s)];
+}
+
+// ---- forward ------------------------------------------------------------------------------
+
+
+Expected<const PreparedGraph*> Context::graph(int n_tokens, int n_out) {
+  if (n_tokens < 1 || n_tokens > n_batch_ || n_out < 1 || n_out > n_tokens)
+    return make_error("context: no graph for n_tokens {} (1..{}) with n_out {} (1..n_tokens)", n_tokens, n_batch_, n_out);
+  auto e = impl_->forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n_tokens, n_out, stats_);
+  if (!e) return e.error();
+  return static_cast<const PreparedGraph*>((*e)->pg.get());
+}
+
+
+Expected<std::span<const float>> Context::decode(const Batch& b) {
+  const int n = b.size();
+  if (n == 0) return make_error("decode: the batch is empty");
+  if (b.pos.size() != b.token.size() || b.seq.size() != b.token.size() || b.logits.size() != b.token.size())
+    return make_error("decode: batch arrays differ in length (token {}, pos {}, seq {}, logits {})", b.token.size(),
+                      b.pos.size(), b.seq.size(), b.logits.size());
+  if (n > n_batch_) return make_error("decode: batch of {} tokens is larger than n_batch {}", n, n_batch_);
+  // Check everything first: an error leaves every sequence as it was.
+  std::vector<int> len = seq_len_;
+  std::vector<int> rows_of(static_cast<size_t>(p_.n_seq), 0);
+  for (int i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const int32_t s = b.seq[k], t = b.token[k], pos = b.pos[k];
+    if (s < 0 || s >= p_.n_seq) return make_error("decode: token {} has sequence id {} (0..{})", i, s, p_.n_seq - 1);
+    if (t < 0 || t >= n_vocab()) return make_error("decode: token {} at index {} is outside the vocabulary 0..{}", t, i, n_vocab() - 1);
+    int& l = len[static_cast<size_t>(s)];
+    if (pos != l)
+      return make_error("decode: token {} of sequence {} has position {}, expected {} (the next one)", i, s, pos, l);
+    if (l >= n_ctx_seq_)
+      return make_error("decode: context full: sequence {} has {} of {} positions", s, l, n_ctx_seq_);
+    ++l;
+    ++rows_of[static_cast<size_t>(s)];
+  }
+  Impl& im = *impl_;
+  im.b_rows.resize(static_cast<size_t>(n));
+  im.b_ranges.resize(static_cast<size_t>(3 * n));
+  im.b_out.clear();
+  for (int i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const int32_t s = b.seq[k];
+    const int32_t base = s * n_ctx_seq_;
+    im.b_rows[k] = base + b.pos[k];
+    im.b_ranges[3 * k] = base;
+    im.b_ranges[3 * k + 1] = b.pos[k] + 1;
+    im.b_ranges[3 * k + 2] = p_.attn == AttnArith::kInvariant ? kAttnRowsInvariant : rows_of[static_cast<size_t>(s)];
+    if (b.logits[k]) im.b_out.push_back(i);
+  }
+  const int n_want = static_cast<int>(im.b_out.size());
+  if (im.b_out.empty()) im.b_out.push_back(n - 1);  // a graph always has an output row
+  const int n_out = static_cast<int>(im.b_out.size());
+  auto ge = im.forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n, n_out, stats_);
+  if (!ge) return ge.error();
+  GraphEntry& e = **ge;
+  PreparedGraph& pg = *e.pg;
+  Scheduler& sched = *im.sched;
+  MINFER_TRY(sched.set_input(pg, e.tokens, b.token.data(), b.token.size() * sizeof(int32_t)));
+  MINFER_TRY(sched.set_input(pg, e.pos, b.pos.data(), b.pos.size() * sizeof(int32_t)));
+  MINFER_TRY(sched.set_input(pg, e.kv_rows, im.b_rows.data(), im.b_rows.size() * sizeof(int32_t)));
+  MINFER_TRY(sched.set_input(pg, e.kv_ranges, im.b_ranges.data(), im.b_ranges.size() * sizeof(int32_t)));
+  if (e.out_ids >= 0) MINFER_TRY(sched.set_input(pg, e.out_ids, im.b_out.data(), static_cast<size_t>(n_out) * sizeof(int32_t)));
+  MINFER_TRY(sched.compute(pg));
+  ++stats_.n_computes;
+  const size_t n_vocab_z = static_cast<size_t>(n_vocab());
+  im.logits.resize(static_cast<size_t>(n_out) * n_vocab_z);
+  MINFER_TRY(sched.get_output(pg, e.logits, im.logits.data(), im.logits.size() * sizeof(float)));
+  seq_len_ = std::move(len);
+  stats_.n_tokens += n;
+  return std::span<const float>(im.logits.data(), static_cast<size_t>(n_want) * n_vocab_z);
+}
+
+// ---- KV cache edits -----------------------------------------------------------------------
+
+Status Context::move_rows(std::span<const int32_t> src, std::span<const int32_t> dst, int32_t shift) {
+  MINFER_ASSERT(src.size() == dst.size() && !src.empty());
+  Impl& im = *impl_;
+  const bool rotate = shift != 0;
+  const int n_ctx_total = n_ctx_seq_ * p_.n_seq;
+  // Graphs come in power-of-two row counts (few shapes to build); the padding repeats the last
+  // move, which writes the same bytes again (every read happens before any write).
+  const int max_rows = std::min(n_ctx_total, 1 << 12);
+  for (size_t done = 0; done < src.size();) {
+    const int n = static_cast<int>(std::min<size_t>(src.size() - done, static_cast<size_t>(max_rows)));
+    const int padded = std::min(max_rows, static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))));
+    const auto key = std::make_pair(padded, rotate);
+    GraphEntry* e = im.moves.find(key);
+    if (!e) {
+      auto pg = im.sched->prepare(model_->build_kv_move({.n_rows = padded, .n_ctx = n_ctx_total, .kv_type = p_.kv_type,
+                                                         .rotate = rotate}),
+                                  {.fuse = p_.fuse});
+      if (!pg) return pg.error();
+      GraphEntry ne;
+      ne.pg = std::move(*pg);
+      ne.src = ne.pg->graph.find(kInpKvSrc);
+      ne.dst = ne.pg->graph.find(kInpKvDst);
+      ne.shift = rotate ? ne.pg->graph.find(kInpKvShift) : -1;
+      MINFER_ASSERT(ne.src >= 0 && ne.dst >= 0 && (!rotate || ne.shift >= 0));
+      e = &im.moves.insert(key, std::move(ne));
+      ++stats_.n_graph_builds;
+    }
+    std::vector<int32_t> s(src.begin() + static_cast<std::ptrdiff_t>(done), src.begin() + static_cast<std::ptrdiff_t>(done + n));
+    std::vector<int32_t> d(dst.begin() + static_cast<std::ptrdiff_t>(done), dst.begin() + static_cast<std::ptrdiff_t>(done + n));
+    s.resize(static_cast<size_t>(padded), s.back());
+    d.resize(static_cast<size_t>(padded), d.back());
+    MINFER_TRY(im.sched->set_input(*e->pg, e->src, s.data(), s.size() * sizeof(int32_t)));
+    MINFER_TRY(im.sched->set_input(*e->pg, e->dst, d.data(), d.size() * sizeof(int32_t)));
+    if (rotate) {
+      const std::vector<int32_t> sh(static_cast<size_t>(padded), shift);
+      MINFER_TRY(im.sched->set_input(*e->pg, e->shift, sh.data(), sh.size() * sizeof(int32_t)));
+    }
+    MINFER_TRY(im.sched->compute(*e->pg));
+    ++stats_.n_kv_moves;
+    done += static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status Context::seq_rm(int s, int p0, int p1) {
+  if (s < 0 || s >= p_.n_seq) return make_error("seq_rm: sequence {} does not exist (0..{})", s, p_.n_seq - 1);
+  const int len = seq_len_[static_cast<size_t>(s)];
+  if (p1 < 0) p1 = len;
+  if (p0 < 0 || p0 > p1 || p1 > len)
+    return make_error("seq_rm: cannot remove positions [{}, {}) of sequence {} ({} cached)", p0, p1, s, len);
+  const int d = p1 - p0, n_move = len - p1;
+  if (d == 0) return Status::ok();
+  if (n_move > 0) {
+    // One move: every source row is read before any destination row is written (and
+    // move_rows's chunks go front to back, so a downward move never overwrites a row that a
+    // later chunk reads).
+    const int32_t base = s * n_ctx_seq_;
+    std::vector<int32_t> src(static_cast<size_t>(n_move)), dst(static_cast<size_t>(n_move));
+    for (int i = 0; i < n_move; ++i) {
+      src[static_cast<size_t>(i)] = base + p1 + i;
+      dst[static_cast<size_t>(i)] = base + p0 + i;
+    }
+    MINFER_TRY(move_rows(src, dst, -d));
+  }
+  seq_len_[static_cast<size_t>(s)] = len - d;
+  return Status::ok();
+}
+
+Status Context::seq_rollback(int s, int n) {
+  if (s < 0 || s >= p_.n_seq) return make_error("seq_rollback: sequence {} does not exist (0..{})", s, p_.n_seq - 1);
+  const int len = seq_len_[static_cast<size_t>(s)];
+  if (n < 0 || n > len) return make_error("seq_rollback: cannot drop {} positions of sequence {} ({} cached)", n, s, len);
+  seq_len_[static_cast<size_t>(s)] = len - n;
+  return Status::ok();
+}
+
+Status Context::seq_cp(int src, int dst, int n) {
+  if (src < 0 || src >= p_.n_seq || dst < 0 || dst >= p_.n_seq)
+    return make_error("seq_cp: sequences {} -> {}: ids are 0..{}", src, dst, p_.n_seq - 1);
+  if (src == dst) return make_error("seq_cp: source and destination are both sequence {}", src);
+  const int len = seq_len_[static_cast<size_t>(src)];
+  if (n < 0 || n > len) return make_error("seq_cp: cannot copy {} positions of sequence {} ({} cached)", n, src, len);
+  if (n > 0) {
+    std::vector<int32_t> from(static_cast<size_t>(n)), to(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      from[static_cast<size_t>(i)] = src * n_ctx_seq_ + i;
+      to[static_cast<size_t>(i)] = dst * n_ctx_seq_ + i;
+    }
+    MINFER_TRY(move_rows(from, to, 0));
+  }
+  seq_len_[static_cast<size_t>(dst)] = n;
+  return Status::ok();
+}
+
+void Context::seq_clear(int s) {
+  MINFER_ASSERT(s >= 0 && s < p_.n_seq);
+  seq_len_[static_cast<size_t>(s)] = 0;
+}
+
+// ---- export / import ----------------------------------------------------------------------
+
+size_t Context::kv_row_bytes() const {
+  const ModelHparams& hp = model_->hparams();
+  return static_cast<size_t>(hp.n_layer * (hp.n_embd_k() + hp.n_embd_v())) * kv_elem_bytes(p_.kv_type);
+}
+
+namespace {
+
+// Layer il's K (is_value = false) or V cache, checked against the shape the model implies.
+Expected<Scheduler::RegionView> kv_region(const Scheduler& sched, int64_t il, bool is_value, int64_t n_embd, DType type) {
+  const std::string name = fmt::format("blk.{}.{}", il, is_value ? "cache_v" : "cache_k");
+  Scheduler::RegionView r = sched.persistent_region(name);
+  if (!r.base) return make_error("context: KV region '{}' does not exist yet", name);
+  if (r.type != type || r.ne[0] != n_embd)
+    return make_error("context: KV region '{}' is {} {}, expected {} rows of {}", name, dtype_name(r.type),
+                      shape_string(r.ne), dtype_name(type), n_embd);
+  return r;
+}
+
+// The flat layout of kv_export/kv_import: for each layer, its K rows then its V rows; fn gets
+// each cache's region, the byte offset of the sequence's first row in it, the offset in the
+// flat buffer and the byte count.
+Status for_each_kv_slice(const Scheduler& sched, const ModelHparams& hp, DType type, int64_t first_row, int n_pos,
+                         const std::function<void(const Scheduler::RegionView&, size_t, size_t, size_t)>& fn) {
+  const size_t esz = kv_elem_bytes(type);
+  size_t off = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il)
+    for (bool is_value : {false, true}) {
+      const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
+      auto r = kv_region(sched, il, is_value, n_embd, type);
+      if (!r) return r.error();
+      const size_t row = static_cast<size_t>(n_embd) * esz;
+      const size_t n = static_cast<size_t>(n_pos) * row;
+      fn(*r, static_cast<size_t>(first_row) * row, off, n);
+      off += n;
+    }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<std::vector<uint8_t>> Context::kv_export(int s) const {
+  if (s < 0 || s >= p_.n_seq) return make_error("kv_export: sequence {} does not exist (0..{})", s, p_.n_seq - 1);
+  const int n = seq_len_[static_cast<size_t>(s)];
+  std::vector<uint8_t> out(static_cast<size_t>(n) * kv_row_bytes());
+  if (n == 0) return out;
+  MINFER_TRY(for_each_kv_slice(*impl_->sched, model_->hparams(), p_.kv_type, static_cast<int64_t>(s) * n_ctx_seq_, n,
+                               [&](const Scheduler::RegionView& r, size_t src, size_t off, size_t bytes) {
+                                 r.backend->read(out.data() + off, static_cast<const uint8_t*>(r.base) + src, bytes);
+                               }));
+  return out;
+}
+
+Status Context::kv_import(int s, std::span<const uint8_t> bytes, int n) {
+  if (s < 0 || s >= p_.n_seq) return make_error("kv_import: sequence {} does not exist (0..{})", s, p_.n_seq - 1);
+  if (n < 0 || n > n_ctx_seq_) return make_error("kv_import: cannot import {} positions into n_ctx {}", n, n_ctx_seq_);
+  if (bytes.size() != static_cast<size_t>(n) * kv_row_bytes())
+    return make_error("kv_import: {} bytes, expected {} ({} positions x {} bytes)", bytes.size(),
+                      static_cast<size_t>(n) * kv_row_bytes(), n, kv_row_bytes());
+  auto g = graph(1, 1);  // creates the cache regions on a fresh context
+  if (!g) return g.error();
+  MINFER_TRY(for_each_kv_slice(*impl_->sched, model_->hparams(), p_.kv_type, static_cast<int64_t>(s) * n_ctx_seq_, n,
+                               [&](const Scheduler::RegionView& r, size_t dst, size_t off, size_t nb) {
+                                 r.backend->write(static_cast<uint8_t*>(r.base) + dst, bytes.data() + off, nb);
+                               }));
+  seq_len_[static_cast<size_t>(s)] = n;
+  return Status::ok();
+}
+
+}  // namespace minfer

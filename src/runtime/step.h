@@ -1,0 +1,77 @@
+// One generation step of one sequence, shared by the one-shot CLI, the chat REPL and every
+// server slot: sample from a logits row -> end-of-generation -> UTF-8 stream decode -> stop
+// strings -> length and context limits. The caller decodes the returned token and calls
+// next() again with its logits, until a result says done.
+//
+//   TokenStep step(tok, sampler, {.n_predict = 64, .stop = {"\nUser:"}});
+//   for (auto logits = ctx.decode(prompt_batch);;) {
+//     auto r = step.next(*logits, ctx.n_ctx_seq() - ctx.seq_len(s));
+//     if (!r) return r.error();
+//     write(r->text);                 // final text: whole characters, never part of a stop
+//     if (r->done) break;             // r->reason says why
+//     logits = decode r->token ...
+//   }
+//
+// A caller that ends a generation early (client gone, deadline) calls end() to stop counting
+// and to get nothing more.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sampling/sampler.h"
+#include "sampling/stop.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer {
+
+enum class StopReason { kLength, kEog, kStopString, kContextFull, kCancelled };
+const char* stop_reason_name(StopReason r);  // "length", "eog", "stop", "context", "cancelled"
+
+struct StepParams {
+  int n_predict = 512;            // most tokens to generate; -1 = until the context is full
+  std::vector<std::string> stop;  // stop strings, matched byte-wise on the output
+  bool ignore_eog = false;        // keep going past end-of-generation tokens
+};
+
+class TokenStep {
+ public:
+  TokenStep(const Tokenizer& tok, Sampler& sampler, StepParams p);
+
+  struct Result {
+    int32_t token = -1;   // the sampled token (decode it next unless done)
+    std::string text;     // final bytes that became visible with it (the rest, when done)
+    bool done = false;
+    StopReason reason = StopReason::kLength;
+    bool eog = false;     // token is an end-of-generation token (not part of the output)
+  };
+  // Samples from `logits` ([n_vocab], already masked by the caller where it constrains the
+  // output); `room` is the number of positions still free in the sequence's context: with none
+  // left the token cannot be decoded, so generation ends.
+  Expected<Result> next(std::span<const float> logits, int room);
+  // Ends the generation from outside (cancelled): no more text.
+  void end() { done_ = true; }
+  // Ends it from outside as a normal end (a deadline, a complete JSON value): the text the
+  // decoder and the stop scanner still hold, which is final now.
+  std::string finish();
+
+  int n_gen() const { return n_gen_; }                             // tokens sampled
+  const std::vector<int32_t>& tokens() const { return tokens_; }  // output tokens (no final eog)
+  bool done() const { return done_; }
+
+ private:
+  const Tokenizer* tok_;
+  Sampler* sampler_;
+  StepParams p_;
+  StreamDecoder text_;
+  StopScanner stops_;
+  int n_gen_ = 0;
+  std::vector<int32_t> tokens_;
+  bool done_ = false;
+  std::string flush();
+};
+
+}  // namespace minfer
