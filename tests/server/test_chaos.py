@@ -157,9 +157,13 @@ def test_chaos_long_lived_server():
                              "drop_stream", "give_up", "bad"])
             i = rng.randrange(len(CONVERSATIONS))
             try:
-                if op in ("greedy", "greedy_stream"):
-                    stream = op == "greedy_stream"
-                    r = c.request(body(CONVERSATIONS[i], MAX_TOKENS[i], stream=stream, temperature=0))
+                if op in ("greedy", "greedy_stream", "sampled", "sampled_stream"):
+                    stream = op.endswith("_stream")
+                    greedy = op.startswith("greedy")
+                    sampling = {"temperature": 0} if greedy else {
+                        "temperature": rng.choice([0.5, 0.9, 1.3]), "top_p": 0.9, "seed": rng.randrange(1 << 30)}
+                    n = MAX_TOKENS[i] if greedy else rng.randint(1, 24)
+                    r = c.request(body(CONVERSATIONS[i], n, stream=stream, **sampling))
                     if busy(r):
                         continue
                     if r.status != 200:
@@ -170,27 +174,12 @@ def test_chaos_long_lived_server():
                         if not done:
                             fail(f"{op}: stream without [DONE]")
                     else:
-                        text = json.loads(r.read())["choices"][0]["message"]["content"]
-                    if text != solo[i]:
+                        choice = json.loads(r.read())["choices"][0]
+                        text = choice["message"]["content"]
+                        if choice["finish_reason"] not in ("stop", "length"):
+                            fail(f"{op}: finish_reason {choice['finish_reason']}")
+                    if greedy and text != solo[i]:
                         fail(f"{op} conversation {i}: {text!r} != solo {solo[i]!r}")
-                    note(op)
-                elif op in ("sampled", "sampled_stream"):
-                    stream = op == "sampled_stream"
-                    r = c.request(body(CONVERSATIONS[i], rng.randint(1, 24), stream=stream,
-                                       temperature=rng.choice([0.5, 0.9, 1.3]), top_p=0.9, seed=rng.randrange(1 << 30)))
-                    if busy(r):
-                        continue
-                    if r.status != 200:
-                        fail(f"{op}: status {r.status}: {r.read()[:300]}")
-                        continue
-                    if stream:
-                        _, done = read_stream(r)
-                        if not done:
-                            fail(f"{op}: stream without [DONE]")
-                    else:
-                        j = json.loads(r.read())
-                        if j["choices"][0]["finish_reason"] not in ("stop", "length"):
-                            fail(f"{op}: finish_reason {j['choices'][0]['finish_reason']}")
                     note(op)
                 elif op == "drop_stream":
                     r = c.request(body(CONVERSATIONS[i], 64, stream=True, temperature=0.8))
