@@ -31,7 +31,7 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   fi
   rm -f /tmp/minfer-serve-*.log
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1"
+  export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$ROOT/tests/server/tsan.supp"
   run "$preset.thread-pool" "$dir/tests/test-thread-pool"
   run "$preset.engine" env MINFER_SMOLLM2="$MODEL" "$dir/tests/test-server-engine"
   run "$preset.chaos" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" MINFER_CHAOS_SECONDS="${MINFER_SAN_CHAOS_SECONDS:-30}" \

@@ -222,16 +222,17 @@ Status Context::move_rows(std::span<const int32_t> src, std::span<const int32_t>
   Impl& im = *impl_;
   const bool rotate = shift != 0;
   const int n_ctx_total = n_ctx_seq_ * p_.n_seq;
-  // Graphs come in power-of-two row counts (few shapes to build); the padding repeats the last
-  // move, which writes the same bytes again (every read happens before any write).
-  const int max_rows = std::min(n_ctx_total, 1 << 12);
+  // Graphs come in power-of-two row counts (few shapes to build): a move of n rows runs as
+  // pieces of its binary decomposition, largest first. Pieces go front to back, so a downward
+  // move never overwrites a row that a later piece still reads.
+  const int max_rows = static_cast<int>(std::bit_floor(static_cast<unsigned>(std::min(n_ctx_total, 1 << 12))));
   for (size_t done = 0; done < src.size();) {
-    const int n = static_cast<int>(std::min<size_t>(src.size() - done, static_cast<size_t>(max_rows)));
-    const int padded = std::min(max_rows, static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))));
-    const auto key = std::make_pair(padded, rotate);
+    const int left = static_cast<int>(src.size() - done);
+    const int n = std::min(max_rows, static_cast<int>(std::bit_floor(static_cast<unsigned>(left))));
+    const auto key = std::make_pair(n, rotate);
     GraphEntry* e = im.moves.find(key);
     if (!e) {
-      auto pg = im.sched->prepare(model_->build_kv_move({.n_rows = padded, .n_ctx = n_ctx_total, .kv_type = p_.kv_type,
+      auto pg = im.sched->prepare(model_->build_kv_move({.n_rows = n, .n_ctx = n_ctx_total, .kv_type = p_.kv_type,
                                                          .rotate = rotate}),
                                   {.fuse = p_.fuse});
       if (!pg) return pg.error();
@@ -244,20 +245,18 @@ Status Context::move_rows(std::span<const int32_t> src, std::span<const int32_t>
       e = &im.moves.insert(key, std::move(ne));
       ++stats_.n_graph_builds;
     }
-    std::vector<int32_t> s(src.begin() + static_cast<std::ptrdiff_t>(done), src.begin() + static_cast<std::ptrdiff_t>(done + n));
-    std::vector<int32_t> d(dst.begin() + static_cast<std::ptrdiff_t>(done), dst.begin() + static_cast<std::ptrdiff_t>(done + n));
-    s.resize(static_cast<size_t>(padded), s.back());
-    d.resize(static_cast<size_t>(padded), d.back());
-    MINFER_TRY(im.sched->set_input(*e->pg, e->src, s.data(), s.size() * sizeof(int32_t)));
-    MINFER_TRY(im.sched->set_input(*e->pg, e->dst, d.data(), d.size() * sizeof(int32_t)));
+    const std::span<const int32_t> s = src.subspan(done, static_cast<size_t>(n));
+    const std::span<const int32_t> d = dst.subspan(done, static_cast<size_t>(n));
+    MINFER_TRY(im.sched->set_input(*e->pg, e->src, s.data(), s.size_bytes()));
+    MINFER_TRY(im.sched->set_input(*e->pg, e->dst, d.data(), d.size_bytes()));
     if (rotate) {
-      const std::vector<int32_t> sh(static_cast<size_t>(padded), shift);
+      const std::vector<int32_t> sh(static_cast<size_t>(n), shift);
       MINFER_TRY(im.sched->set_input(*e->pg, e->shift, sh.data(), sh.size() * sizeof(int32_t)));
     }
     MINFER_TRY(im.sched->compute(*e->pg));
-    ++stats_.n_kv_moves;
     done += static_cast<size_t>(n);
   }
+  ++stats_.n_kv_moves;
   return Status::ok();
 }
 
@@ -270,9 +269,8 @@ Status Context::seq_rm(int s, int p0, int p1) {
   const int d = p1 - p0, n_move = len - p1;
   if (d == 0) return Status::ok();
   if (n_move > 0) {
-    // One move: every source row is read before any destination row is written (and
-    // move_rows's chunks go front to back, so a downward move never overwrites a row that a
-    // later chunk reads).
+    // Within one move graph every source row is read before any destination row is written,
+    // and move_rows's pieces go front to back.
     const int32_t base = s * n_ctx_seq_;
     std::vector<int32_t> src(static_cast<size_t>(n_move)), dst(static_cast<size_t>(n_move));
     for (int i = 0; i < n_move; ++i) {

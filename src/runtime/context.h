@@ -76,7 +76,7 @@ struct ContextStats {
   int64_t n_graph_builds = 0;  // prepared graphs built (one per new batch shape)
   int64_t n_tokens = 0;        // tokens decoded
   int64_t n_computes = 0;      // forward passes
-  int64_t n_kv_moves = 0;      // KV move graphs run (seq_rm with a shift, seq_cp)
+  int64_t n_kv_moves = 0;      // KV moves run on the backend (seq_rm with a shift, seq_cp)
 };
 
 class Context {

@@ -152,6 +152,9 @@ def test_errors(server):
     with pytest.raises(openai.BadRequestError) as e:
         c.chat.completions.create(model="smollm2", messages=MSG, max_tokens=5000)
     assert "5000" in e.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as e:  # OpenAI answers 400 to a role it does not know
+        c.chat.completions.create(model="smollm2", messages=[{"role": "wizard", "content": "hi"}])
+    assert e.value.body["param"] == "messages[0].role" and "wizard" in e.value.body["message"]
     with pytest.raises(openai.NotFoundError):
         c.get("/nope", cast_to=object)
     # Malformed JSON: the client cannot send it, so raw HTTP.
