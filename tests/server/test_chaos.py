@@ -263,3 +263,32 @@ def test_chaos_long_lived_server():
     finally:
         rc = srv.stop()
     assert rc == 0, f"exit code {rc} after SIGTERM: {srv.read_log()[-2000:]}"
+
+
+def test_greedy_independent_of_where_the_prefix_came_from():
+    """The answer to a short prompt, down to its logprobs, must not change after a long prompt that shares its prefix
+    ran in the same slot (the slot then serves the short prompt's prefix from rows that the long
+    prompt's prefill computed, in one 100+-token chunk)."""
+    s = ServerProcess("--parallel", "1", "-c", "1024", "-t", "2", "-b", "512")
+    try:
+        c = Client(s.port)
+        def ask(conv, n):
+            """The answer and its tokens' logprobs: equal floats mean equal arithmetic."""
+            r = c.request(body(conv, n, temperature=0, logprobs=True))
+            assert r.status == 200
+            ch = json.loads(r.read())["choices"][0]
+            return ch["message"]["content"], [t["logprob"] for t in ch["logprobs"]["content"]]
+
+        shorts = ["List three colors.", "Name a fruit.", "Write a haiku about the sea.", "What is 2 + 2?",
+                  "Name an animal.", "Describe a cat.", "Tell me a joke.", "What is the capital of France?"]
+        other = [{"role": "user", "content": "Something else entirely."}]
+        for q in shorts:
+            short = [{"role": "user", "content": q}]
+            ask(other, 1)  # the slot now holds an unrelated conversation
+            solo = ask(short, 24)
+            ask(other, 1)
+            ask([{"role": "user", "content": q + " " + LONG}], 1)  # computes the shared prefix in one long chunk
+            assert ask(short, 24) == solo, f"{q!r} after a long prompt with the same prefix"
+        c.close()
+    finally:
+        assert s.stop() == 0
