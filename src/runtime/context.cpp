@@ -54,6 +54,7 @@ struct Context::Impl {
   GraphCache<std::pair<int, int>> forward;     // by (n_tokens, n_out)
   GraphCache<std::pair<int, bool>> moves;      // by (n_rows, rotate)
   std::vector<int32_t> b_rows, b_ranges, b_out;
+  std::vector<int> len, rows_of;  // decode(): [n_seq] lengths after the batch, its rows per sequence
   std::vector<float> logits;  // [n_out][n_vocab]
 
   Expected<GraphEntry*> forward_graph(const Model& m, const ContextParams& p, int n_ctx_total, int n_tokens, int n_out,
@@ -163,8 +164,11 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
                       b.pos.size(), b.seq.size(), b.logits.size());
   if (n > n_batch_) return make_error("decode: batch of {} tokens is larger than n_batch {}", n, n_batch_);
   // Check everything first: an error leaves every sequence as it was.
-  std::vector<int> len = seq_len_;
-  std::vector<int> rows_of(static_cast<size_t>(p_.n_seq), 0);
+  Impl& im = *impl_;
+  std::vector<int>& len = im.len;
+  std::vector<int>& rows_of = im.rows_of;
+  len = seq_len_;
+  rows_of.assign(static_cast<size_t>(p_.n_seq), 0);
   for (int i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     const int32_t s = b.seq[k], t = b.token[k], pos = b.pos[k];
@@ -178,7 +182,6 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
     ++l;
     ++rows_of[static_cast<size_t>(s)];
   }
-  Impl& im = *impl_;
   im.b_rows.resize(static_cast<size_t>(n));
   im.b_ranges.resize(static_cast<size_t>(3 * n));
   im.b_out.clear();
@@ -210,7 +213,7 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
   const size_t n_vocab_z = static_cast<size_t>(n_vocab());
   im.logits.resize(static_cast<size_t>(n_out) * n_vocab_z);
   MINFER_TRY(sched.get_output(pg, e.logits, im.logits.data(), im.logits.size() * sizeof(float)));
-  seq_len_ = std::move(len);
+  seq_len_.swap(len);
   stats_.n_tokens += n;
   return std::span<const float>(im.logits.data(), static_cast<size_t>(n_want) * n_vocab_z);
 }

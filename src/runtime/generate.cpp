@@ -28,7 +28,7 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   st.prompt_s = seconds_since(t0);
   sampler.accept_prompt(prompt);
 
-  TokenStep step(tok, sampler, {.n_predict = params.n_predict, .stop = params.stop, .ignore_eog = params.ignore_eog});
+  TokenStep step(tok, sampler, params);
   t0 = std::chrono::steady_clock::now();
   for (;;) {
     auto r = step.next(*logits, session.n_ctx() - session.n_past());

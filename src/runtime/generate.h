@@ -24,11 +24,8 @@
 
 namespace minfer {
 
-struct GenerateParams {
-  int n_predict = 512;            // most tokens to generate; -1 = until the context is full
-  std::vector<std::string> stop;  // stop strings, matched byte-wise on the output
-  bool ignore_eog = false;        // keep going past end-of-generation tokens
-};
+// n_predict, stop strings, ignore_eog: the step's parameters (step.h).
+using GenerateParams = StepParams;
 
 struct GenerateStats {
   int n_prompt = 0;        // tokens prefilled by this call

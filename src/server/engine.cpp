@@ -162,6 +162,10 @@ struct Engine::Impl {
     job.channel->push(std::move(ev));
   }
 
+  void count_busy() {  // mu held
+    m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
+  }
+
   void release(Slot& s) {
     s.step.reset();
     s.sampler.reset();
@@ -170,7 +174,7 @@ struct Engine::Impl {
     s.json.reset();
     std::lock_guard<std::mutex> lk(mu);
     s.active = false;
-    m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
+    count_busy();
   }
 
   // Ends the slot's job with an error event. `keep_cache`: what the cache holds is intact.
@@ -280,7 +284,7 @@ struct Engine::Impl {
         queue.pop_front();
         m.queued = static_cast<int>(queue.size());
         best->active = true;
-        m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
+        count_busy();
       }
       start(*best, best_n, std::move(q));
     }

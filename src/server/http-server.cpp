@@ -486,8 +486,8 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     s.engine->drain();
     http.stop();  // closes the listener; listen_after_bind() returns when every handler is done
     const auto deadline = Clock::now() + std::chrono::duration<double>(s.sp.drain_timeout_s);
+    const auto force_exit_at = deadline + std::chrono::seconds(10);
     bool cancelled = false;
-    auto force_exit_at = Clock::time_point::max();
     while (!finished) {
       const int again = sigtimedwait(&sigs, nullptr, &poll);
       if (again > 0) {
@@ -500,7 +500,6 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
         s.engine->cancel_all(fmt::format("the server is shutting down (drain timeout of {} s passed)", s.sp.drain_timeout_s));
         cancelled = true;
       }
-      if (Clock::now() > deadline && force_exit_at == Clock::time_point::max()) force_exit_at = Clock::now() + std::chrono::seconds(10);
       if (Clock::now() > force_exit_at) {  // a connection that never drains (a client not reading)
         std::fprintf(stderr, "[server] connections still open 10 s after the drain timeout: exiting\n");
         std::fflush(stderr);

@@ -43,13 +43,19 @@ void feed(Context& c, int s, const std::vector<int32_t>& toks, int from, int to,
   }
 }
 
-class ContextArch : public ::testing::TestWithParam<const char*> {};
+class ContextArch : public ::testing::TestWithParam<const char*> {
+ protected:
+  // A tiny random model of the parameter's architecture with weights of `type`.
+  std::shared_ptr<const Model> model(DType type, const char* tag) {
+    Tiny t;
+    t.arch = GetParam();
+    t.type = type;
+    return test::load(t, tag);
+  }
+};
 
 TEST_P(ContextArch, SequencesInOneBatchDecodeAsAlone) {
-  Tiny t;
-  t.arch = GetParam();
-  t.type = DType::Q8_0;
-  auto m = test::load(t, "ctx-batch");
+  auto m = model(DType::Q8_0, "ctx-batch");
   ASSERT_TRUE(m);
   // Three sequences; step k gives each its next chunk of 5 tokens, all in one batch.
   auto joint = make(m, 3, AttnArith::kByBatch);
@@ -77,9 +83,7 @@ TEST_P(ContextArch, SequencesInOneBatchDecodeAsAlone) {
 }
 
 TEST_P(ContextArch, InvariantArithmeticIgnoresChunking) {
-  Tiny t;
-  t.arch = GetParam();
-  auto m = test::load(t, "ctx-invariant");
+  auto m = model(DType::F32, "ctx-invariant");
   ASSERT_TRUE(m);
   const std::vector<int32_t> toks = tokens(90, 7);  // above the CPU's 64-row wide threshold
   std::vector<float> one, many;
@@ -92,10 +96,7 @@ TEST_P(ContextArch, InvariantArithmeticIgnoresChunking) {
 }
 
 TEST_P(ContextArch, CopyAndRollbackMatchRecomputation) {
-  Tiny t;
-  t.arch = GetParam();
-  t.type = DType::Q4_0;
-  auto m = test::load(t, "ctx-cp");
+  auto m = model(DType::Q4_0, "ctx-cp");
   ASSERT_TRUE(m);
   auto c = make(m, 3, AttnArith::kInvariant);
   const std::vector<int32_t> toks = tokens(40, 4);
