@@ -16,7 +16,7 @@ log() { echo "[setup] $*" >&2; }
 # 1. Debian packages: toolchain, libraries, fuzzing runtime, nginx for the scale-out test.
 APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
           libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libedit-dev libcpp-httplib-dev
-          nginx-light git unzip)
+          libcurl4-openssl-dev libssl-dev nginx-light git unzip)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,12 +31,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # 2. Python oracles (pinned): gguf-py is the bit-exact reference for GGUF and (de)quantization;
-#    the official openai client and llama.cpp's server test suite drive `minfer serve`.
+#    the official openai client and llama.cpp's server test suite drive `minfer serve`;
+#    huggingface_hub checks the mock Hub and shares its cache with minfer (tests/hub).
 PY_PKGS=(gguf==0.19.0 numpy pytest jinja2==3.1.6 tokenizers==0.23.3 openai==3.51.0
-         prometheus-client==0.20.0 wget==3.2 aiohttp==3.14.5 requests filelock)
-if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, prometheus_client, wget, aiohttp, requests, filelock" 2>/dev/null \
+         prometheus-client==0.20.0 wget==3.2 aiohttp==3.14.5 requests filelock
+         huggingface_hub==2.4.0)
+if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, prometheus_client, wget, aiohttp, requests, filelock, huggingface_hub" 2>/dev/null \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ] \
-   || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("openai"))' 2>/dev/null)" != "3.51.0" ]; then
+   || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("openai"))' 2>/dev/null)" != "3.51.0" ] \
+   || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("huggingface_hub"))' 2>/dev/null)" != "2.4.0" ]; then
   log "pip install ${PY_PKGS[*]}"
   python3 -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}" 2>&1 | grep -v "WARNING: Running pip as" || true
 fi

@@ -2,6 +2,7 @@
 // (args[0] is "minfer <cmd>" for messages) and returns the process exit code.
 #pragma once
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,26 @@ int cmd_perplexity(int argc, char** argv);      // cmd-perplexity.cpp
 int cmd_bench(int argc, char** argv);           // cmd-bench.cpp
 // The main command, `minfer MODEL [PROMPT...]`: argv[0] is the program, argv[1] the model.
 int cmd_generate(int argc, char** argv);        // cmd-generate.cpp
+int cmd_download(int argc, char** argv);        // cmd-models.cpp
+int cmd_list(int argc, char** argv);            // cmd-models.cpp
+int cmd_rm(int argc, char** argv);              // cmd-models.cpp
 
-// Resolves MODEL: an existing path, else a name in the model cache ($MINFER_MODEL_DIR, else
-// ~/.cache/minfer/models): exact file name (with or without .gguf), then a unique prefix.
+// Resolves MODEL through hub::resolve_model_ref (a path, a name in $MINFER_MODEL_DIR,
+// hf:ORG/REPO[:QUANT], ollama:MODEL[:TAG]; downloads what no cache has, progress on stderr).
 // On failure prints a helpful error and returns "".
 std::string resolve_model(const std::string& model);
+
+// While alive, SIGINT/SIGTERM stop downloads in flight (their partial files stay) instead of
+// killing the process mid-write; the previous handlers come back after.
+class InterruptibleDownloads {
+ public:
+  InterruptibleDownloads();
+  ~InterruptibleDownloads();
+  InterruptibleDownloads(const InterruptibleDownloads&) = delete;
+  InterruptibleDownloads& operator=(const InterruptibleDownloads&) = delete;
+
+ private:
+  struct sigaction old_int_{}, old_term_{};
+};
 
 }  // namespace minfer::cli

@@ -28,6 +28,9 @@ constexpr Command kCommands[] = {
     {"perplexity", minfer::cli::cmd_perplexity, "perplexity of a model on a text file (llama-perplexity's method)"},
     {"bench", minfer::cli::cmd_bench, "prompt-processing and generation speed (like llama-bench)"},
     {"serve", minfer::cli::cmd_serve, "OpenAI-compatible HTTP server with parallel slots (docs/server-api.md)"},
+    {"download", minfer::cli::cmd_download, "fetch a model (hf:ORG/REPO[:QUANT], ollama:MODEL[:TAG]); prints its path"},
+    {"list", minfer::cli::cmd_list, "show the models in minfer's, Hugging Face's and Ollama's caches"},
+    {"rm", minfer::cli::cmd_rm, "delete a cached model"},
 };
 
 void usage(std::FILE* out) {
@@ -38,7 +41,11 @@ void usage(std::FILE* out) {
                "       minfer COMMAND [options]            (minfer COMMAND --help for details)\n\ncommands:\n",
                MINFER_VERSION);
   for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.help);
-  std::fprintf(out, "\nMODEL is a path or the name of a model in $MINFER_MODEL_DIR (default ~/.cache/minfer/models).\n");
+  std::fprintf(out,
+               "\nMODEL is a path, the name of a model in $MINFER_MODEL_DIR (default ~/.cache/minfer/models),\n"
+               "hf:ORG/REPO[:QUANT|:FILE] (Hugging Face; the hub cache is shared with huggingface_hub and llama.cpp)\n"
+               "or ollama:MODEL[:TAG] (the Ollama registry; an existing ~/.ollama store is used in place).\n"
+               "A cached name needs no network; anything else is downloaded first (docs/models.md).\n");
 }
 
 }  // namespace

@@ -1,57 +1,41 @@
+#include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
-#include <vector>
-#include <algorithm>
 
 #include "cli/commands.h"
-
-namespace fs = std::filesystem;
+#include "hub/http-client.h"
+#include "hub/model-ref.h"
 
 namespace minfer::cli {
 
-static fs::path model_dir() {
-  if (const char* d = std::getenv("MINFER_MODEL_DIR"); d && *d) return d;
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : ".") / ".cache" / "minfer" / "models";
+namespace {
+void on_interrupt(int) { hub::http_cancel_all(); }
+}  // namespace
+
+// Ctrl-C during a download stops it cleanly (the partial file stays for the next run).
+InterruptibleDownloads::InterruptibleDownloads() {
+  struct sigaction sa{};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+}
+
+InterruptibleDownloads::~InterruptibleDownloads() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
 }
 
 std::string resolve_model(const std::string& model) {
-  std::error_code ec;
-  if (fs::is_regular_file(model, ec)) return model;
-  const fs::path dir = model_dir();
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (e.is_regular_file(ec) && n.ends_with(".gguf")) names.push_back(n);
+  auto r = [&] {
+    InterruptibleDownloads guard;
+    return hub::resolve_model_ref(model);
+  }();
+  if (!r) {
+    std::fprintf(stderr, "minfer: %s\n", r.error().message.c_str());
+    return "";
   }
-  std::sort(names.begin(), names.end());
-  for (const std::string& n : names)
-    if (n == model || n == model + ".gguf") return (dir / n).string();
-  std::vector<std::string> hits;
-  for (const std::string& n : names)
-    if (n.starts_with(model)) hits.push_back(n);
-  // A split model matches through its first part only.
-  std::erase_if(hits, [](const std::string& n) {
-    return n.find("-of-") != std::string::npos && n.find("-00001-of-") == std::string::npos;
-  });
-  if (hits.size() == 1) return (dir / hits[0]).string();
-  if (model.find('/') != std::string::npos || model.ends_with(".gguf")) {
-    std::fprintf(stderr, "minfer: model file '%s' not found\n", model.c_str());
-  } else if (hits.empty()) {
-    std::fprintf(stderr, "minfer: no model named '%s' in %s", model.c_str(), dir.c_str());
-    if (!names.empty()) {
-      std::fprintf(stderr, "; cached models:");
-      for (const auto& n : names) std::fprintf(stderr, "\n  %s", n.c_str());
-    }
-    std::fprintf(stderr, "\n");
-  } else {
-    std::fprintf(stderr, "minfer: '%s' matches %zu cached models; be more specific:", model.c_str(), hits.size());
-    for (const auto& n : hits) std::fprintf(stderr, "\n  %s", n.c_str());
-    std::fprintf(stderr, "\n");
-  }
-  return "";
+  return r->path;
 }
 
 }  // namespace minfer::cli

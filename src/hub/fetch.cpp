@@ -1,0 +1,257 @@
+#include "hub/fetch.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "hub/env.h"
+#include "hub/progress.h"
+#include "hub/url.h"
+
+namespace fs = std::filesystem;
+
+namespace minfer::hub {
+
+namespace {
+
+constexpr int kMaxRedirects = 10;
+constexpr int kMaxTries = 6;
+
+bool transient_status(int st) { return st == 408 || st == 429 || st >= 500; }
+
+// Expected<T> needs a value type; the reason a try failed and whether trying again can help.
+struct TryResult {
+  bool done = false;       // the file is complete in the partial
+  bool retry = false;      // worth another try
+  bool progressed = false; // bytes arrived in this try
+  std::string error;
+};
+
+int64_t free_bytes(const std::string& dir) {
+  struct statvfs s{};
+  if (::statvfs(dir.c_str(), &s) != 0) return -1;
+  return static_cast<int64_t>(s.f_bavail) * static_cast<int64_t>(s.f_frsize);
+}
+
+void fsync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+std::string describe_http_error(const HttpResponse& r) {
+  std::string msg = "HTTP " + std::to_string(r.status);
+  std::string detail = r.headers.get("X-Error-Message");
+  if (detail.empty()) {
+    detail = r.body.substr(0, 300);
+    for (char& c : detail)
+      if (c == '\n' || c == '\r') c = ' ';
+  }
+  if (!detail.empty()) msg += ": " + detail;
+  return msg;
+}
+
+Expected<HttpResponse> http_request_following(HttpRequest req, const std::string& auth_header, const BodySink& sink) {
+  const Origin first = url_origin(req.url);
+  const std::vector<std::string> base_headers = req.headers;
+  for (int hop = 0; hop <= kMaxRedirects; ++hop) {
+    req.headers = base_headers;
+    if (!auth_header.empty() && url_origin(req.url) == first) req.headers.push_back(auth_header);
+    auto r = http_request(req, sink);
+    if (!r) return r;
+    const int st = r->status;
+    const std::string loc = r->headers.get("Location");
+    if (st >= 300 && st < 400 && !loc.empty()) {
+      req.url = url_resolve(req.url, loc);
+      continue;
+    }
+    return r;
+  }
+  return make_error("{}: more than {} redirects", req.url, kMaxRedirects);
+}
+
+Status fetch_file(const FetchSpec& spec) {
+  const std::string dir = fs::path(spec.partial_path).parent_path().string();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return make_error("cannot create {}: {}", dir, ec.message());
+  const int fd = ::open(spec.partial_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error("cannot write {}: {}", spec.partial_path, std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  ::fstat(fd, &st);
+  int64_t have = st.st_size;
+  if (spec.expected_size >= 0 && have > spec.expected_size) {  // not ours to trust: start over
+    if (::ftruncate(fd, 0) != 0) return make_error("cannot truncate {}: {}", spec.partial_path, std::strerror(errno));
+    have = 0;
+  }
+  if (spec.expected_size > 0) {
+    const int64_t free = free_bytes(dir);
+    if (free >= 0 && free < spec.expected_size - have)
+      return make_error("not enough disk space for {}: it needs {} more, {} has {} free", spec.label,
+                        human_bytes(spec.expected_size - have), dir, human_bytes(free));
+  }
+
+  // The digest covers the bytes already in the partial file.
+  const bool git_blob = spec.digest.kind == ExpectedDigest::kGitBlobSha1;
+  Digest digest(git_blob ? Digest::kSha1 : Digest::kSha256);
+  auto start_digest = [&] {
+    digest.reset();
+    if (git_blob) {
+      const std::string head = "blob " + std::to_string(spec.expected_size);
+      digest.update(head.data(), head.size() + 1);
+    }
+  };
+  start_digest();
+  if (have > 0) {
+    std::vector<char> buf(1 << 20);
+    int64_t off = 0;
+    while (off < have) {
+      const ssize_t r = ::pread(fd, buf.data(), static_cast<size_t>(std::min<int64_t>(have - off, static_cast<int64_t>(buf.size()))), off);
+      if (r <= 0) return make_error("cannot read {}: {}", spec.partial_path, std::strerror(errno));
+      digest.update(buf.data(), static_cast<size_t>(r));
+      off += r;
+    }
+  }
+
+  Progress progress(spec.label, spec.expected_size, have);
+  std::string write_error;
+  int tries_left = kMaxTries;
+  int backoff_ms = retry_base_ms();
+  for (;;) {
+    if (spec.expected_size >= 0 && have == spec.expected_size && have > 0) break;  // already complete
+    TryResult t;
+    const int64_t have_before = have;
+    bool restarted = false;
+    std::string range_error;
+    HttpRequest req = http_get(spec.url);
+    req.headers = spec.headers;
+    req.range_from = have > 0 ? have : -1;
+    auto sink = [&](const HttpResponse& head, const char* p, size_t n) -> bool {
+      if (http_cancelled()) return false;
+      if (have == have_before && have > 0 && !restarted) {
+        if (head.status == 200) {
+          // Asked for the rest, got the whole file: discard what we had and take this one.
+          restarted = true;
+          if (::ftruncate(fd, 0) != 0) {
+            write_error = std::string("cannot truncate: ") + std::strerror(errno);
+            return false;
+          }
+          have = 0;
+          start_digest();
+          progress.restart();
+        } else {
+          const std::string cr = head.headers.get("Content-Range");
+          const std::string want = "bytes " + std::to_string(have) + "-";
+          if (!cr.starts_with(want)) {
+            range_error = "the server answered range " + std::to_string(have) + "- with '" + cr + "'";
+            return false;
+          }
+        }
+      }
+      size_t done = 0;
+      while (done < n) {
+        const ssize_t w = ::pwrite(fd, p + done, n - done, have);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          write_error = std::strerror(w < 0 ? errno : ENOSPC);
+          return false;
+        }
+        done += static_cast<size_t>(w);
+        have += w;
+      }
+      digest.update(p, n);
+      progress.add(static_cast<int64_t>(n));
+      return true;
+    };
+    Expected<HttpResponse> resp = http_request_following(req, spec.auth_header, sink);
+    if (http_cancelled()) {
+      progress.abandon();
+      return make_error("download of {} interrupted; {} of it kept in {} for the next try", spec.label,
+                        human_bytes(have), spec.partial_path);
+    }
+    if (!write_error.empty()) {
+      progress.abandon();
+      return make_error("cannot write {} ({} written): {}", spec.partial_path, human_bytes(have), write_error);
+    }
+    t.progressed = have > have_before || restarted;
+    if (!range_error.empty()) {
+      if (::ftruncate(fd, 0) == 0) have = 0;
+      start_digest();
+      t.retry = true;
+      t.error = range_error;
+    } else if (!resp) {
+      t.retry = true;
+      t.error = resp.error().message;
+    } else if (resp->status == 200 || resp->status == 206) {
+      if (spec.expected_size < 0 || have == spec.expected_size) t.done = true;
+      else if (have > spec.expected_size) {
+        t.error = "the server sent more bytes (" + std::to_string(have) + ") than the file has (" +
+                  std::to_string(spec.expected_size) + ")";
+        if (::ftruncate(fd, 0) == 0) have = 0;
+        start_digest();
+        t.retry = true;
+      } else {
+        t.error = "the transfer ended at " + std::to_string(have) + " of " + std::to_string(spec.expected_size) + " bytes";
+        t.retry = true;
+      }
+    } else if (resp->status == 416 && have > 0) {
+      // Nothing past what we have: either complete (checked above) or a bad partial file.
+      if (::ftruncate(fd, 0) == 0) have = 0;
+      start_digest();
+      t.error = "the server refused the range (HTTP 416)";
+      t.retry = true;
+    } else {
+      t.error = describe_http_error(*resp) + " from " + resp->url;
+      t.retry = transient_status(resp->status);
+    }
+    if (t.done) break;
+    if (t.progressed) {
+      tries_left = kMaxTries;
+      backoff_ms = retry_base_ms();
+    }
+    if (!t.retry || --tries_left <= 0) {
+      progress.abandon();
+      return make_error("cannot download {}: {}{}", spec.label, t.error,
+                        have > 0 ? "; " + human_bytes(have) + " kept in " + spec.partial_path + " for the next try" : "");
+    }
+    progress.abandon();
+    std::fprintf(stderr, "%s: %s; retrying in %.1f s\n", spec.label.c_str(), t.error.c_str(), backoff_ms / 1000.0);
+    backoff_sleep(backoff_ms);
+    backoff_ms = std::min(backoff_ms * 2, 30000);
+  }
+
+  progress.finish();
+  if (spec.digest.kind != ExpectedDigest::kNone) {
+    const std::string got = digest.hex();
+    if (got != spec.digest.hex) {
+      ::unlink(spec.partial_path.c_str());
+      return make_error("checksum mismatch for {}: expected {} {}, got {}; the partial file was deleted, run again to "
+                        "download it anew",
+                        spec.label, git_blob ? "git sha1" : "sha256", spec.digest.hex, got);
+    }
+  }
+  if (::fsync(fd) != 0) return make_error("cannot flush {}: {}", spec.partial_path, std::strerror(errno));
+  if (::rename(spec.partial_path.c_str(), spec.final_path.c_str()) != 0)
+    return make_error("cannot rename {} to {}: {}", spec.partial_path, spec.final_path, std::strerror(errno));
+  fsync_dir(fs::path(spec.final_path).parent_path().string());
+  return Status::ok();
+}
+
+}  // namespace minfer::hub

@@ -1,0 +1,288 @@
+#include "hub/hf-hub.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "hub/digest.h"
+#include "hub/env.h"
+#include "hub/fetch.h"
+#include "hub/file-lock.h"
+#include "hub/gguf-pick.h"
+#include "hub/hf-cache.h"
+#include "hub/http-client.h"
+#include "hub/url.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace minfer::hub {
+
+namespace {
+
+bool repo_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+}
+
+std::string normalize_etag(std::string e) {
+  if (e.starts_with("W/")) e = e.substr(2);
+  if (e.size() >= 2 && e.front() == '"' && e.back() == '"') e = e.substr(1, e.size() - 2);
+  return e;
+}
+
+std::string auth_header() {
+  const std::string t = hf_token();
+  return t.empty() ? "" : "Authorization: Bearer " + t;
+}
+
+// The Hub's error in plain words.
+Error hub_error(const HfName& n, const HttpResponse& r, const std::string& file = "") {
+  const std::string code = r.headers.get("X-Error-Code");
+  const std::string msg = r.headers.get("X-Error-Message");
+  const std::string where = " (" + hf_endpoint() + ", HTTP " + std::to_string(r.status) + ")";
+  if (code == "RevisionNotFound")
+    return make_error("hf:{} has no revision '{}'{}", n.repo_id, n.revision, where);
+  if (code == "EntryNotFound")
+    return make_error("hf:{} has no file '{}' at revision '{}'{}", n.repo_id, file, n.revision, where);
+  if (code == "GatedRepo")
+    return make_error("hf:{} is a gated repository: accept its conditions at {}/{} and set HF_TOKEN to a token of "
+                      "that account{}",
+                      n.repo_id, hf_endpoint(), n.repo_id, where);
+  if (r.status == 401 && msg == "Invalid credentials in Authorization header")
+    return make_error("the Hub rejected the token in HF_TOKEN (invalid credentials){}", where);
+  if (code == "RepoNotFound" || r.status == 401)
+    return make_error("hf:{}: repository not found{}; if it is private or gated, {}", n.repo_id, where,
+                      hf_token().empty() ? "set HF_TOKEN to a token with access"
+                                         : "the token in HF_TOKEN has no access to it");
+  return make_error("hf:{}: {}{}", n.repo_id, describe_http_error(r), where);
+}
+
+bool transient(const Expected<HttpResponse>& r) {
+  return !r || r->status == 408 || r->status == 429 || r->status >= 500;
+}
+
+std::string failure(const HttpRequest& req, const Expected<HttpResponse>& r) {
+  return r ? req.url + ": " + describe_http_error(*r) : r.error().message;
+}
+
+// A request to the Hub API, retried on transient failures; the token goes to the Hub only.
+Expected<HttpResponse> hub_call(const HttpRequest& req) {
+  Expected<HttpResponse> r = make_error("unreached");
+  with_retries(5, [&](std::string* why) {
+    r = http_request_following(req, auth_header());
+    *why = failure(req, r);
+    return !transient(r);
+  });
+  return r;
+}
+
+// "<url>; rel=\"next\"" in a Link header.
+std::string next_link(const std::string& link) {
+  for (size_t at = 0; (at = link.find('<', at)) != std::string::npos;) {
+    const size_t close = link.find('>', at);
+    if (close == std::string::npos) break;
+    const size_t comma = link.find(',', close);
+    const std::string params = link.substr(close + 1, comma == std::string::npos ? std::string::npos : comma - close - 1);
+    if (params.find("rel=\"next\"") != std::string::npos) return link.substr(at + 1, close - at - 1);
+    at = close;
+  }
+  return "";
+}
+
+struct RepoListing {
+  std::string commit;
+  std::vector<std::string> paths;
+  std::map<std::string, int64_t> sizes;
+};
+
+Expected<RepoListing> list_repo(const HfName& n) {
+  RepoListing out;
+  const std::string base = hf_endpoint() + "/api/models/" + n.repo_id;
+  auto info = hub_call(http_get(base + "/revision/" + url_escape(n.revision)));
+  if (!info) return info.error();
+  if (info->status != 200) return hub_error(n, *info);
+  try {
+    out.commit = json::parse(info->body).at("sha").get<std::string>();
+  } catch (const std::exception& e) {
+    return make_error("hf:{}: the Hub's repository info has no commit ('sha'): {}", n.repo_id, e.what());
+  }
+  if (!is_hex(out.commit, 40)) return make_error("hf:{}: the Hub gave '{}' as the commit, not a 40-hex hash", n.repo_id, out.commit);
+  std::string url = base + "/tree/" + out.commit + "?recursive=true&expand=false";
+  for (int page = 0; !url.empty(); ++page) {
+    if (page > 10000) return make_error("hf:{}: the file listing does not end", n.repo_id);
+    auto r = hub_call(http_get(url));
+    if (!r) return r.error();
+    if (r->status != 200) return hub_error(n, *r);
+    try {
+      for (const json& e : json::parse(r->body)) {
+        if (e.value("type", "") != "file") continue;
+        const std::string p = e.at("path").get<std::string>();
+        out.paths.push_back(p);
+        if (e.contains("lfs") && e["lfs"].contains("size")) out.sizes[p] = e["lfs"]["size"].get<int64_t>();
+        else if (e.contains("size")) out.sizes[p] = e["size"].get<int64_t>();
+      }
+    } catch (const std::exception& e) {
+      return make_error("hf:{}: bad file listing from {}: {}", n.repo_id, url, e.what());
+    }
+    url = next_link(r->headers.get("Link"));
+    if (!url.empty()) url = url_resolve(r->url, url);
+  }
+  return out;
+}
+
+struct FileMeta {
+  std::string etag, location, commit;
+  int64_t size = -1;
+};
+
+// HEAD on resolve/: follows redirects that stay on the Hub; one to another host (the CDN) is
+// where the bytes are, and its answer carries the metadata.
+Expected<FileMeta> file_metadata(const HfName& n, const std::string& commit, const std::string& file) {
+  const Origin hub = url_origin(hf_endpoint());
+  HttpRequest req = http_get(hf_endpoint() + "/" + n.repo_id + "/resolve/" + commit + "/" + url_escape_path(file));
+  req.method = "HEAD";
+  for (int hop = 0; hop < 10; ++hop) {
+    HttpRequest h = req;
+    if (std::string a = auth_header(); !a.empty()) h.headers.push_back(a);
+    Expected<HttpResponse> r = make_error("unreached");
+    with_retries(5, [&](std::string* why) {
+      r = http_request(h);
+      *why = failure(h, r);
+      return !transient(r);
+    });
+    if (!r) return r.error();
+    const int st = r->status;
+    const std::string loc = r->headers.get("Location");
+    const bool redirect = st >= 300 && st < 400 && !loc.empty();
+    if (!redirect && st >= 400) return hub_error(n, *r, file);
+    const std::string target = redirect ? url_resolve(req.url, loc) : req.url;
+    if (redirect && url_origin(target) == hub) {
+      req.url = target;
+      continue;
+    }
+    FileMeta m;
+    m.etag = normalize_etag(!r->headers.get("X-Linked-Etag").empty() ? r->headers.get("X-Linked-Etag") : r->headers.get("ETag"));
+    m.commit = r->headers.get("X-Repo-Commit");
+    m.location = target;
+    std::string size = r->headers.get("X-Linked-Size");
+    if (size.empty() && !redirect) size = r->headers.get("Content-Length");
+    if (!size.empty()) m.size = std::atoll(size.c_str());
+    if (m.etag.empty()) return make_error("hf:{}: the Hub sent no ETag for '{}', so it cannot be verified", n.repo_id, file);
+    if (m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
+      return make_error("hf:{}: bad ETag '{}' for '{}'", n.repo_id, m.etag, file);
+    return m;
+  }
+  return make_error("hf:{}: too many redirects resolving '{}'", n.repo_id, file);
+}
+
+Status download_one(const HfName& n, const std::string& commit, const std::string& file, int64_t listed_size) {
+  auto meta = file_metadata(n, commit, file);
+  if (!meta) return meta.error();
+  if (meta->size < 0) meta->size = listed_size;
+  if (listed_size >= 0 && meta->size != listed_size)
+    return make_error("hf:{}: '{}' is {} bytes in the listing but {} in its metadata", n.repo_id, file, listed_size, meta->size);
+  const std::string blob = hf_blob_path(n.repo_id, meta->etag);
+  auto lock = FileLock::acquire(hf_lock_path(n.repo_id, meta->etag), [&] {
+    std::fprintf(stderr, "waiting for another process that is downloading %s\n", file.c_str());
+  });
+  if (!lock) return lock.error();
+  std::error_code ec;
+  if (!fs::exists(blob, ec)) {
+    FetchSpec f;
+    f.url = meta->location;
+    if (url_origin(meta->location) == url_origin(hf_endpoint())) f.auth_header = auth_header();
+    f.partial_path = blob + ".incomplete";
+    f.final_path = blob;
+    f.expected_size = meta->size;
+    if (is_hex(meta->etag, 64)) f.digest = {ExpectedDigest::kSha256, meta->etag};
+    else if (is_hex(meta->etag, 40) && meta->size >= 0) f.digest = {ExpectedDigest::kGitBlobSha1, meta->etag};
+    f.label = fs::path(file).filename().string();
+    if (Status s = fetch_file(f); !s.is_ok()) return s;
+  }
+  return hf_link_snapshot(n.repo_id, commit, file, meta->etag);
+}
+
+}  // namespace
+
+std::string HfName::text() const {
+  std::string s = "hf:" + repo_id;
+  if (revision != "main") s += "@" + revision;
+  if (!tag.empty()) s += ":" + tag;
+  return s;
+}
+
+std::string hf_endpoint() {
+  const char* e = std::getenv("HF_ENDPOINT");
+  std::string s = e && *e ? e : "https://huggingface.co";
+  while (s.ends_with("/")) s.pop_back();
+  return s;
+}
+
+Expected<HfName> parse_hf_name(const std::string& s) {
+  if (!s.starts_with("hf:")) return make_error("'{}' is not an hf: name", s);
+  std::string rest = s.substr(3);
+  while (rest.starts_with("/")) rest = rest.substr(1);  // hf://org/repo
+  HfName n;
+  const size_t slash = rest.find('/');
+  const size_t colon = rest.find(':', slash == std::string::npos ? 0 : slash);
+  std::string repo = rest.substr(0, colon);
+  if (colon != std::string::npos) n.tag = rest.substr(colon + 1);
+  if (const size_t at = repo.find('@'); at != std::string::npos) {
+    n.revision = repo.substr(at + 1);
+    repo = repo.substr(0, at);
+    if (n.revision.empty() || n.revision.find("..") != std::string::npos)
+      return make_error("'{}': bad revision '{}'", s, n.revision);
+  }
+  const size_t sl = repo.find('/');
+  const bool ok = sl != std::string::npos && sl > 0 && sl + 1 < repo.size() && repo.find('/', sl + 1) == std::string::npos &&
+                  std::all_of(repo.begin(), repo.end(), [](char c) { return c == '/' || repo_char(c); }) &&
+                  repo.find("..") == std::string::npos;
+  if (!ok) return make_error("'{}': expected hf:ORG/REPO[@REVISION][:QUANT|:FILE.gguf], e.g. hf:bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M", s);
+  if (n.tag.find("..") != std::string::npos || n.tag.starts_with("/")) return make_error("'{}': bad file '{}'", s, n.tag);
+  n.repo_id = repo;
+  return n;
+}
+
+Expected<HfCachedPick> hf_find_cached(const HfName& n) {
+  const std::string commit = hf_cached_commit(n.repo_id, n.revision);
+  if (commit.empty()) return make_error("{} is not in the Hugging Face cache ({})", n.text(), hf_hub_cache_dir());
+  const std::vector<std::string> files = hf_snapshot_files(n.repo_id, commit);
+  auto pick = pick_gguf(files, n.tag);
+  if (!pick) return make_error("{} in the Hugging Face cache ({}): {}", n.text(), hf_repo_dir(n.repo_id), pick.error().message);
+  return HfCachedPick{commit, pick->files};
+}
+
+Expected<HfResolved> hf_resolve(const HfName& n, bool allow_network) {
+  HfResolved out;
+  if (auto cached = hf_find_cached(n)) {
+    for (const std::string& f : cached->files) out.paths.push_back(hf_snapshot_path(n.repo_id, cached->commit, f));
+    return out;
+  }
+  if (hf_offline()) return make_error("{} is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set", n.text(), hf_hub_cache_dir());
+  if (!allow_network) return make_error("{} is not in the Hugging Face cache ({})", n.text(), hf_hub_cache_dir());
+  auto listing = list_repo(n);
+  if (!listing) return listing.error();
+  auto pick = pick_gguf(listing->paths, n.tag);
+  if (!pick) return make_error("{}: {}", n.text(), pick.error().message);
+  for (const std::string& f : pick->files) {
+    const std::string link = hf_snapshot_path(n.repo_id, listing->commit, f);
+    std::error_code ec;
+    if (!fs::exists(link, ec)) {
+      const auto it = listing->sizes.find(f);
+      if (Status s = download_one(n, listing->commit, f, it == listing->sizes.end() ? -1 : it->second); !s.is_ok()) return s.error();
+      out.downloaded = true;
+    }
+    out.paths.push_back(link);
+  }
+  if (Status s = hf_write_ref(n.repo_id, n.revision, listing->commit); !s.is_ok()) return s.error();
+  return out;
+}
+
+}  // namespace minfer::hub

@@ -1,0 +1,164 @@
+// Which GGUF a hf: name picks (hub/gguf-pick.h), on the repository layouts of llama.cpp's
+// tests/test-model-resolution.cpp (the primary model and its parts; sidecars are not models
+// here) plus our own, in every listing order where the answer must not depend on it; and URL
+// resolution for redirects (hub/url.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "hub/gguf-pick.h"
+#include "hub/hf-hub.h"
+#include "hub/ollama.h"
+#include "hub/url.h"
+
+using namespace minfer::hub;
+
+namespace {
+
+using Files = std::vector<std::string>;
+
+const Files kFlat = {"README.md", "model-BF16.gguf", "model-Q4_K_M.gguf", "model-Q8_0.gguf", "mmproj-model-BF16.gguf",
+                     "mmproj-model-Q8_0.gguf", "mtp-model-BF16.gguf", "mtp-model-Q4_0.gguf", "mtp-model-Q8_0.gguf",
+                     "dflash-model-BF16.gguf", "dflash-model-Q8_0.gguf"};
+const Files kSubdir = {"mmproj-model-f16.gguf", "model-mtp-BF16.gguf", "model-mtp-Q8_0.gguf",
+                       "Q3_K_M/model-Q3_K_M-00001-of-00003.gguf", "Q3_K_M/model-Q3_K_M-00002-of-00003.gguf",
+                       "Q3_K_M/model-Q3_K_M-00003-of-00003.gguf", "Q8_0/model-Q8_0-00001-of-00002.gguf",
+                       "Q8_0/model-Q8_0-00002-of-00002.gguf"};
+const Files kHole = {"model-BF16.gguf", "model-Q4_K_M.gguf", "model-Q8_0.gguf", "mtp-model-BF16.gguf",
+                     "mtp-model-Q4_0.gguf", "mtp-model-Q8_0.gguf", "dflash-model-BF16.gguf", "dflash-model-Q8_0.gguf"};
+const Files kUnsloth = {"model-UD-Q8_K_XL.gguf", "mmproj-BF16.gguf", "model-MTP-BF16.gguf"};
+const Files kVendors = {"TheDrummer_Model-24B-v4.1-Q8_0.gguf", "BlackSheep-24B.Q8_0.gguf"};
+const Files kQuad = {"model-Q8_0.gguf", "mtp-model-Q8_0.gguf", "dflash-model-Q8_0.gguf", "eagle3-model-Q8_0.gguf",
+                     "dspark-model-Q8_0.gguf"};
+const Files kSpark = {"README.md", "model-MXFP4.gguf", "dspark-model-BF16.gguf", "dspark-model-MXFP4.gguf"};
+const Files kOurs = {"imatrix.gguf", "x-Q4_K_M_L.gguf", "x-q4_k_m.gguf", "x-Q4_K.gguf", "x.IQ4_XS.gguf",
+                     "sub/y-Q5_K_S-00002-of-00002.gguf", "sub/y-Q5_K_S-00001-of-00002.gguf", "broken-Q6_K-00001-of-00002.gguf"};
+
+const Files kNoDefault = {"imatrix-Q8_0.gguf", "b-IQ4_XS.gguf", "a-Q6_K.gguf"};
+
+struct Case {
+  const char* name;
+  const Files* files;
+  std::string tag;
+  bool order_dependent;
+  Files want;  // empty: no model picked
+};
+
+const Case kCases[] = {
+    {"flat exact tag", &kFlat, "Q8_0", false, {"model-Q8_0.gguf"}},
+    {"flat default", &kFlat, "", false, {"model-Q4_K_M.gguf"}},
+    // llama.cpp takes the first model in listing order here (model-MTP-BF16 in another order);
+    // a draft head is never a model for us, whatever its case, so the order does not matter.
+    {"unsloth fallback", &kUnsloth, "", false, {"model-UD-Q8_K_XL.gguf"}},
+    {"flat hf_file", &kFlat, "model-BF16.gguf", false, {"model-BF16.gguf"}},
+    {"flat missing hf_file", &kFlat, "nope.gguf", false, {}},
+    {"subdir shards", &kSubdir, "Q3_K_M", false,
+     {"Q3_K_M/model-Q3_K_M-00001-of-00003.gguf", "Q3_K_M/model-Q3_K_M-00002-of-00003.gguf",
+      "Q3_K_M/model-Q3_K_M-00003-of-00003.gguf"}},
+    {"subdir default", &kSubdir, "", false, {"Q8_0/model-Q8_0-00001-of-00002.gguf", "Q8_0/model-Q8_0-00002-of-00002.gguf"}},
+    {"hole tag alone", &kHole, "Q4_0", false, {}},
+    {"hole default anchor", &kHole, "", false, {"model-Q4_K_M.gguf"}},
+    {"unsloth suffix", &kUnsloth, "Q8_K_XL", false, {"model-UD-Q8_K_XL.gguf"}},
+    {"vendor prefix", &kVendors, "Q8_0", true, {"TheDrummer_Model-24B-v4.1-Q8_0.gguf"}},
+    {"quad exact tag", &kQuad, "Q8_0", false, {"model-Q8_0.gguf"}},
+    {"spark default anchor", &kSpark, "", false, {"model-MXFP4.gguf"}},
+    {"spark tag sidecar", &kSpark, "BF16", false, {}},
+    // Ours: the tag ends at '.' or '-', any case; imatrix is not a model; a split with a missing part is an error.
+    {"tag ends at a separator", &kOurs, "Q4_K_M", false, {"x-q4_k_m.gguf"}},
+    {"shorter tag", &kOurs, "q4_k", false, {"x-Q4_K.gguf"}},
+    {"dot before tag", &kOurs, "IQ4_XS", false, {"x.IQ4_XS.gguf"}},
+    {"split in a folder, parts out of order", &kOurs, "Q5_K_S", false,
+     {"sub/y-Q5_K_S-00001-of-00002.gguf", "sub/y-Q5_K_S-00002-of-00002.gguf"}},
+    {"later part by file name", &kOurs, "sub/y-Q5_K_S-00002-of-00002.gguf", false,
+     {"sub/y-Q5_K_S-00001-of-00002.gguf", "sub/y-Q5_K_S-00002-of-00002.gguf"}},
+    {"split missing a part", &kOurs, "Q6_K", false, {}},
+    {"no tag, no default: first model in the listing", &kNoDefault, "", true, {"b-IQ4_XS.gguf"}},
+    {"no tag: Q4_K_M, any case", &kOurs, "", false, {"x-q4_k_m.gguf"}},
+};
+
+}  // namespace
+
+TEST(HubPick, LlamaCppResolutionCasesInEveryOrder) {
+  for (const Case& c : kCases) {
+    const size_t n_orders = c.order_dependent ? 1 : c.files->size();
+    for (size_t rot = 0; rot < n_orders; ++rot) {
+      Files files = *c.files;
+      std::rotate(files.begin(), files.begin() + static_cast<long>(rot), files.end());
+      if (rot % 2 == 1) std::reverse(files.begin(), files.end());
+      auto pick = pick_gguf(files, c.tag);
+      SCOPED_TRACE(std::string(c.name) + ", order " + std::to_string(rot));
+      if (c.want.empty()) {
+        EXPECT_FALSE(pick) << "picked " << (pick ? pick->files[0] : "");
+        continue;
+      }
+      ASSERT_TRUE(pick) << pick.error().message;
+      EXPECT_EQ(pick->files, c.want);
+    }
+  }
+}
+
+TEST(HubPick, ErrorsNameWhatIsThere) {
+  auto p = pick_gguf(kHole, "Q4_0");
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("'Q4_0'"), std::string::npos);
+  EXPECT_NE(p.error().message.find("model-BF16.gguf"), std::string::npos);
+  EXPECT_EQ(p.error().message.find("mtp-model-Q4_0.gguf"), std::string::npos);
+  auto s = pick_gguf(kOurs, "Q6_K");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("broken-Q6_K-00002-of-00002.gguf' is missing"), std::string::npos) << s.error().message;
+}
+
+TEST(HubPick, SplitNames) {
+  GgufSplitName s = gguf_split_name("Q3_K_M/model-Q3_K_M-00002-of-00003.gguf");
+  EXPECT_TRUE(s.is_gguf);
+  EXPECT_EQ(s.prefix, "Q3_K_M/model-Q3_K_M");
+  EXPECT_EQ(s.tag, "Q3_K_M");
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 3);
+  s = gguf_split_name("BlackSheep-24B.q8_0.gguf");
+  EXPECT_EQ(s.tag, "Q8_0");
+  EXPECT_EQ(s.count, 1);
+  EXPECT_EQ(gguf_split_name("plain.gguf").tag, "");
+  EXPECT_FALSE(gguf_split_name("README.md").is_gguf);
+}
+
+TEST(HubNames, ParseHfAndOllama) {
+  auto a = parse_hf_name("hf:org/repo");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->repo_id, "org/repo");
+  EXPECT_EQ(a->revision, "main");
+  EXPECT_EQ(a->tag, "");
+  auto b = parse_hf_name("hf:org/repo@v1.0:dir/x-Q4_0.gguf");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->revision, "v1.0");
+  EXPECT_EQ(b->tag, "dir/x-Q4_0.gguf");
+  EXPECT_EQ(b->text(), "hf:org/repo@v1.0:dir/x-Q4_0.gguf");
+  for (const char* bad : {"hf:", "hf:repo", "hf:a/b/c", "hf:a/..", "hf:a/b:../x.gguf", "hf:a/b@:Q4", "hf:a b/c"})
+    EXPECT_FALSE(parse_hf_name(bad)) << bad;
+  auto o = parse_ollama_name("ollama:qwen2.5:0.5b");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->ns, "library");
+  EXPECT_EQ(o->model, "qwen2.5");
+  EXPECT_EQ(o->tag, "0.5b");
+  auto d = parse_ollama_name("ollama:user/m");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->tag, "latest");
+  EXPECT_EQ(d->text(), "ollama:user/m:latest");
+  for (const char* bad : {"ollama:", "ollama:a/b/c", "ollama:../x", "ollama:m:", "ollama:m:a/b"})
+    EXPECT_FALSE(parse_ollama_name(bad)) << bad;
+}
+
+TEST(HubUrl, OriginsAndRedirects) {
+  EXPECT_EQ(url_origin("https://huggingface.co/x"), (Origin{"https", "huggingface.co", 443}));
+  EXPECT_EQ(url_origin("HTTP://Host:8080"), (Origin{"http", "host", 8080}));
+  EXPECT_EQ(url_origin("http://user:pw@127.0.0.2:99/p?q"), (Origin{"http", "127.0.0.2", 99}));
+  EXPECT_FALSE(url_origin("https://hub/x") == url_origin("https://cdn-lfs.hub/x"));
+  EXPECT_FALSE(url_origin("http://h:1/") == url_origin("http://h:2/"));
+  EXPECT_EQ(url_resolve("https://h/a/b?q", "https://cdn/x"), "https://cdn/x");
+  EXPECT_EQ(url_resolve("https://h/a/b?q", "//cdn/x"), "https://cdn/x");
+  EXPECT_EQ(url_resolve("https://h:8/a/b?q", "/c?d"), "https://h:8/c?d");
+  EXPECT_EQ(url_resolve("https://h/a/b?q", "c"), "https://h/a/c");
+  EXPECT_EQ(url_escape_path("dir/a b+c.gguf"), "dir/a%20b%2Bc.gguf");
+}
