@@ -334,6 +334,13 @@ def test_huggingface_hub_sees_what_minfer_fetched(mocks, env_factory, smol_blob)
     env = env_factory(hub)
     sha = hub.add_repo("test/smol", {"smol-Q4_1.gguf": smol_blob})
     path = last_line(env.run("download", "hf:test/smol", check=True).stdout)
+    # The `hf` CLI: its cache listing, and its checksum verification against the Hub's tree.
+    r = subprocess.run(["hf", "cache", "ls", "--json"], capture_output=True, text=True, env=env.vars, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert [(e["repo_id"], e["refs"]) for e in json.loads(r.stdout)] == [("test/smol", ["main"])], r.stdout
+    r = subprocess.run(["hf", "cache", "verify", "test/smol", "--fail-on-missing-files"], capture_output=True, text=True,
+                       env=env.vars, timeout=120)
+    assert r.returncode == 0 and "All checksums match" in r.stdout, r.stdout + r.stderr
     hub.close()
     code = """
 import json
