@@ -60,4 +60,40 @@ void with_retries(int max_tries, const std::function<bool(std::string* why)>& at
   }
 }
 
+std::vector<std::filesystem::path> dir_entries(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> out;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) out.push_back(it->path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::filesystem::path> tree_files(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_regular_file(e2)) out.push_back(it->path());  // follows links; dangling ones drop out
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool safe_relative_path(std::string_view p) {
+  if (p.empty() || p.front() == '/' || p.find('\\') != std::string_view::npos || p.find('\0') != std::string_view::npos)
+    return false;
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = p.find('/', start);
+    const std::string_view seg = p.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (seg.empty() || seg == "." || seg == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
+
 }  // namespace minfer::hub

@@ -4,8 +4,11 @@
 //   for_each_try([&](int attempt) { ... return done; });
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace minfer::hub {
 
@@ -23,5 +26,15 @@ void backoff_sleep(int ms);
 // tries were made, sleeping with exponential backoff between tries. `why` names the failure
 // for the "retrying in N s" line on stderr.
 void with_retries(int max_tries, const std::function<bool(std::string* why)>& attempt);
+
+// Entries of a folder / every file below it (links to files included), never throwing: an
+// unreadable or looping entry is skipped. Sorted.
+std::vector<std::filesystem::path> dir_entries(const std::filesystem::path& dir);
+std::vector<std::filesystem::path> tree_files(const std::filesystem::path& dir);
+
+// A relative '/'-separated path that stays below its root: not empty, no leading '/', no empty,
+// "." or ".." segment, no backslash or NUL. Paths from a server listing and from names must pass
+// before they become file names.
+bool safe_relative_path(std::string_view p);
 
 }  // namespace minfer::hub

@@ -6,11 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <thread>
 #include <vector>
 
 #include "hub/env.h"
@@ -32,7 +30,6 @@ bool transient_status(int st) { return st == 408 || st == 429 || st >= 500; }
 struct TryResult {
   bool done = false;       // the file is complete in the partial
   bool retry = false;      // worth another try
-  bool progressed = false; // bytes arrived in this try
   std::string error;
 };
 
@@ -75,7 +72,9 @@ Expected<HttpResponse> http_request_following(HttpRequest req, const std::string
     const int st = r->status;
     const std::string loc = r->headers.get("Location");
     if (st >= 300 && st < 400 && !loc.empty()) {
-      req.url = url_resolve(req.url, loc);
+      const std::string next = url_resolve(req.url, loc);
+      if (!url_is_http(next)) return make_error("{}: refusing a redirect to '{}'", req.url, next);
+      req.url = next;
       continue;
     }
     return r;
@@ -94,76 +93,93 @@ Status fetch_file(const FetchSpec& spec) {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st{};
-  ::fstat(fd, &st);
-  int64_t have = st.st_size;
-  if (spec.expected_size >= 0 && have > spec.expected_size) {  // not ours to trust: start over
-    if (::ftruncate(fd, 0) != 0) return make_error("cannot truncate {}: {}", spec.partial_path, std::strerror(errno));
-    have = 0;
-  }
-  if (spec.expected_size > 0) {
-    const int64_t free = free_bytes(dir);
-    if (free >= 0 && free < spec.expected_size - have)
-      return make_error("not enough disk space for {}: it needs {} more, {} has {} free", spec.label,
-                        human_bytes(spec.expected_size - have), dir, human_bytes(free));
-  }
 
-  // The digest covers the bytes already in the partial file.
+  const int64_t want = spec.expected_size;  // -1: unknown
   const bool git_blob = spec.digest.kind == ExpectedDigest::kGitBlobSha1;
   Digest digest(git_blob ? Digest::kSha1 : Digest::kSha256);
-  auto start_digest = [&] {
+  int64_t have = 0;  // bytes in the partial file, all hashed into `digest`
+  auto reset_digest = [&] {
     digest.reset();
     if (git_blob) {
-      const std::string head = "blob " + std::to_string(spec.expected_size);
-      digest.update(head.data(), head.size() + 1);
+      const std::string head = "blob " + std::to_string(want);
+      digest.update(head.data(), head.size() + 1);  // with its NUL
     }
   };
-  start_digest();
-  if (have > 0) {
+  auto start_over = [&]() -> Status {
+    if (::ftruncate(fd, 0) != 0) return make_error("cannot truncate {}: {}", spec.partial_path, std::strerror(errno));
+    have = 0;
+    reset_digest();
+    return Status::ok();
+  };
+  auto interrupted = [&] {
+    return make_error("download of {} interrupted; {} of it kept in {} for the next try", spec.label, human_bytes(have),
+                      spec.partial_path);
+  };
+
+  // Continue the partial file when it can be the start of this one.
+  reset_digest();
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return make_error("cannot stat {}: {}", spec.partial_path, std::strerror(errno));
+  if (st.st_size > 0 && (want < 0 || st.st_size <= want)) {
     std::vector<char> buf(1 << 20);
-    int64_t off = 0;
-    while (off < have) {
-      const ssize_t r = ::pread(fd, buf.data(), static_cast<size_t>(std::min<int64_t>(have - off, static_cast<int64_t>(buf.size()))), off);
-      if (r <= 0) return make_error("cannot read {}: {}", spec.partial_path, std::strerror(errno));
+    while (have < st.st_size) {
+      if (http_cancelled()) return interrupted();
+      const size_t len = static_cast<size_t>(std::min<int64_t>(st.st_size - have, static_cast<int64_t>(buf.size())));
+      const ssize_t r = ::pread(fd, buf.data(), len, have);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return make_error("cannot read {}: {}", spec.partial_path, r < 0 ? std::strerror(errno) : "file shrank");
       digest.update(buf.data(), static_cast<size_t>(r));
-      off += r;
+      have += r;
     }
+  } else if (st.st_size > 0) {
+    if (Status s = start_over(); !s.is_ok()) return s;
+  }
+  if (want > 0) {
+    const int64_t free = free_bytes(dir);
+    if (free >= 0 && free < want - have)
+      return make_error("not enough disk space for {}: it needs {} more, {} has {} free", spec.label,
+                        human_bytes(want - have), dir, human_bytes(free));
   }
 
-  Progress progress(spec.label, spec.expected_size, have);
-  std::string write_error;
+  Progress progress(spec.label, want, have);
+  int64_t best = have;  // the most the partial file ever held: a try helps only if it gets past it
   int tries_left = kMaxTries;
   int backoff_ms = retry_base_ms();
   for (;;) {
-    if (spec.expected_size >= 0 && have == spec.expected_size && have > 0) break;  // already complete
+    if (want >= 0 && have == want) break;  // complete (or nothing to fetch)
     TryResult t;
     const int64_t have_before = have;
-    bool restarted = false;
-    std::string range_error;
+    bool first_chunk = true;
+    bool overflow = false;
+    std::string range_error, write_error;
     HttpRequest req = http_get(spec.url);
     req.headers = spec.headers;
     req.range_from = have > 0 ? have : -1;
     auto sink = [&](const HttpResponse& head, const char* p, size_t n) -> bool {
       if (http_cancelled()) return false;
-      if (have == have_before && have > 0 && !restarted) {
-        if (head.status == 200) {
+      if (first_chunk) {
+        first_chunk = false;
+        if (have_before > 0 && head.status == 200) {
           // Asked for the rest, got the whole file: discard what we had and take this one.
-          restarted = true;
-          if (::ftruncate(fd, 0) != 0) {
-            write_error = std::string("cannot truncate: ") + std::strerror(errno);
+          if (Status s = start_over(); !s.is_ok()) {
+            write_error = s.error().message;
             return false;
           }
-          have = 0;
-          start_digest();
           progress.restart();
-        } else {
+        } else if (head.status == 206) {
           const std::string cr = head.headers.get("Content-Range");
-          const std::string want = "bytes " + std::to_string(have) + "-";
-          if (!cr.starts_with(want)) {
-            range_error = "the server answered range " + std::to_string(have) + "- with '" + cr + "'";
+          const std::string from = "bytes " + std::to_string(have_before) + "-";
+          const size_t slash = cr.rfind('/');
+          const std::string total = slash == std::string::npos ? "" : cr.substr(slash + 1);
+          if (!cr.starts_with(from) || (want >= 0 && total != "*" && total != std::to_string(want))) {
+            range_error = "the server answered range " + std::to_string(have_before) + "- with '" + cr + "'";
             return false;
           }
         }
+      }
+      if (want >= 0 && have + static_cast<int64_t>(n) > want) {
+        overflow = true;
+        return false;
       }
       size_t done = 0;
       while (done < n) {
@@ -183,55 +199,49 @@ Status fetch_file(const FetchSpec& spec) {
     Expected<HttpResponse> resp = http_request_following(req, spec.auth_header, sink);
     if (http_cancelled()) {
       progress.abandon();
-      return make_error("download of {} interrupted; {} of it kept in {} for the next try", spec.label,
-                        human_bytes(have), spec.partial_path);
+      return interrupted();
     }
     if (!write_error.empty()) {
       progress.abandon();
       return make_error("cannot write {} ({} written): {}", spec.partial_path, human_bytes(have), write_error);
     }
-    t.progressed = have > have_before || restarted;
-    if (!range_error.empty()) {
-      if (::ftruncate(fd, 0) == 0) have = 0;
-      start_digest();
+    if (!range_error.empty() || overflow) {
+      t.error = overflow ? "the server sent more than the " + std::to_string(want) + " bytes the file has" : range_error;
+      if (Status s = start_over(); !s.is_ok()) return s;
       t.retry = true;
-      t.error = range_error;
     } else if (!resp) {
       t.retry = true;
       t.error = resp.error().message;
     } else if (resp->status == 200 || resp->status == 206) {
-      if (spec.expected_size < 0 || have == spec.expected_size) t.done = true;
-      else if (have > spec.expected_size) {
-        t.error = "the server sent more bytes (" + std::to_string(have) + ") than the file has (" +
-                  std::to_string(spec.expected_size) + ")";
-        if (::ftruncate(fd, 0) == 0) have = 0;
-        start_digest();
-        t.retry = true;
+      if (want < 0 || have == want) {
+        t.done = true;
       } else {
-        t.error = "the transfer ended at " + std::to_string(have) + " of " + std::to_string(spec.expected_size) + " bytes";
+        t.error = "the transfer ended at " + std::to_string(have) + " of " + std::to_string(want) + " bytes";
         t.retry = true;
       }
     } else if (resp->status == 416 && have > 0) {
-      // Nothing past what we have: either complete (checked above) or a bad partial file.
-      if (::ftruncate(fd, 0) == 0) have = 0;
-      start_digest();
-      t.error = "the server refused the range (HTTP 416)";
-      t.retry = true;
+      if (want < 0) {
+        t.done = true;  // nothing past what we have; the digest decides
+      } else {
+        t.error = "the server refused the range " + std::to_string(have) + "- (HTTP 416)";
+        if (Status s = start_over(); !s.is_ok()) return s;
+        t.retry = true;
+      }
     } else {
       t.error = describe_http_error(*resp) + " from " + resp->url;
       t.retry = transient_status(resp->status);
     }
     if (t.done) break;
-    if (t.progressed) {
+    if (have > best) {
+      best = have;
       tries_left = kMaxTries;
       backoff_ms = retry_base_ms();
     }
+    progress.abandon();
     if (!t.retry || --tries_left <= 0) {
-      progress.abandon();
       return make_error("cannot download {}: {}{}", spec.label, t.error,
                         have > 0 ? "; " + human_bytes(have) + " kept in " + spec.partial_path + " for the next try" : "");
     }
-    progress.abandon();
     std::fprintf(stderr, "%s: %s; retrying in %.1f s\n", spec.label.c_str(), t.error.c_str(), backoff_ms / 1000.0);
     backoff_sleep(backoff_ms);
     backoff_ms = std::min(backoff_ms * 2, 30000);

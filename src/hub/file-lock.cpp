@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "hub/http-client.h"
+
 namespace minfer::hub {
 
 Expected<FileLock> FileLock::acquire(const std::string& path, const std::function<void()>& on_wait) {
@@ -25,6 +27,10 @@ Expected<FileLock> FileLock::acquire(const std::string& path, const std::functio
     if (on_wait) on_wait();
     int r;
     while ((r = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+      if (http_cancelled()) {
+        ::close(fd);
+        return make_error("interrupted while waiting for the lock {}", path);
+      }
     }
     if (r != 0) {
       const int e = errno;

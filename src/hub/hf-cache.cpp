@@ -12,6 +12,7 @@
 
 #include "hub/digest.h"
 #include "hub/env.h"
+#include "hub/file-lock.h"
 
 namespace fs = std::filesystem;
 
@@ -76,7 +77,7 @@ std::string hf_cached_commit(const std::string& repo_id, const std::string& revi
   const fs::path dir = hf_repo_dir(repo_id);
   std::error_code ec;
   if (is_hex(revision, 40) && fs::is_directory(dir / "snapshots" / revision, ec)) return revision;
-  if (revision.find("..") != std::string::npos) return "";
+  if (!safe_relative_path(revision)) return "";
   const std::string c = read_trimmed((dir / "refs" / revision).string());
   return is_hex(c, 40) ? c : "";
 }
@@ -85,14 +86,7 @@ std::vector<std::string> hf_snapshot_files(const std::string& repo_id, const std
   std::vector<std::string> out;
   if (commit.empty()) return out;
   const fs::path root = fs::path(hf_repo_dir(repo_id)) / "snapshots" / commit;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code e2;
-    if (it->is_directory(e2)) continue;
-    if (!fs::exists(it->path(), e2)) continue;  // a dangling link: blob gone
-    out.push_back(it->path().lexically_relative(root).generic_string());
-  }
-  std::sort(out.begin(), out.end());
+  for (const fs::path& p : tree_files(root)) out.push_back(p.lexically_relative(root).generic_string());
   return out;
 }
 
@@ -110,6 +104,8 @@ std::string hf_lock_path(const std::string& repo_id, const std::string& etag) {
 
 Status hf_link_snapshot(const std::string& repo_id, const std::string& commit, const std::string& file,
                         const std::string& etag) {
+  if (!safe_relative_path(file) || !is_hex(commit, 40) || !safe_relative_path(etag) || etag.find('/') != std::string::npos)
+    return make_error("refusing to link '{}' (commit '{}', blob '{}'): not a plain path in the cache", file, commit, etag);
   const fs::path link = hf_snapshot_path(repo_id, commit, file);
   std::error_code ec;
   fs::create_directories(link.parent_path(), ec);
@@ -129,6 +125,7 @@ Status hf_link_snapshot(const std::string& repo_id, const std::string& commit, c
 
 Status hf_write_ref(const std::string& repo_id, const std::string& revision, const std::string& commit) {
   if (revision == commit) return Status::ok();
+  if (!safe_relative_path(revision)) return make_error("bad revision name '{}'", revision);
   const fs::path ref = fs::path(hf_repo_dir(repo_id)) / "refs" / revision;
   std::error_code ec;
   fs::create_directories(ref.parent_path(), ec);
@@ -146,31 +143,30 @@ Status hf_write_ref(const std::string& repo_id, const std::string& revision, con
 
 std::vector<HfCachedRepo> hf_scan_cache() {
   std::vector<HfCachedRepo> repos;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(hf_hub_cache_dir(), ec)) {
-    const std::string name = e.path().filename().string();
-    if (!name.starts_with("models--") || !e.is_directory()) continue;
+  for (const fs::path& dir : dir_entries(hf_hub_cache_dir())) {
+    const std::string name = dir.filename().string();
+    std::error_code ec;
+    if (!name.starts_with("models--") || !fs::is_directory(dir, ec)) continue;
     HfCachedRepo r;
     r.repo_id = repo_from_folder(name);
-    r.dir = e.path().string();
+    r.dir = dir.string();
     std::vector<std::pair<std::string, std::string>> refs;  // (name, commit)
-    std::error_code e2;
-    const fs::path refs_dir = e.path() / "refs";
-    for (auto it = fs::recursive_directory_iterator(refs_dir, e2); !e2 && it != fs::recursive_directory_iterator(); it.increment(e2))
-      if (it->is_regular_file()) refs.emplace_back(it->path().lexically_relative(refs_dir).generic_string(), read_trimmed(it->path().string()));
-    for (const auto& s : fs::directory_iterator(e.path() / "snapshots", e2)) {
+    const fs::path refs_dir = dir / "refs";
+    for (const fs::path& ref : tree_files(refs_dir))
+      refs.emplace_back(ref.lexically_relative(refs_dir).generic_string(), read_trimmed(ref.string()));
+    for (const fs::path& s : dir_entries(dir / "snapshots")) {
       HfCachedRepo::Snapshot snap;
-      snap.commit = s.path().filename().string();
+      snap.commit = s.filename().string();
       for (const auto& [ref, commit] : refs)
         if (commit == snap.commit) snap.refs.push_back(ref);
       snap.files = hf_snapshot_files(r.repo_id, snap.commit);
       r.snapshots.push_back(std::move(snap));
     }
-    std::sort(r.snapshots.begin(), r.snapshots.end(),
-              [](const auto& a, const auto& b) { return a.refs.size() != b.refs.size() ? a.refs.size() > b.refs.size() : a.commit < b.commit; });
+    std::sort(r.snapshots.begin(), r.snapshots.end(), [](const auto& a, const auto& b) {
+      return a.refs.size() != b.refs.size() ? a.refs.size() > b.refs.size() : a.commit < b.commit;
+    });
     repos.push_back(std::move(r));
   }
-  std::sort(repos.begin(), repos.end(), [](const auto& a, const auto& b) { return a.repo_id < b.repo_id; });
   return repos;
 }
 
@@ -187,12 +183,14 @@ Expected<std::vector<std::string>> hf_remove_files(const std::string& repo_id, c
     if (!fs::remove(link, ec) || ec) return make_error("cannot remove {}: {}", link.string(), ec ? ec.message() : "not found");
     removed.push_back(link.string());
   }
-  // Blobs still linked from any snapshot stay.
+  // Blobs still linked from any snapshot stay; one being written now is not ours to touch.
   std::set<std::string> used;
-  for (auto it = fs::recursive_directory_iterator(repo / "snapshots", ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    if (std::string t = link_target(it->path()); !t.empty() && !it->is_directory()) used.insert(t);
+  for (const fs::path& p : tree_files(repo / "snapshots"))
+    if (std::string t = link_target(p); !t.empty()) used.insert(t);
   for (const std::string& b : blobs) {
     if (used.count(b)) continue;
+    auto lock = FileLock::acquire(hf_lock_path(repo_id, fs::path(b).filename().string()));
+    if (!lock) return lock.error();
     std::error_code e2;
     if (fs::remove(b, e2)) removed.push_back(b);
     else if (e2) return make_error("cannot remove {}: {}", b, e2.message());
@@ -207,14 +205,12 @@ Expected<std::vector<std::string>> hf_remove_files(const std::string& repo_id, c
   }
   std::error_code e3;
   if (!fs::exists(snap, e3)) {
-    std::vector<fs::path> stale;
-    for (auto it = fs::recursive_directory_iterator(repo / "refs", e3); !e3 && it != fs::recursive_directory_iterator(); it.increment(e3))
-      if (it->is_regular_file() && read_trimmed(it->path().string()) == commit) stale.push_back(it->path());
-    for (const fs::path& p : stale) fs::remove(p, e3);
-    e3.clear();
-    if (fs::is_empty(repo / "snapshots", e3) || !fs::exists(repo / "snapshots", e3)) {
+    for (const fs::path& ref : tree_files(repo / "refs"))
+      if (read_trimmed(ref.string()) == commit) fs::remove(ref, e3);
+    bool busy = false;  // a download in progress keeps the repository folder
+    for (const fs::path& b : dir_entries(repo / "blobs")) busy |= b.extension() == ".incomplete";
+    if (dir_entries(repo / "snapshots").empty() && !busy) {
       fs::remove_all(repo, e3);
-      fs::remove_all(fs::path(hf_hub_cache_dir()) / ".locks" / repo.filename(), e3);
       removed.push_back(repo.string());
     }
   }

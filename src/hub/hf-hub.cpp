@@ -34,8 +34,11 @@ bool repo_char(char c) {
 std::string normalize_etag(std::string e) {
   if (e.starts_with("W/")) e = e.substr(2);
   if (e.size() >= 2 && e.front() == '"' && e.back() == '"') e = e.substr(1, e.size() - 2);
+  for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return e;
 }
+
+bool on_hub(const std::string& url) { return url_origin(url) == url_origin(hf_endpoint()); }
 
 std::string auth_header() {
   const std::string t = hf_token();
@@ -76,7 +79,7 @@ std::string failure(const HttpRequest& req, const Expected<HttpResponse>& r) {
 Expected<HttpResponse> hub_call(const HttpRequest& req) {
   Expected<HttpResponse> r = make_error("unreached");
   with_retries(5, [&](std::string* why) {
-    r = http_request_following(req, auth_header());
+    r = http_request_following(req, on_hub(req.url) ? auth_header() : "");
     *why = failure(req, r);
     return !transient(r);
   });
@@ -124,6 +127,7 @@ Expected<RepoListing> list_repo(const HfName& n) {
       for (const json& e : json::parse(r->body)) {
         if (e.value("type", "") != "file") continue;
         const std::string p = e.at("path").get<std::string>();
+        if (!safe_relative_path(p)) continue;  // never a file name of ours
         out.paths.push_back(p);
         if (e.contains("lfs") && e["lfs"].contains("size")) out.sizes[p] = e["lfs"]["size"].get<int64_t>();
         else if (e.contains("size")) out.sizes[p] = e["size"].get<int64_t>();
@@ -133,6 +137,8 @@ Expected<RepoListing> list_repo(const HfName& n) {
     }
     url = next_link(r->headers.get("Link"));
     if (!url.empty()) url = url_resolve(r->url, url);
+    if (!url.empty() && !on_hub(url))
+      return make_error("hf:{}: the file listing continues on another host ({}); not following it", n.repo_id, url);
   }
   return out;
 }
@@ -163,6 +169,7 @@ Expected<FileMeta> file_metadata(const HfName& n, const std::string& commit, con
     const bool redirect = st >= 300 && st < 400 && !loc.empty();
     if (!redirect && st >= 400) return hub_error(n, *r, file);
     const std::string target = redirect ? url_resolve(req.url, loc) : req.url;
+    if (redirect && !url_is_http(target)) return make_error("hf:{}: refusing a redirect to '{}'", n.repo_id, target);
     if (redirect && url_origin(target) == hub) {
       req.url = target;
       continue;
@@ -175,8 +182,9 @@ Expected<FileMeta> file_metadata(const HfName& n, const std::string& commit, con
     if (size.empty() && !redirect) size = r->headers.get("Content-Length");
     if (!size.empty()) m.size = std::atoll(size.c_str());
     if (m.etag.empty()) return make_error("hf:{}: the Hub sent no ETag for '{}', so it cannot be verified", n.repo_id, file);
-    if (m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
-      return make_error("hf:{}: bad ETag '{}' for '{}'", n.repo_id, m.etag, file);
+    if (!is_hex(m.etag, 64) && !is_hex(m.etag, 40))
+      return make_error("hf:{}: ETag '{}' for '{}' is neither a sha256 nor a git sha1, so it cannot be verified", n.repo_id,
+                        m.etag, file);
     return m;
   }
   return make_error("hf:{}: too many redirects resolving '{}'", n.repo_id, file);
@@ -195,14 +203,17 @@ Status download_one(const HfName& n, const std::string& commit, const std::strin
   if (!lock) return lock.error();
   std::error_code ec;
   if (!fs::exists(blob, ec)) {
+    // Through resolve/ on every try: a signed CDN link may expire during retries; each try
+    // gets a fresh one, and the token stays on the Hub.
     FetchSpec f;
-    f.url = meta->location;
-    if (url_origin(meta->location) == url_origin(hf_endpoint())) f.auth_header = auth_header();
+    f.url = hf_endpoint() + "/" + n.repo_id + "/resolve/" + commit + "/" + url_escape_path(file);
+    f.auth_header = auth_header();
     f.partial_path = blob + ".incomplete";
     f.final_path = blob;
     f.expected_size = meta->size;
     if (is_hex(meta->etag, 64)) f.digest = {ExpectedDigest::kSha256, meta->etag};
-    else if (is_hex(meta->etag, 40) && meta->size >= 0) f.digest = {ExpectedDigest::kGitBlobSha1, meta->etag};
+    else if (meta->size >= 0) f.digest = {ExpectedDigest::kGitBlobSha1, meta->etag};
+    else return make_error("hf:{}: the Hub sent no size for '{}', so it cannot be verified", n.repo_id, file);
     f.label = fs::path(file).filename().string();
     if (Status s = fetch_file(f); !s.is_ok()) return s;
   }
@@ -237,15 +248,14 @@ Expected<HfName> parse_hf_name(const std::string& s) {
   if (const size_t at = repo.find('@'); at != std::string::npos) {
     n.revision = repo.substr(at + 1);
     repo = repo.substr(0, at);
-    if (n.revision.empty() || n.revision.find("..") != std::string::npos)
-      return make_error("'{}': bad revision '{}'", s, n.revision);
+    if (!safe_relative_path(n.revision)) return make_error("'{}': bad revision '{}'", s, n.revision);
   }
   const size_t sl = repo.find('/');
   const bool ok = sl != std::string::npos && sl > 0 && sl + 1 < repo.size() && repo.find('/', sl + 1) == std::string::npos &&
                   std::all_of(repo.begin(), repo.end(), [](char c) { return c == '/' || repo_char(c); }) &&
                   repo.find("..") == std::string::npos;
   if (!ok) return make_error("'{}': expected hf:ORG/REPO[@REVISION][:QUANT|:FILE.gguf], e.g. hf:bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M", s);
-  if (n.tag.find("..") != std::string::npos || n.tag.starts_with("/")) return make_error("'{}': bad file '{}'", s, n.tag);
+  if (colon != std::string::npos && !safe_relative_path(n.tag)) return make_error("'{}': bad quant or file '{}'", s, n.tag);
   n.repo_id = repo;
   return n;
 }

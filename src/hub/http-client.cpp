@@ -35,6 +35,7 @@ struct Transfer {
   size_t max_body;
   bool sink_refused = false;
   bool too_big = false;
+  bool error_capped = false;
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
@@ -67,7 +68,10 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
       return 0;
     }
   } else if (t->resp->body.size() + len > kMaxErrorBody) {
-    return len;  // keep the first 64 KiB of an error body
+    // Enough of an error body for a message: keep the first 64 KiB and stop reading.
+    t->resp->body.append(data, kMaxErrorBody - t->resp->body.size());
+    t->error_capped = true;
+    return 0;
   }
   t->resp->body.append(data, len);
   return len;
@@ -116,6 +120,7 @@ Expected<HttpResponse> http_request(const HttpRequest& req, const BodySink& sink
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
   curl_easy_setopt(c, CURLOPT_USERAGENT, g_user_agent.c_str());
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(req.connect_timeout_s));
@@ -137,6 +142,7 @@ Expected<HttpResponse> http_request(const HttpRequest& req, const BodySink& sink
   curl_slist_free_all(hdrs);
   curl_easy_cleanup(c);
   if (rc != CURLE_OK) {
+    if (t.error_capped) return resp;
     if (t.sink_refused) return make_error("{}: transfer stopped by the receiver", req.url);
     if (t.too_big) return make_error("{}: answer larger than {} bytes", req.url, req.max_body);
     if (rc == CURLE_ABORTED_BY_CALLBACK) return make_error("{}: interrupted", req.url);

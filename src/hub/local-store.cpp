@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "hub/env.h"
 #include "hub/gguf-pick.h"
 
 namespace fs = std::filesystem;
@@ -14,13 +15,11 @@ namespace {
 
 std::vector<std::string> gguf_names() {
   std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(local_model_dir(), ec)) {
-    const std::string n = e.path().filename().string();
-    std::error_code e2;
-    if (e.is_regular_file(e2) && n.ends_with(".gguf")) names.push_back(n);
+  for (const fs::path& p : dir_entries(local_model_dir())) {
+    const std::string n = p.filename().string();
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec) && n.ends_with(".gguf")) names.push_back(n);
   }
-  std::sort(names.begin(), names.end());
   return names;
 }
 
@@ -88,9 +87,8 @@ std::vector<LocalModel> local_scan() {
 }
 
 Expected<std::vector<std::string>> local_remove(const std::string& name) {
-  auto path = local_find(name);
-  if (!path) return path.error();
-  const std::string file = fs::path(*path).filename().string();
+  // Deleting takes the exact name (a prefix is fine for running a model, not for deleting one).
+  const std::string file = name.ends_with(".gguf") ? name : name + ".gguf";
   std::vector<std::string> removed;
   for (const LocalModel& m : local_scan()) {
     if (fs::path(m.files[0]).filename().string() != file) continue;
@@ -100,6 +98,10 @@ Expected<std::vector<std::string>> local_remove(const std::string& name) {
       else if (ec) return make_error("cannot remove {}: {}", f, ec.message());
     }
   }
+  if (removed.empty())
+    return make_error("no model named exactly '{}' in {} (a split model is removed by its first part; `minfer list` "
+                      "shows the names)",
+                      name, local_model_dir());
   return removed;
 }
 

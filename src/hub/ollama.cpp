@@ -61,6 +61,7 @@ Expected<std::vector<Layer>> parse_manifest(const std::string& text, const std::
     const json m = json::parse(text);
     auto add = [&](const json& l) {
       Layer x{l.value("mediaType", ""), l.at("digest").get<std::string>(), l.value("size", int64_t{0})};
+      for (char& c : x.digest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (!x.digest.starts_with("sha256:") || !is_hex(x.digest.substr(7), 64))
         throw std::runtime_error("layer digest '" + x.digest + "' is not sha256:<64 hex>");
       layers.push_back(x);
@@ -82,8 +83,8 @@ fs::path find_manifest(const fs::path& store, const OllamaName& n) {
   std::error_code ec;
   const fs::path preferred = store / "manifests" / registry_host() / n.ns / n.model / n.tag;
   if (fs::is_regular_file(preferred, ec)) return preferred;
-  for (const auto& host : fs::directory_iterator(store / "manifests", ec)) {
-    const fs::path p = host.path() / n.ns / n.model / n.tag;
+  for (const fs::path& host : dir_entries(store / "manifests")) {
+    const fs::path p = host / n.ns / n.model / n.tag;
     if (fs::is_regular_file(p, ec)) return p;
   }
   return {};
@@ -195,7 +196,12 @@ Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network) {
   const std::string base = ollama_registry() + "/v2/" + n.ns + "/" + n.model;
   HttpRequest req = http_get(base + "/manifests/" + n.tag);
   req.headers = {kManifestAccept};
-  auto r = http_request_following(req, "");
+  Expected<HttpResponse> r = make_error("unreached");
+  with_retries(5, [&](std::string* why) {
+    r = http_request_following(req, "");
+    *why = r ? req.url + ": " + describe_http_error(*r) : r.error().message;
+    return r && r->status != 408 && r->status != 429 && r->status < 500;
+  });
   if (!r) return make_error("{}: {}", n.text(), r.error().message);
   if (r->status != 200) return registry_error(n, *r, "manifest " + n.ns + "/" + n.model + ":" + n.tag);
   auto layers = parse_manifest(r->body, req.url);
@@ -230,17 +236,14 @@ Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network) {
 std::vector<OllamaListed> ollama_scan() {
   std::vector<OllamaListed> out;
   for (const auto& [store, ro] : {std::pair{fs::path(minfer_ollama_dir()), false}, std::pair{fs::path(ollama_store_dir()), true}}) {
-    std::error_code ec;
-    for (const auto& host : fs::directory_iterator(store / "manifests", ec)) {
-      std::error_code e2;
-      for (auto it = fs::recursive_directory_iterator(host.path(), e2); !e2 && it != fs::recursive_directory_iterator(); it.increment(e2)) {
-        if (!it->is_regular_file() || it.depth() != 2) continue;
-        const fs::path rel = it->path().lexically_relative(host.path());
-        auto parts = std::vector<std::string>(rel.begin(), rel.end());
-        OllamaName n{parts[0], parts[1], parts[2]};
-        if (n.tag.find(".tmp") != std::string::npos) continue;
+    for (const fs::path& host : dir_entries(store / "manifests")) {
+      for (const fs::path& manifest : tree_files(host)) {
+        const fs::path rel = manifest.lexically_relative(host);
+        const std::vector<std::string> parts(rel.begin(), rel.end());
+        if (parts.size() != 3 || parts[2].find(".tmp") != std::string::npos) continue;
+        const OllamaName n{parts[0], parts[1], parts[2]};
         auto m = model_in_store(store, n, ro);
-        if (!m || m->manifest_path != it->path().string()) continue;
+        if (!m || m->manifest_path != manifest.string()) continue;
         if (std::any_of(out.begin(), out.end(), [&](const OllamaListed& o) { return o.name.text() == n.text(); })) continue;
         out.push_back({n, *m});
       }
@@ -270,17 +273,18 @@ Expected<std::vector<std::string>> ollama_remove(const OllamaName& n) {
   for (fs::path d = mp.parent_path(); d != store / "manifests" && fs::is_empty(d, ec); d = d.parent_path()) fs::remove(d, ec);
   // Blobs still named by another manifest in the store stay.
   std::set<std::string> used;
-  for (auto it = fs::recursive_directory_iterator(store / "manifests", ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    auto t = read_file(it->path());
+  for (const fs::path& m : tree_files(store / "manifests")) {
+    auto t = read_file(m);
     if (!t) continue;
-    if (auto ls = parse_manifest(*t, it->path().string()))
+    if (auto ls = parse_manifest(*t, m.string()))
       for (const Layer& l : *ls) used.insert(l.digest);
   }
   if (layers)
     for (const Layer& l : *layers) {
       if (used.count(l.digest)) continue;
       const fs::path b = blob_path(store, l.digest);
+      auto lock = FileLock::acquire((store / ".locks" / (b.filename().string() + ".lock")).string());
+      if (!lock) return lock.error();
       std::error_code e2;
       if (fs::remove(b, e2)) removed.push_back(b.string());
     }

@@ -95,6 +95,11 @@ std::string url_resolve(std::string_view base, std::string_view location) {
   return b.scheme + "://" + b.authority + path + std::string(location);
 }
 
+bool url_is_http(std::string_view url) {
+  const std::string s = url_origin(url).scheme;
+  return (s == "http" || s == "https") && !url_origin(url).host.empty();
+}
+
 std::string url_escape_path(std::string_view path) { return escape(path, true); }
 std::string url_escape(std::string_view s) { return escape(s, false); }
 

@@ -23,6 +23,9 @@ Origin url_origin(std::string_view url);
 // Resolves `location` (absolute, scheme-relative, absolute-path or relative) against `base`.
 std::string url_resolve(std::string_view base, std::string_view location);
 
+// True for http:// and https:// URLs, the only ones the downloaders follow.
+bool url_is_http(std::string_view url);
+
 // Percent-encodes everything but unreserved characters and '/'.
 std::string url_escape_path(std::string_view path);
 // Percent-encodes everything but unreserved characters (a path segment or query value).

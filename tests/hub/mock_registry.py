@@ -135,25 +135,37 @@ class Cdn(_Base):
         if blob is None:
             return self.send(h, 404, b"NoSuchKey", head=head, ctype="text/plain")
         f = self.faults.get(blob.sha256, {})
+        if f.get("endless_error"):  # a 500 whose body never ends
+            h.send_response(500)
+            h.send_header("Content-Type", "text/plain")
+            h.send_header("Connection", "close")
+            h.end_headers()
+            h.close_connection = True
+            try:
+                while True:
+                    h.wfile.write(b"error " * 10000)
+            except OSError:
+                return
         if f.get("fail", 0) > 0:
             f["fail"] -= 1
             return self.send(h, 503, b"Service Unavailable", head=head, ctype="text/plain")
+        size = blob.size - f.get("short", 0) + f.get("extra", 0)  # a CDN that sends the wrong length
         start, status = 0, 200
         rng = h.headers.get("Range")
         if rng and not f.get("ignore_range"):
             mm = re.match(r"bytes=(\d+)-$", rng)
             if mm:
                 start = int(mm.group(1))
-                if start >= blob.size:
-                    return self.send(h, 416, b"", {"Content-Range": f"bytes */{blob.size}"}, head=head)
+                if start >= size:
+                    return self.send(h, 416, b"", {"Content-Range": f"bytes */{size}"}, head=head)
                 status = 206
         h.send_response(status)
         h.send_header("Content-Type", "application/octet-stream")
-        h.send_header("Content-Length", str(blob.size - start))
+        h.send_header("Content-Length", str(size - start))
         h.send_header("Accept-Ranges", "bytes")
         h.send_header("ETag", f'"{blob.sha256}"')
         if status == 206:
-            h.send_header("Content-Range", f"bytes {start}-{blob.size - 1}/{blob.size}")
+            h.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
         h.send_header("Connection", "close")
         h.end_headers()
         h.close_connection = True
@@ -164,19 +176,19 @@ class Cdn(_Base):
         drop_at = None
         if f.get("drops", 0) > 0:
             f["drops"] -= 1
-            drop_at = start + int(f.get("drop_after", blob.size // 3))
+            drop_at = start + int(f.get("drop_after", size // 3))
         pos, chunk = start, 1 << 20
         rate = f.get("rate")
         if rate:
             chunk = max(1, int(rate) // 20)
         try:
-            while pos < blob.size:
-                end = min(blob.size, pos + chunk)
+            while pos < size:
+                end = min(size, pos + chunk)
                 if drop_at is not None and end >= drop_at:
                     end = max(pos, drop_at)
-                data = bytearray(blob.read(pos, end))
-                if f.get("corrupt") and pos <= blob.size // 2 < end:
-                    data[blob.size // 2 - pos] ^= 0xFF
+                data = bytearray(blob.read(pos, min(end, blob.size))).ljust(end - pos, b"\0")
+                if f.get("corrupt") and pos <= size // 2 < end:
+                    data[size // 2 - pos] ^= 0xFF
                 h.wfile.write(data)
                 pos = end
                 if drop_at is not None and pos >= drop_at:
@@ -197,6 +209,8 @@ class MockHub(_Base):
     def __init__(self, cdn, host="127.0.0.1", page_size=2, token="hf_mock_token"):
         self.cdn, self.page_size, self.token = cdn, page_size, token
         self.repos = {}  # repo_id -> dict(files={path: Blob}, sha, private, gated)
+        self.lies = {}   # path -> dict(size=+N, etag=str, location=str): a hostile or broken Hub
+        self.link_base = None  # where the tree's next-page links point (default: this server)
         super().__init__(host)
         self.endpoint = self.url
 
@@ -288,7 +302,7 @@ class MockHub(_Base):
             if cursor + self.page_size < len(entries):
                 nq = dict((k, v[0]) for k, v in q.items())
                 nq["cursor"] = str(cursor + self.page_size)
-                hdrs["Link"] = f'<{self.url}{url.path}?{urllib.parse.urlencode(nq)}>; rel="next"'
+                hdrs["Link"] = f'<{self.link_base or self.url}{url.path}?{urllib.parse.urlencode(nq)}>; rel="next"'
             return self.send(h, 200, json.dumps(page).encode(), hdrs, head=head)
         m = re.match(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", path)
         if m:
@@ -300,9 +314,12 @@ class MockHub(_Base):
             if blob is None:
                 return self._error(h, 404, "EntryNotFound", f"{file} does not exist on \"{rev}\"", head)
             if self._lfs(file, blob):
+                lie = self.lies.get(file, {})
                 loc = f"{self.cdn.url}/blob/{blob.sha256}?response-content-disposition=attachment%3B+filename%3D{urllib.parse.quote(os.path.basename(file))}"
-                hdrs = {"Location": loc, "X-Repo-Commit": sha, "X-Linked-Etag": f'"{blob.sha256}"',
-                        "X-Linked-Size": str(blob.size), "ETag": f'"{hashlib.sha1(blob.sha256.encode()).hexdigest()}"'}
+                hdrs = {"Location": lie.get("location", loc), "X-Repo-Commit": sha,
+                        "X-Linked-Etag": f'"{lie.get("etag", blob.sha256)}"',
+                        "X-Linked-Size": str(blob.size + lie.get("size", 0)),
+                        "ETag": f'"{hashlib.sha1(blob.sha256.encode()).hexdigest()}"'}
                 return self.send(h, 302, b"Found. Redirecting", hdrs, head=head, ctype="text/plain")
             body = blob.read(0, blob.size)
             hdrs = {"X-Repo-Commit": sha, "ETag": f'"{blob.git_sha1()}"'}

@@ -187,6 +187,8 @@ def test_resume_after_dropped_connections(mocks, env_factory, smol_blob):
     third = smol_blob.size // 3
     assert ranges == [None, f"bytes={third}-", f"bytes={2 * third}-"], ranges
     assert "retrying" in r.stderr
+    # Every try went through resolve/ again (a signed CDN link may have expired meanwhile).
+    assert len([q for q in hub.requests("/resolve/") if q["method"] == "GET"]) == 3
 
 
 def test_server_that_ignores_range_restarts_cleanly(mocks, env_factory, smol_blob):
@@ -463,3 +465,94 @@ def test_local_names_still_work(env_factory, smol_blob):
     assert r.returncode == 1 and "outside minfer's caches" in r.stderr and os.path.exists(SMOLLM2)
     r = env.run("nope-model", "hi", check=False)
     assert r.returncode == 1 and "no model named 'nope-model'" in r.stderr and "hf:ORG/REPO" in r.stderr
+
+
+# -- a hostile or broken server ------------------------------------------------------------
+
+def test_hostile_hub_cannot_leak_the_token_or_write_outside_the_cache(mocks, env_factory, tmp_path):
+    hub, _, cdn = mocks
+    env = env_factory(hub)
+    env.vars["HF_TOKEN"] = hub.token
+    # The tree's next page on another host: not followed, the token not sent there.
+    hub.add_repo("test/many", {f"m{i}-Q8_0.gguf": fake_gguf(str(i)) for i in range(5)})
+    hub.link_base = cdn.url
+    r = env.run("download", "hf:test/many:m4-Q8_0.gguf", check=False)
+    assert r.returncode == 1 and "continues on another host" in r.stderr, r.stderr
+    assert not any("authorization" in q["headers"] for q in cdn.requests())
+    hub.link_base = None
+    # Paths that would leave the snapshot are never file names.
+    outside = tmp_path / "evil-Q4_K_M.gguf"
+    hub.add_repo("test/evil", {"../../../../../../../../.." + str(outside): fake_gguf("e"), str(tmp_path / "abs-Q8_0.gguf"): fake_gguf("a")})
+    r = env.run("download", "hf:test/evil", check=False)
+    assert r.returncode == 1 and "no GGUF model file" in r.stderr, r.stderr
+    assert not outside.exists() and not (tmp_path / "abs-Q8_0.gguf").exists()
+    # A redirect to a non-HTTP URL, and an ETag that is not a digest.
+    hub.add_repo("test/odd", {"a-Q8_0.gguf": fake_gguf("x"), "b-Q8_0.gguf": fake_gguf("y")})
+    hub.lies = {"a-Q8_0.gguf": {"location": "file:///dev/zero"}, "b-Q8_0.gguf": {"etag": "."}}
+    r = env.run("download", "hf:test/odd:a-Q8_0.gguf", check=False)
+    assert r.returncode == 1 and "refusing a redirect to 'file:///dev/zero'" in r.stderr, r.stderr
+    r = env.run("download", "hf:test/odd:b-Q8_0.gguf", check=False)
+    assert r.returncode == 1 and "neither a sha256 nor a git sha1" in r.stderr, r.stderr
+    r = env.run("download", "hf:test/odd@/tmp/x", check=False)
+    assert r.returncode == 1 and "bad revision" in r.stderr
+
+
+def test_wrong_size_and_endless_error_bodies_end(mocks, env_factory):
+    hub, _, cdn = mocks
+    env = env_factory(hub)
+    b = Blob(fake_gguf("s", 50_000))
+    hub.add_repo("test/short", {"m-Q8_0.gguf": b})
+    for lie in (+1000, -1000):  # the CDN sends fewer / more bytes than the file has
+        cdn.fault(b.sha256, **({"short": 1000} if lie > 0 else {"extra": 1000}))
+        cdn.clear_log()
+        t0 = time.time()
+        r = env.run("download", "hf:test/short", check=False, timeout=60)
+        assert r.returncode == 1 and time.time() - t0 < 30, r.stderr
+        assert len(cdn.requests(b.sha256)) <= 8, len(cdn.requests(b.sha256))
+        assert ("ended at 49000 of 50000" if lie > 0 else "more than the 50000 bytes") in r.stderr, r.stderr
+    c = Blob(fake_gguf("z", 50_000))
+    hub.add_repo("test/endless", {"m-Q8_0.gguf": c})
+    cdn.fault(c.sha256, endless_error=True)
+    r = env.run("download", "hf:test/endless", check=False, timeout=60)
+    assert r.returncode == 1 and "HTTP 500" in r.stderr
+
+
+def test_ctrl_c_while_waiting_for_the_lock(mocks, env_factory, smol_blob):
+    import fcntl
+    hub, _, _ = mocks
+    env = env_factory(hub)
+    hub.add_repo("test/smol", {"smol-Q4_1.gguf": smol_blob})
+    lock = os.path.join(env.hf_cache, ".locks", "models--test--smol", smol_blob.sha256 + ".lock")
+    os.makedirs(os.path.dirname(lock))
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process is downloading it
+        p = env.popen("download", "hf:test/smol")
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 130 and "waiting for another process" in err and "interrupted while waiting for the lock" in err
+
+
+def test_a_broken_cache_entry_does_not_break_list(env_factory):
+    env = env_factory()
+    os.makedirs(env.hf_cache)
+    os.symlink("loop", os.path.join(env.hf_cache, "models--x--loop"))
+    os.symlink(os.path.join(env.hf_cache, "models--x--loop"), os.path.join(env.hf_cache, "loop"))
+    os.makedirs(os.path.join(env.hf_cache, "models--x--y", "refs"))
+    os.symlink("self", os.path.join(env.hf_cache, "models--x--y", "refs", "self"))
+    r = env.run("list", "--json", check=True)
+    assert json.loads(r.stdout) == []
+
+
+def test_rm_needs_the_exact_name(env_factory):
+    env = env_factory()
+    d = env.vars["MINFER_MODEL_DIR"]
+    os.makedirs(d)
+    for n in ("SmolLM2-135M-Q4_1.gguf", "big-00001-of-00002.gguf", "big-00002-of-00002.gguf"):
+        open(os.path.join(d, n), "wb").write(b"GGUF")
+    r = env.run("rm", "S", check=False)
+    assert r.returncode == 1 and "no model named exactly 'S'" in r.stderr and os.path.exists(os.path.join(d, "SmolLM2-135M-Q4_1.gguf"))
+    r = env.run("rm", "big-00002-of-00002.gguf", check=False)
+    assert r.returncode == 1 and "first part" in r.stderr
+    r = env.run("rm", "big-00001-of-00002", check=True)
+    assert r.stdout.count("removed") == 2 and os.listdir(d) == ["SmolLM2-135M-Q4_1.gguf"]

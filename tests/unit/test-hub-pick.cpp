@@ -135,7 +135,7 @@ TEST(HubNames, ParseHfAndOllama) {
   EXPECT_EQ(b->revision, "v1.0");
   EXPECT_EQ(b->tag, "dir/x-Q4_0.gguf");
   EXPECT_EQ(b->text(), "hf:org/repo@v1.0:dir/x-Q4_0.gguf");
-  for (const char* bad : {"hf:", "hf:repo", "hf:a/b/c", "hf:a/..", "hf:a/b:../x.gguf", "hf:a/b@:Q4", "hf:a b/c"})
+  for (const char* bad : {"hf:", "hf:repo", "hf:a/b/c", "hf:a/..", "hf:a/b:../x.gguf", "hf:a/b@:Q4", "hf:a b/c", "hf:a/b@/tmp/x", "hf:a/b:", "hf:a/b:/abs.gguf"})
     EXPECT_FALSE(parse_hf_name(bad)) << bad;
   auto o = parse_ollama_name("ollama:qwen2.5:0.5b");
   ASSERT_TRUE(o);
