@@ -13,10 +13,11 @@ SUDO=""
 
 log() { echo "[setup] $*" >&2; }
 
-# 1. Debian packages: toolchain, libraries, fuzzing runtime, nginx for the scale-out test.
+# 1. Debian packages: toolchain, libraries, fuzzing runtime, nginx for the scale-out test,
+#    chromium for the viz page tests.
 APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
           libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libedit-dev libcpp-httplib-dev
-          libcurl4-openssl-dev libssl-dev nginx-light git unzip)
+          libcurl4-openssl-dev libssl-dev chromium nginx-light git unzip)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -65,6 +66,14 @@ if [ ! -f "$DEPS/npm-openai/node_modules/openai/package.json" ]; then
   mkdir -p "$DEPS/npm-openai"
   (cd "$DEPS/npm-openai" && [ -f package.json ] || echo '{"private":true}' > package.json)
   (cd "$DEPS/npm-openai" && npm install --silent --no-audit --no-fund openai@6.49.0 >/dev/null)
+fi
+
+# playwright-core drives Debian's chromium for the viz page tests (no browser download).
+if [ ! -f "$DEPS/npm-playwright/node_modules/playwright-core/package.json" ]; then
+  log "npm install playwright-core@1.65.1"
+  mkdir -p "$DEPS/npm-playwright"
+  (cd "$DEPS/npm-playwright" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$DEPS/npm-playwright" && npm install --silent --no-audit --no-fund playwright-core@1.65.1 >/dev/null)
 fi
 
 # 4. Default model into the cache.

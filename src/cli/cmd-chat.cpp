@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/chat-prompt.h"
+#include "runtime/chat-prompt.h"
 #include "cli/cmd-chat.h"
 #include "cli/cmd-chat-conv.h"
 #include "cli/cmd-chat-file.h"

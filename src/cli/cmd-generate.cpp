@@ -13,10 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/chat-prompt.h"
+#include "runtime/chat-prompt.h"
 #include "cli/commands.h"
 #include "cli/graph-dump.h"
 #include "cli/sampling-options.h"
+#include "cli/trace-file.h"
 #include "core/thread-pool.h"
 #include "runtime/generate.h"
 #include "models/model.h"
@@ -141,13 +142,21 @@ int cmd_generate(int argc, char** argv) {
   gp.stop = stops;
   gp.ignore_eog = ignore_eos;
   bool ends_with_newline = true;
+  auto trace = TraceFile::from_env(s, *tok);  // MINFER_TRACE=FILE
+  if (trace) trace->start((*m)->hparams().name, prompt, static_cast<int>(ids.size()));
+  std::string reply;
   auto st = generate(s, *tok, *sampler, ids, gp, [&](std::string_view t) {
     std::fwrite(t.data(), 1, t.size(), stdout);
     std::fflush(stdout);
     if (!t.empty()) ends_with_newline = t.back() == '\n';
+    if (trace) reply += t;
     return true;
-  });
+  }, trace ? trace->hooks() : GenerateHooks{});
   if (!st) return fail(st.error().message);
+  if (trace) {
+    const bool stop = st->reason == StopReason::kEog || st->reason == StopReason::kStopString;
+    if (Status ts = trace->finish(reply, stop ? "stop" : "length", st->n_gen); !ts) return fail(ts.error().message);
+  }
   if (!ends_with_newline && isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
   std::fflush(stdout);
   std::fprintf(stderr, "[prompt] %d tokens in %.2f s (%.1f tok/s)\n", st->n_prompt, st->prompt_s, st->prompt_tps());

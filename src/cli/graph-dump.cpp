@@ -5,6 +5,7 @@
 
 #include "graph/export.h"
 #include "graph/scheduler.h"
+#include "viz/graph-json.h"
 
 namespace minfer::cli {
 namespace {
@@ -24,23 +25,14 @@ Status dump_graphs(Session& s, int n_tokens, int n_out, const std::string& dot_p
   auto pg = s.graph(n_tokens, n_out);
   if (!pg) return pg.error();
   const std::vector<std::string> backends = s.backend_names();
-  const ModelHparams& hp = s.model().hparams();
   if (!dot_path.empty()) {
     MINFER_TRY(write_file(dot_path, graph_to_dot((*pg)->graph, &(*pg)->plan, backends)));
     std::fprintf(stderr, "graph DOT written to %s (%zu nodes)\n", dot_path.c_str(), (*pg)->graph.nodes.size());
   }
   if (!json_path.empty()) {
-    GraphExportInfo info;
-    info.model = hp.name;
-    info.arch = hp.arch;
-    info.kind = n_tokens > 1 ? "prefill" : "decode";
-    info.params = {{"n_tokens", std::to_string(n_tokens)},
-                   {"n_out", std::to_string(n_out)},
-                   {"n_ctx", std::to_string(s.n_ctx())},
-                   {"n_batch", std::to_string(s.n_batch())},
-                   {"kv_type", s.params().kv_type == DType::F16 ? "\"f16\"" : "\"f32\""},
-                   {"fuse", s.params().fuse ? "true" : "false"}};
-    MINFER_TRY(write_file(json_path, graph_to_json((*pg)->graph, &(*pg)->plan, backends, info)));
+    auto json = viz::session_graph_json(s, n_tokens, n_out);
+    if (!json) return json.error();
+    MINFER_TRY(write_file(json_path, *json));
     std::fprintf(stderr, "graph JSON written to %s (%zu nodes)\n", json_path.c_str(), (*pg)->graph.nodes.size());
   }
   return Status::ok();

@@ -28,6 +28,7 @@ constexpr Command kCommands[] = {
     {"perplexity", minfer::cli::cmd_perplexity, "perplexity of a model on a text file (llama-perplexity's method)"},
     {"bench", minfer::cli::cmd_bench, "prompt-processing and generation speed (like llama-bench)"},
     {"serve", minfer::cli::cmd_serve, "OpenAI-compatible HTTP server with parallel slots (docs/server-api.md)"},
+    {"viz", minfer::cli::cmd_viz, "the compute graph in the browser, live while it generates (docs/viz.md)"},
     {"download", minfer::cli::cmd_download, "fetch a model (hf:ORG/REPO[:QUANT], ollama:MODEL[:TAG]); prints its path"},
     {"list", minfer::cli::cmd_list, "show the models in minfer's, Hugging Face's and Ollama's caches"},
     {"rm", minfer::cli::cmd_rm, "delete a cached model"},

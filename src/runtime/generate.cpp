@@ -12,7 +12,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler& sampler,
                                  std::span<const int32_t> prompt, const GenerateParams& params,
-                                 const TextSink& on_text) {
+                                 const TextSink& on_text, const GenerateHooks& hooks) {
   GenerateStats st;
   if (prompt.empty()) return make_error("generate: the prompt is empty (no tokens to start from)");
   const int room = session.n_ctx() - session.n_past();
@@ -22,6 +22,8 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
                       prompt.size(), room, session.n_ctx());
 
   auto t0 = std::chrono::steady_clock::now();
+  int n_step = 0;
+  if (hooks.before_decode) hooks.before_decode(n_step, static_cast<int>(prompt.size()));
   auto logits = session.decode(prompt, 1);
   if (!logits) return logits.error();
   st.n_prompt = static_cast<int>(prompt.size());
@@ -33,6 +35,7 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   for (;;) {
     auto r = step.next(*logits, session.n_ctx() - session.n_past());
     if (!r) return r.error();
+    if (hooks.on_token) hooks.on_token(n_step, r->token, r->text, *logits);
     if (!r->text.empty() && !on_text(r->text)) {
       step.end();
       st.reason = StopReason::kCancelled;
@@ -42,6 +45,7 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
       st.reason = r->reason;
       break;
     }
+    if (hooks.before_decode) hooks.before_decode(++n_step, 1);
     logits = session.decode(std::span<const int32_t>(&r->token, 1), 1);
     if (!logits) return logits.error();
     st.n_decoded++;

@@ -43,10 +43,19 @@ struct GenerateStats {
 // Return false to cancel.
 using TextSink = std::function<bool(std::string_view)>;
 
+// Optional observers of a generation, for tracing and the visualizer (viz/): before_decode runs
+// before each forward pass (step 0 is the prompt, of n_tokens; then one token per step), and
+// on_token after each sampled token with the logits row it was sampled from and the text that
+// became final with it (possibly empty).
+struct GenerateHooks {
+  std::function<void(int step, int n_tokens)> before_decode;
+  std::function<void(int step, int32_t token, std::string_view text, std::span<const float> logits)> on_token;
+};
+
 // Appends `prompt` to the session (at its current n_past) and generates. The sampler's window
 // is seeded with the prompt. Errors: a prompt that does not fit the context, a decode failure.
 Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler& sampler,
                                  std::span<const int32_t> prompt, const GenerateParams& params,
-                                 const TextSink& on_text);
+                                 const TextSink& on_text, const GenerateHooks& hooks = {});
 
 }  // namespace minfer

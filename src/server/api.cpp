@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "runtime/chat-prompt.h"
 #include "template/chat.h"
 
 namespace minfer::server {
@@ -17,17 +18,13 @@ json error_json(const ApiError& e) {
 }
 
 Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages, const json& extra) {
-  std::string source = jinja::kChatmlTemplate;
-  if (const GgufValue* v = file.find("tokenizer.chat_template"))
-    if (const std::string* s = v->as_string(); s && !s->empty()) source = *s;
-  json args = extra.is_object() ? extra : json::object();
-  args["messages"] = messages;
-  args["add_generation_prompt"] = true;
-  auto inputs = jinja::chat_inputs_from_json(args.dump(-1, ' ', false, json::error_handler_t::replace));
-  if (!inputs) return inputs.error();
-  jinja::set_default_token(*inputs, "bos_token", tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : "");
-  jinja::set_default_token(*inputs, "eos_token", tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : "");
-  return jinja::render_chat(source, *inputs, {});
+  ChatRenderOptions opt;
+  opt.quiet = true;
+  auto ordered = [](const json& j) {
+    return nlohmann::ordered_json::parse(j.dump(-1, ' ', false, json::error_handler_t::replace));
+  };
+  if (extra.is_object()) opt.extra = ordered(extra);
+  return render_chat_prompt(file, tok, ordered(messages), opt);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // Renders a conversation into prompt text with the model's chat template
-// (tokenizer.chat_template), or ChatML with a one-line notice when the GGUF has none.
+// (tokenizer.chat_template), or ChatML with a one-line notice when the GGUF has none. Shared by
+// the one-shot CLI, the chat REPL, the server and viz.
 //
 //   nlohmann::ordered_json msgs = {{{"role","user"},{"content","Hi"}}};
 //   auto text = render_chat_prompt(file, tok, msgs, {.add_generation_prompt = true});
@@ -13,7 +14,7 @@
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
 
-namespace minfer::cli {
+namespace minfer {
 
 struct ChatRenderOptions {
   bool add_generation_prompt = true;
@@ -28,4 +29,4 @@ Expected<std::string> render_chat_prompt(const GgufFile& file, const Tokenizer& 
                                          const nlohmann::ordered_json& messages,
                                          const ChatRenderOptions& opt = {});
 
-}  // namespace minfer::cli
+}  // namespace minfer

@@ -1,10 +1,10 @@
-#include "cli/chat-prompt.h"
+#include "runtime/chat-prompt.h"
 
 #include <cstdio>
 
 #include "template/chat.h"
 
-namespace minfer::cli {
+namespace minfer {
 
 std::string chat_template_source(const GgufFile& file, bool* fallback) {
   if (const GgufValue* v = file.find("tokenizer.chat_template"))
@@ -33,4 +33,4 @@ Expected<std::string> render_chat_prompt(const GgufFile& file, const Tokenizer& 
   return jinja::render_chat(source, *inputs, {});
 }
 
-}  // namespace minfer::cli
+}  // namespace minfer

@@ -1,0 +1,271 @@
+#include "viz/viz-server.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/thread-pool.h"
+#include "models/model.h"
+#include "runtime/chat-prompt.h"
+#include "runtime/generate.h"
+#include "runtime/session.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+#include "viz/event-hub.h"
+#include "viz/graph-json.h"
+#include "viz/trace.h"
+
+using nlohmann::json;
+
+namespace minfer::viz {
+
+std::string_view embedded_file(std::string_view name);  // viz-assets.cpp (generated)
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void reply_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
+                 const std::string& param = "") {
+  res.status = status;
+  json err = {{"message", message}, {"type", type}};
+  if (!param.empty()) err["param"] = param;
+  res.set_content(dump({{"error", err}}), "application/json");
+}
+
+struct RunRequest {
+  std::string prompt;
+  int max_tokens = 32;
+  float temperature = 0.8f;
+  int64_t seed = kSeedRandom;
+};
+
+// The body of POST /viz/run, or the message of a 400 (and the field it is about).
+Expected<RunRequest> parse_run(const std::string& body, int n_ctx, std::string* param) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const std::exception& e) {
+    return make_error("the body is not JSON: {}", e.what());
+  }
+  if (!j.is_object()) return make_error("the body must be a JSON object");
+  RunRequest r;
+  *param = "prompt";
+  if (!j.contains("prompt") || !j["prompt"].is_string() || j["prompt"].get<std::string>().empty())
+    return make_error("'prompt' must be a non-empty string");
+  r.prompt = j["prompt"].get<std::string>();
+  *param = "max_tokens";
+  if (j.contains("max_tokens")) {
+    if (!j["max_tokens"].is_number_integer() || j["max_tokens"].get<int64_t>() < 1 || j["max_tokens"].get<int64_t>() > n_ctx)
+      return make_error("'max_tokens' must be an integer in [1, {}]", n_ctx);
+    r.max_tokens = j["max_tokens"].get<int>();
+  }
+  *param = "temperature";
+  if (j.contains("temperature")) {
+    if (!j["temperature"].is_number() || j["temperature"].get<double>() < 0 || j["temperature"].get<double>() > 100)
+      return make_error("'temperature' must be a number in [0, 100]");
+    r.temperature = j["temperature"].get<float>();
+  }
+  *param = "seed";
+  if (j.contains("seed")) {
+    if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < 0) return make_error("'seed' must be a non-negative integer");
+    r.seed = j["seed"].get<int64_t>();
+  }
+  param->clear();
+  return r;
+}
+
+struct State {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  std::unique_ptr<Session> session;
+  std::string graphs;  // the /viz/graph body
+  EventHub hub;
+  std::mutex run_mu;   // one run at a time
+};
+
+void serve_asset(httplib::Response& res, std::string_view name, const char* type) {
+  const std::string_view data = embedded_file(name);
+  res.set_content(std::string(data), type);
+  res.set_header("Cache-Control", "no-cache");
+}
+
+void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
+  std::string param;
+  auto rr = parse_run(req.body, s.session->n_ctx(), &param);
+  if (!rr) return reply_error(res, 400, rr.error().message, "invalid_request_error", param);
+  std::unique_lock<std::mutex> lock(s.run_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return reply_error(res, 409, "a run is in progress; try again when it finishes", "busy");
+
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  msgs.push_back({{"role", "user"}, {"content", rr->prompt}});
+  ChatRenderOptions ro;
+  ro.quiet = true;
+  auto text = render_chat_prompt(s.model->file(), *s.tok, msgs, ro);
+  if (!text) return reply_error(res, 400, text.error().message, "invalid_request_error", "prompt");
+  bool add_bos = s.tok->add_bos();
+  if (add_bos && s.tok->bos_id() >= 0 && text->starts_with(s.tok->token_text(s.tok->bos_id()))) add_bos = false;
+  const std::vector<int32_t> ids = s.tok->encode(*text, add_bos, true);
+  if (static_cast<int>(ids.size()) + 1 >= s.session->n_ctx())
+    return reply_error(res, 400, fmt::format("the prompt has {} tokens; the context holds {}", ids.size(), s.session->n_ctx()),
+                       "invalid_request_error", "prompt");
+
+  SamplerParams sp;
+  sp.temp = rr->temperature;
+  sp.seed = rr->seed;
+  auto sampler = Sampler::create(sp, s.tok->n_vocab());
+  if (!sampler) return reply_error(res, 400, sampler.error().message, "invalid_request_error");
+
+  // Capture only for a page that listens now; the recorder publishes as the run goes.
+  const bool watched = s.hub.listening();
+  TraceRecorder rec(*s.tok, [&](const json& e) { s.hub.publish(dump(e)); }, false);
+  s.session->clear();
+  if (watched) s.session->set_observer([&](const Node& n, const void* d) { rec.on_node(n, d); });
+  rec.start(s.model->hparams().name, rr->prompt, static_cast<int>(ids.size()));
+  GenerateParams gp;
+  gp.n_predict = rr->max_tokens;
+  std::string out;
+  auto st = generate(*s.session, *s.tok, *sampler, ids, gp,
+                     [&](std::string_view t) {
+                       out += t;
+                       return true;
+                     },
+                     watched ? rec.hooks() : GenerateHooks{});
+  s.session->set_observer({});
+  if (!st) {
+    rec.finish(out, "error", 0);
+    return reply_error(res, 500, st.error().message, "server_error");
+  }
+  const std::string reason = st->reason == StopReason::kEog || st->reason == StopReason::kStopString ? "stop" : "length";
+  rec.finish(out, reason, st->n_gen);
+  res.set_content(dump({{"text", out}, {"finish_reason", reason}, {"completion_tokens", st->n_gen}, {"captured", watched}}),
+                  "application/json");
+}
+
+void handle_events(State& s, httplib::Response& res) {
+  auto sub = s.hub.subscribe();
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [&s, sub](size_t, httplib::DataSink& sink) {
+        const std::string hello = "retry: 1000\ndata: " + dump({{"type", "hello"}, {"model", s.model->hparams().name}}) + "\n\n";
+        if (!sink.write(hello.data(), hello.size())) return false;
+        for (;;) {
+          const auto events = s.hub.wait(*sub, std::chrono::milliseconds(1000));
+          if (s.hub.closed()) return false;
+          std::string chunk;
+          for (const std::string& e : events) chunk += "data: " + e + "\n\n";
+          if (chunk.empty()) chunk = ": ping\n\n";  // finds a page that went away
+          if (!sink.write(chunk.data(), chunk.size())) return false;
+        }
+      },
+      [&s, sub](bool) { s.hub.unsubscribe(sub); });
+}
+
+void handle_trace(const httplib::Request& req, httplib::Response& res) {
+  const std::string path = req.get_param_value("path");
+  if (path.empty()) return reply_error(res, 400, "give ?path=FILE (a MINFER_TRACE file)", "invalid_request_error", "path");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return reply_error(res, 404, "cannot read trace file '" + path + "'", "not_found_error", "path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  try {
+    const json j = json::parse(text);
+    if (!j.is_object() || j.value("format", "") != "minfer-trace")
+      return reply_error(res, 400, "'" + path + "' is not a minfer trace (no \"format\": \"minfer-trace\")", "invalid_request_error", "path");
+  } catch (const std::exception& e) {
+    return reply_error(res, 400, "'" + path + "' is not JSON: " + e.what(), "invalid_request_error", "path");
+  }
+  res.set_content(text, "application/json");
+}
+
+}  // namespace
+
+int run_viz_server(const std::string& model_path, const VizOptions& opt) {
+  // SIGINT / SIGTERM are taken by sigwait below: blocked before any thread starts, so every
+  // thread (backend workers, HTTP) inherits the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  State s;
+  auto m = Model::load(model_path);
+  if (!m) {
+    std::fprintf(stderr, "minfer viz: %s\n", m.error().message.c_str());
+    return 1;
+  }
+  s.model = *m;
+  auto tok = Tokenizer::from_gguf(s.model->file());
+  if (!tok) {
+    std::fprintf(stderr, "minfer viz: %s\n", tok.error().message.c_str());
+    return 1;
+  }
+  s.tok = std::make_unique<Tokenizer>(std::move(*tok));
+  SessionParams sp;
+  const int64_t n_train = s.model->hparams().n_ctx_train;
+  sp.n_ctx = n_train > 0 ? static_cast<int>(std::min<int64_t>(opt.n_ctx, n_train)) : opt.n_ctx;
+  sp.n_threads = opt.n_threads > 0 ? opt.n_threads : hardware_threads();
+  auto session = Session::create(s.model, sp);
+  if (!session) {
+    std::fprintf(stderr, "minfer viz: %s\n", session.error().message.c_str());
+    return 1;
+  }
+  s.session = std::move(*session);
+  // A prefill of 16 tokens has the node ids of every prefill (n_tokens > 1, one output row).
+  auto prefill = session_graph_json(*s.session, std::min(16, s.session->n_batch()), 1);
+  auto decode = session_graph_json(*s.session, 1, 1);
+  if (!prefill || !decode) {
+    std::fprintf(stderr, "minfer viz: %s\n", (!prefill ? prefill : decode).error().message.c_str());
+    return 1;
+  }
+  s.graphs = "{\"model\":" + dump(s.model->hparams().name) + ",\"prefill\":" + *prefill + ",\"decode\":" + *decode + "}";
+
+  httplib::Server http;
+  http.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  http.set_payload_max_length(1 << 20);
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
+  http.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
+  http.Get("/app.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "app.js", "text/javascript; charset=utf-8"); });
+  http.Get("/style.css", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "style.css", "text/css; charset=utf-8"); });
+  http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  http.Get("/viz/graph", [&s](const httplib::Request&, httplib::Response& res) { res.set_content(s.graphs, "application/json"); });
+  http.Post("/viz/run", [&s](const httplib::Request& req, httplib::Response& res) { handle_run(s, req, res); });
+  http.Get("/viz/events", [&s](const httplib::Request&, httplib::Response& res) { handle_events(s, res); });
+  http.Get("/viz/trace", [](const httplib::Request& req, httplib::Response& res) { handle_trace(req, res); });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const int st = res.status;
+    reply_error(res, st, fmt::format("no route for {} {}", req.method, req.path), st == 404 ? "not_found_error" : "invalid_request_error");
+  });
+
+  int port = opt.port;
+  if (port == 0) port = http.bind_to_any_port(opt.host.c_str());  // --port 0: the system picks
+  else if (!http.bind_to_port(opt.host.c_str(), port)) port = -1;
+  if (port <= 0) {
+    std::fprintf(stderr, "minfer viz: cannot listen on %s:%d\n", opt.host.c_str(), opt.port);
+    return 1;
+  }
+  std::thread server([&] { http.listen_after_bind(); });
+  std::fprintf(stderr, "minfer viz: %s on http://%s:%d/ (%zu prefill nodes)\n", s.model->hparams().name.c_str(),
+               opt.host.c_str(), port, json::parse(*prefill)["nodes"].size());
+  int sig = 0;
+  sigwait(&set, &sig);  // then: stop listening, wake the event streams, exit
+  s.hub.close_all();
+  http.stop();
+  server.join();
+  return 0;
+}
+
+}  // namespace minfer::viz

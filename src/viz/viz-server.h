@@ -1,0 +1,31 @@
+// `minfer viz MODEL`: serves the embedded page and the visualizer's API (docs/viz.md):
+//
+//   GET  /, /app.js, /style.css     the page (embedded at build time)
+//   GET  /viz/graph                 {"model", "prefill": graph JSON, "decode": graph JSON}
+//   POST /viz/run                   {"prompt", "max_tokens", "temperature", "seed"} -> {"text",
+//                                   "finish_reason", "completion_tokens"}; 400 on bad input,
+//                                   409 while another run is going
+//   GET  /viz/events                Server-Sent Events of the run (trace.h), "lagged" when slow
+//   GET  /viz/trace?path=FILE       a MINFER_TRACE file, for the page to replay (/?trace=FILE)
+//
+// Capture is armed only while a page listens on /viz/events: a run with nobody watching
+// computes the graph as fast as the CLI does.
+//
+//   VizOptions o; o.port = 8081;
+//   return run_viz_server(model_path, o);   // until SIGINT / SIGTERM
+#pragma once
+
+#include <string>
+
+namespace minfer::viz {
+
+struct VizOptions {
+  std::string host = "127.0.0.1";
+  int port = 8081;
+  int n_ctx = 2048;
+  int n_threads = 0;
+};
+
+int run_viz_server(const std::string& model_path, const VizOptions& opt);
+
+}  // namespace minfer::viz

@@ -1,0 +1,167 @@
+// The viz page in a real headless browser (Debian chromium, driven by playwright-core from npm;
+// no browser download): node counts with ?expand=all, the inspector, the three views, a live
+// run against the CLI's greedy text, a replayed MINFER_TRACE file, screenshots of each view.
+//   MINFER_BIN=... MINFER_SMOLLM2=... PLAYWRIGHT_NODE_MODULES=.deps/npm-playwright/node_modules \
+//   MINFER_VIZ_ARTIFACTS=build/viz-screenshots node tests/viz/browser.test.mjs
+import {spawn, spawnSync} from 'node:child_process';
+import {createRequire} from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+
+const require = createRequire(path.join(process.env.PLAYWRIGHT_NODE_MODULES, 'x.js'));
+const {chromium} = require('playwright-core');
+const MINFER = process.env.MINFER_BIN, MODEL = process.env.MINFER_SMOLLM2;
+const ART = process.env.MINFER_VIZ_ARTIFACTS || fs.mkdtempSync(path.join(os.tmpdir(), 'viz-'));
+fs.mkdirSync(ART, {recursive: true});
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+let passed = 0;
+const results = [];
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    passed++;
+    results.push(`PASS ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    results.push(`FAIL ${name}: ${e.stack || e}`);
+  }
+  console.log(results[results.length - 1]);
+}
+
+function startViz() {
+  return new Promise((resolve, reject) => {
+    const p = spawn(MINFER, ['viz', MODEL, '--port', '0', '-t', '2'], {stdio: ['ignore', 'ignore', 'pipe']});
+    let err = '';
+    p.stderr.on('data', (d) => {
+      err += d;
+      const m = /on (http:\/\/[\d.]+:\d+)\//.exec(err);
+      if (m) resolve({p, url: m[1]});
+    });
+    p.on('exit', (c) => reject(new Error('minfer viz exited ' + c + ': ' + err)));
+  });
+}
+
+function cliReply(prompt, n) {
+  const r = spawnSync(MINFER, [MODEL, prompt, '-n', String(n), '--temp', '0', '-t', '2'], {encoding: 'utf8'});
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+const shape = (s) => '[' + s.filter((d, i) => i < 2 || d !== 1).join(', ') + ']';
+
+const {p: server, url} = await startViz();
+const browser = await chromium.launch({executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu']});
+const page = await browser.newPage({viewport: {width: 1400, height: 900}});
+const pageErrors = [];
+page.on('pageerror', (e) => pageErrors.push(String(e)));
+const graph = await (await fetch(url + '/viz/graph')).json();
+
+try {
+  await check('every node is a [data-node-id] element with ?expand=all', async () => {
+    for (const phase of ['prefill', 'decode']) {
+      await page.goto(`${url}/?view=operators&expand=all&phase=${phase}`);
+      await page.waitForSelector('body[data-ready="true"]');
+      const ids = await page.$$eval('[data-node-id]', (els) => els.map((e) => +e.dataset.nodeId));
+      assert.equal(ids.length, graph[phase].nodes.length, phase);
+      assert.deepEqual(ids, graph[phase].nodes.map((n) => n.id));
+    }
+    await page.goto(`${url}/?view=operators&expand=all`);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.screenshot({path: path.join(ART, 'operators-expanded.png')});
+  });
+
+  await check('layers collapse to one box each and expand on click', async () => {
+    await page.goto(`${url}/?view=operators`);
+    await page.waitForSelector('body[data-ready="true"]');
+    const layers = graph.prefill.nodes.filter((n) => /^blk\.\d+\./.test(n.name)).map((n) => n.name.split('.')[1]);
+    const nLayers = new Set(layers).size;
+    assert.equal(await page.locator('section.group[data-group^="blk."]').count(), nLayers);
+    assert.equal(await page.locator('section.group[data-group="blk.3"] [data-node-id]').count(), 0);
+    await page.click('section.group[data-group="blk.3"] > .group-head');
+    const inLayer = graph.prefill.nodes.filter((n) => n.name.startsWith('blk.3.')).length;
+    assert.equal(await page.locator('section.group[data-group="blk.3"] [data-node-id]').count(), inLayer);
+    await page.screenshot({path: path.join(ART, 'operators.png')});
+  });
+
+  await check('clicking a node opens its inspector with its shape', async () => {
+    const n = graph.prefill.nodes.find((x) => x.name === 'blk.3.attn_q');
+    assert.ok(n, 'blk.3.attn_q in the graph');
+    await page.click(`[data-node-id="${n.id}"]`);
+    await page.waitForSelector(`[data-inspector-for="${n.id}"]`);
+    assert.equal(await page.textContent('#inspector .inspector-shape'), shape(n.shape));
+    const inputs = await page.locator('#inspector tr:has(th:text("inputs")) a').count();
+    assert.equal(inputs, n.inputs.length);
+  });
+
+  await check('search finds nodes and opens their layers', async () => {
+    await page.fill('#search', 'blk.7.ffn_down');
+    const hits = await page.locator('.node.match').count();
+    assert.ok(hits >= 1, 'a match');
+    assert.ok(await page.locator('section.group[data-group="blk.7"].open').count() === 1);
+    await page.fill('#search', '');
+  });
+
+  const prompt = 'What is the capital of France?', n = 8;
+  const want = cliReply(prompt, n);
+  await check('a live run lights nodes and shows the CLI\'s text', async () => {
+    await page.goto(`${url}/?view=operators&expand=all`);
+    await page.waitForSelector('body[data-ready="true"][data-live="connected"]');
+    await page.evaluate(() => {
+      window.__lit = new Set();
+      new MutationObserver((ms) => { for (const m of ms) if (m.target.classList && m.target.classList.contains('lit')) window.__lit.add(m.target.dataset.nodeId); })
+        .observe(document.getElementById('view'), {subtree: true, attributes: true, attributeFilter: ['class']});
+    });
+    await page.fill('#prompt', prompt);
+    await page.fill('#max-tokens', String(n));
+    await page.fill('#temperature', '0');
+    await page.click('#run');
+    await page.waitForSelector('body[data-run-state="finished"]', {timeout: 120000});
+    assert.equal(await page.textContent('#live-text'), want);
+    const lit = await page.evaluate(() => window.__lit.size);
+    assert.ok(lit > 100, `${lit} nodes lit`);
+    await page.screenshot({path: path.join(ART, 'live-run.png')});
+  });
+
+  await check('views switch by button and URL; pipeline has measured times', async () => {
+    await page.click('button[data-view="pipeline"]');
+    await page.waitForSelector('#view[data-view="pipeline"] table[data-phase-table="prefill"] tr[data-op="matmul"]');
+    assert.ok(page.url().includes('view=pipeline'));
+    assert.ok(await page.locator('table[data-phase-table="decode"] tr[data-op="matmul"]').count() === 1);
+    await page.screenshot({path: path.join(ART, 'pipeline.png')});
+    await page.click('button[data-view="shapes"]');
+    await page.waitForSelector('#view[data-view="shapes"] .shapes-list li');
+    assert.ok(page.url().includes('view=shapes'));
+    const rows = await page.locator('.shapes-list li').count();
+    assert.equal(rows, graph[await page.evaluate(() => new URLSearchParams(location.search).get('phase'))].nodes
+      .filter((x) => x.name.startsWith('blk.0.') && x.op !== 'weight').length);
+    await page.screenshot({path: path.join(ART, 'shapes.png')});
+    await page.goto(`${url}/?view=pipeline`);
+    await page.waitForSelector('body[data-ready="true"]');
+    assert.equal(await page.getAttribute('button[data-view="pipeline"]', 'aria-pressed'), 'true');
+  });
+
+  await check('a MINFER_TRACE file replays with the same text', async () => {
+    const trace = path.join(ART, 'run.trace.json');
+    const r = spawnSync(MINFER, [MODEL, prompt, '-n', '4', '--temp', '0', '-t', '2'], {encoding: 'utf8', env: {...process.env, MINFER_TRACE: trace}});
+    assert.equal(r.status, 0, r.stderr);
+    await page.goto(`${url}/?view=operators&trace=${encodeURIComponent(trace)}`);
+    await page.waitForSelector('body[data-run-state="finished"]', {timeout: 60000});
+    assert.equal(await page.textContent('#live-text'), r.stdout);
+    await page.click('button[data-view="pipeline"]');
+    await page.waitForSelector('table[data-phase-table="prefill"] tr[data-op="matmul"]');
+    await page.screenshot({path: path.join(ART, 'trace-replay.png')});
+  });
+
+  await check('no script errors on the page', async () => {
+    assert.deepEqual(pageErrors, []);
+  });
+} finally {
+  await browser.close();
+  server.kill('SIGTERM');
+}
+const failed = results.filter((r) => r.startsWith('FAIL')).length;
+console.log(`viz browser: ${passed} passed, ${failed} failed; screenshots in ${ART}`);
+process.exit(failed ? 1 : 0);
