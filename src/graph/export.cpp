@@ -5,9 +5,33 @@
 namespace minfer {
 namespace {
 
+// Length of the valid UTF-8 sequence starting at s[i], or 0.
+size_t utf8_len(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+// A JSON string literal; bytes that are not UTF-8 (a file name, a tensor name) become U+FFFD.
 std::string json_string(std::string_view s) {
   std::string o = "\"";
-  for (char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_len(s, i);
+    if (n == 0) {
+      o += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      o.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    const char c = s[i++];
     switch (c) {
       case '"': o += "\\\""; break;
       case '\\': o += "\\\\"; break;

@@ -4,8 +4,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -85,6 +87,7 @@ Expected<RunRequest> parse_run(const std::string& body, int n_ctx, std::string* 
 }
 
 struct State {
+  std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: runs end at the next token
   std::shared_ptr<const Model> model;
   std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<Session> session;
@@ -129,6 +132,12 @@ void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
   const bool watched = s.hub.listening();
   TraceRecorder rec(*s.tok, [&](const json& e) { s.hub.publish(dump(e)); }, false);
   s.session->clear();
+  // The observer points at `rec`: removed on every way out of this function.
+  struct ObserverReset {
+    Session* s;
+    void run() { if (s) s->set_observer({}), s = nullptr; }
+    ~ObserverReset() { run(); }
+  } observer_reset{s.session.get()};
   if (watched) s.session->set_observer([&](const Node& n, const void* d) { rec.on_node(n, d); });
   rec.start(s.model->hparams().name, rr->prompt, static_cast<int>(ids.size()));
   GenerateParams gp;
@@ -137,21 +146,27 @@ void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
   auto st = generate(*s.session, *s.tok, *sampler, ids, gp,
                      [&](std::string_view t) {
                        out += t;
-                       return true;
+                       return !s.stopping.load();
                      },
                      watched ? rec.hooks() : GenerateHooks{});
-  s.session->set_observer({});
+  observer_reset.run();
   if (!st) {
     rec.finish(out, "error", 0);
     return reply_error(res, 500, st.error().message, "server_error");
   }
-  const std::string reason = st->reason == StopReason::kEog || st->reason == StopReason::kStopString ? "stop" : "length";
+  const std::string reason = st->reason == StopReason::kEog || st->reason == StopReason::kStopString ? "stop"
+                             : st->reason == StopReason::kCancelled                                ? "cancelled"
+                                                                                                   : "length";
   rec.finish(out, reason, st->n_gen);
   res.set_content(dump({{"text", out}, {"finish_reason", reason}, {"completion_tokens", st->n_gen}, {"captured", watched}}),
                   "application/json");
 }
 
+constexpr int kMaxPages = 24;  // event streams; the HTTP pool (32) keeps threads for the rest
+
 void handle_events(State& s, httplib::Response& res) {
+  if (s.hub.n_subscribers() >= kMaxPages)
+    return reply_error(res, 503, fmt::format("{} pages are listening already; close one", kMaxPages), "busy");
   auto sub = s.hub.subscribe();
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -175,6 +190,12 @@ void handle_events(State& s, httplib::Response& res) {
 void handle_trace(const httplib::Request& req, httplib::Response& res) {
   const std::string path = req.get_param_value("path");
   if (path.empty()) return reply_error(res, 400, "give ?path=FILE (a MINFER_TRACE file)", "invalid_request_error", "path");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return reply_error(res, 404, "no trace file '" + path + "'", "not_found_error", "path");
+  constexpr uintmax_t kMaxTrace = 1ull << 30;
+  if (std::filesystem::file_size(path, ec) > kMaxTrace)
+    return reply_error(res, 400, "'" + path + "' is larger than 1 GiB", "invalid_request_error", "path");
   std::ifstream in(path, std::ios::binary);
   if (!in) return reply_error(res, 404, "cannot read trace file '" + path + "'", "not_found_error", "path");
   std::stringstream ss;
@@ -185,7 +206,7 @@ void handle_trace(const httplib::Request& req, httplib::Response& res) {
     if (!j.is_object() || j.value("format", "") != "minfer-trace")
       return reply_error(res, 400, "'" + path + "' is not a minfer trace (no \"format\": \"minfer-trace\")", "invalid_request_error", "path");
   } catch (const std::exception& e) {
-    return reply_error(res, 400, "'" + path + "' is not JSON: " + e.what(), "invalid_request_error", "path");
+    return reply_error(res, 400, "'" + path + "' is not JSON", "invalid_request_error", "path");
   }
   res.set_content(text, "application/json");
 }
@@ -258,10 +279,16 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
     return 1;
   }
   std::thread server([&] { http.listen_after_bind(); });
-  std::fprintf(stderr, "minfer viz: %s on http://%s:%d/ (%zu prefill nodes)\n", s.model->hparams().name.c_str(),
-               opt.host.c_str(), port, json::parse(*prefill)["nodes"].size());
+  std::fprintf(stderr, "minfer viz: %s on http://%s:%d/\n", s.model->hparams().name.c_str(), opt.host.c_str(), port);
   int sig = 0;
-  sigwait(&set, &sig);  // then: stop listening, wake the event streams, exit
+  sigwait(&set, &sig);  // then: end a run at its next token, wake the event streams, exit
+  s.stopping.store(true);
+  // A second signal ends the process at once.
+  std::thread([set]() mutable {
+    int again = 0;
+    sigwait(&set, &again);
+    std::_Exit(128 + again);
+  }).detach();
   s.hub.close_all();
   http.stop();
   server.join();

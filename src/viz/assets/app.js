@@ -333,7 +333,7 @@ function onEvent(e) {
       break;
     }
     case 'node': {
-      const ph = state.curPhase || 'prefill';
+      const ph = e.step === 0 ? 'prefill' : 'decode';
       state.stats[ph].set(e.id, e);
       state.times[ph].set(e.id, (state.times[ph].get(e.id) || 0) + (e.us || 0));
       if (ph === state.phase) {
@@ -388,6 +388,9 @@ async function run(ev) {
     $('#status').textContent = `done: ${j.completion_tokens} tokens (${j.finish_reason})`;
     document.body.dataset.runState = 'finished';
     scheduleRender();
+  } catch (err) {
+    $('#status').textContent = 'error: ' + err.message;
+    document.body.dataset.runState = 'error';
   } finally {
     $('#run').disabled = false;
   }
@@ -405,7 +408,7 @@ async function replay(trace) {
   await new Promise((done) => {
     const tick = () => {
       const until = Math.min(events.length, i + 200);  // 200 events per frame
-      for (; i < until; i++) onEvent(events[i]);
+      for (; i < until; i++) { try { onEvent(events[i]); } catch (err) { console.error('bad trace event', i, err); } }
       if (i < events.length) requestAnimationFrame(tick); else done();
     };
     tick();
