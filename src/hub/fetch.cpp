@@ -24,7 +24,6 @@ namespace {
 constexpr int kMaxRedirects = 10;
 constexpr int kMaxTries = 6;
 
-bool transient_status(int st) { return st == 408 || st == 429 || st >= 500; }
 
 // Expected<T> needs a value type; the reason a try failed and whether trying again can help.
 struct TryResult {
@@ -48,6 +47,10 @@ void fsync_dir(const std::string& dir) {
 }
 
 }  // namespace
+
+bool http_transient(const Expected<HttpResponse>& r) {
+  return !r || r->status == 408 || r->status == 429 || r->status >= 500;
+}
 
 std::string describe_http_error(const HttpResponse& r) {
   std::string msg = "HTTP " + std::to_string(r.status);
@@ -229,7 +232,7 @@ Status fetch_file(const FetchSpec& spec) {
       }
     } else {
       t.error = describe_http_error(*resp) + " from " + resp->url;
-      t.retry = transient_status(resp->status);
+      t.retry = http_transient(resp);
     }
     if (t.done) break;
     if (have > best) {

@@ -35,6 +35,9 @@ struct FetchSpec {
 
 Status fetch_file(const FetchSpec& spec);
 
+// Worth another try: no answer at all (refused, reset, stalled), or 408, 429, 5xx.
+bool http_transient(const Expected<HttpResponse>& r);
+
 // The text of a failed HTTP answer: status, the server's X-Error-Message or the start of its body.
 std::string describe_http_error(const HttpResponse& r);
 

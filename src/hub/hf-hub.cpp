@@ -67,10 +67,6 @@ Error hub_error(const HfName& n, const HttpResponse& r, const std::string& file 
   return make_error("hf:{}: {}{}", n.repo_id, describe_http_error(r), where);
 }
 
-bool transient(const Expected<HttpResponse>& r) {
-  return !r || r->status == 408 || r->status == 429 || r->status >= 500;
-}
-
 std::string failure(const HttpRequest& req, const Expected<HttpResponse>& r) {
   return r ? req.url + ": " + describe_http_error(*r) : r.error().message;
 }
@@ -81,7 +77,7 @@ Expected<HttpResponse> hub_call(const HttpRequest& req) {
   with_retries(5, [&](std::string* why) {
     r = http_request_following(req, on_hub(req.url) ? auth_header() : "");
     *why = failure(req, r);
-    return !transient(r);
+    return !http_transient(r);
   });
   return r;
 }
@@ -161,7 +157,7 @@ Expected<FileMeta> file_metadata(const HfName& n, const std::string& commit, con
     with_retries(5, [&](std::string* why) {
       r = http_request(h);
       *why = failure(h, r);
-      return !transient(r);
+      return !http_transient(r);
     });
     if (!r) return r.error();
     const int st = r->status;

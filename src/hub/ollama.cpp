@@ -200,7 +200,7 @@ Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network) {
   with_retries(5, [&](std::string* why) {
     r = http_request_following(req, "");
     *why = r ? req.url + ": " + describe_http_error(*r) : r.error().message;
-    return r && r->status != 408 && r->status != 429 && r->status < 500;
+    return !http_transient(r);
   });
   if (!r) return make_error("{}: {}", n.text(), r.error().message);
   if (r->status != 200) return registry_error(n, *r, "manifest " + n.ns + "/" + n.model + ":" + n.tag);

@@ -20,7 +20,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def _sha256_file(path):
+def sha256_file(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -35,7 +35,7 @@ class Blob:
             self.sha256 = hashlib.sha256(self.data).hexdigest()
         else:
             self.data, self.path, self.size = None, src, os.path.getsize(src)
-            self.sha256 = _sha256_file(src)
+            self.sha256 = sha256_file(src)
 
     def read(self, start, end):
         if self.data is not None:

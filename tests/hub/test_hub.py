@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import MINFER, SMOLLM2, Blob, fake_gguf
+from mock_registry import sha256_file
 
 
 def last_line(s):
@@ -20,11 +21,7 @@ def last_line(s):
 
 
 def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for c in iter(lambda: f.read(1 << 20), b""):
-            h.update(c)
-    return h.hexdigest()
+    return sha256_file(path)
 
 
 def listing(env):
