@@ -273,7 +273,7 @@ Expected<TurnStats> Conversation::run_turn(const GenerateParams& gp, int n_reser
   auto g = generate(s_, tok_, sampler_, prompt, gp, [&](std::string_view t) {
     reply.append(t);
     return sink(t);
-  });
+  }, {}, GenerateSpec{spec_, kv_tokens_});
   if (!g) {
     s_.clear();
     kv_tokens_.clear();

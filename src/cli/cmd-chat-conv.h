@@ -78,6 +78,11 @@ class Conversation {
   Conversation(Session& session, const Tokenizer& tok, Sampler& sampler, RenderFn render)
       : s_(session), tok_(tok), sampler_(sampler), render_(std::move(render)) {}
 
+  // Speculative decoding for every reply (null: off); its draft model's cache follows the
+  // conversation by itself (DraftModel syncs to the cached tokens at each draft).
+  void set_speculator(Speculator* spec) { spec_ = spec; }
+  Speculator* speculator() const { return spec_; }
+
   const Messages& messages() const { return msgs_; }
   const std::vector<int32_t>& kv_tokens() const { return kv_tokens_; }
   const std::string& kv_text() const { return kv_text_; }
@@ -135,6 +140,7 @@ class Conversation {
   std::vector<int32_t> kv_tokens_;  // the session's cache rows [0, n_past)
   std::string kv_text_;             // the text those tokens encode
   LastTurn last_;
+  Speculator* spec_ = nullptr;
 };
 
 }  // namespace minfer::cli

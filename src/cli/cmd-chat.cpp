@@ -25,6 +25,7 @@
 #include "cli/cmd-chat-input.h"
 #include "cli/commands.h"
 #include "cli/sampling-options.h"
+#include "cli/spec-options.h"
 #include "core/thread-pool.h"
 #include "runtime/generate.h"
 #include "models/model.h"
@@ -128,6 +129,7 @@ class Repl {
                        st->n_prefill, st->incremental ? "incremental" : "full render", st->gen.prompt_s, st->gen.prompt_tps(),
                        st->gen.n_gen, st->gen.gen_s, st->gen.gen_tps(), stop_reason_name(st->gen.reason), st->n_close,
                        s_.n_past(), s_.n_ctx()));
+    if ((!terminal_ || verbose_) && conv_.speculator()) note(spec_summary(st->gen.spec));
     totals_.turns++;
     totals_.n_prefill += st->n_prefill + st->n_close;
     totals_.n_gen += st->gen.n_gen;
@@ -151,6 +153,7 @@ class Repl {
     }
     note(fmt::format("[stats] total: {} tokens prefilled, {} generated ({:.1f} tok/s)", totals_.n_prefill, totals_.n_gen,
                      totals_.gen_s > 0 ? static_cast<double>(totals_.n_gen) / totals_.gen_s : 0.0));
+    if (conv_.speculator()) note(spec_summary(conv_.speculator()->stats(), "[stats] speculative:"));
   }
 
   bool save(const std::string& path, bool quiet) {
@@ -274,6 +277,7 @@ int cmd_chat(int argc, char** argv) {
   int n_predict = 512, n_ctx = 4096, n_threads = 0, n_batch = 512;
   bool multiline = false, verbose = false;
   SamplingOptions so;
+  SpecOptions spo;
   app.add_option("MODEL", model, "GGUF path or the name of a model in the cache")->required();
   app.add_option("-n,--n-predict", n_predict, "most tokens per reply; -1 = until the context is full")
       ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
@@ -289,6 +293,7 @@ int cmd_chat(int argc, char** argv) {
   app.add_option("--kv-type", kv, "KV cache element type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
   app.add_flag("-v,--verbose", verbose, "per-turn prefill and speed lines on a terminal too");
   add_sampling_options(app, so);
+  add_spec_options(app, spo);
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
@@ -322,6 +327,10 @@ int cmd_chat(int argc, char** argv) {
   auto session = Session::create(*m, p);
   if (!session) return fail(session.error().message);
   Session& s = **session;
+  ContextParams draft_cp = s.context().params();
+  draft_cp.n_ctx_seq = s.n_ctx();
+  auto spec = SpecSetup::create(spo, *tok, draft_cp);
+  if (!spec) return fail(spec.error().message);
 
   bool fallback = false;
   (void)chat_template_source(file, &fallback);
@@ -329,6 +338,7 @@ int cmd_chat(int argc, char** argv) {
                (*m)->hparams().arch.c_str(), p.n_threads, s.n_ctx(), kv.c_str());
   if (fallback) std::fprintf(stderr, "[template] '%s' has no tokenizer.chat_template; using ChatML\n", path.c_str());
   if (verbose) std::fprintf(stderr, "[sampler] %s\n", sampler->describe().c_str());
+  if (*spec) std::fprintf(stderr, "%s\n", (*spec)->describe().c_str());
 
   GenerateParams gp;
   gp.n_predict = n_predict;
@@ -337,6 +347,7 @@ int cmd_chat(int argc, char** argv) {
   const int n_reserve = (n_predict >= 0 ? std::min(n_predict, s.n_ctx() / 2) : s.n_ctx() / 4) + 8;
   Repl repl(s, *tok, *sampler, file, (*m)->hparams().name, gp, n_reserve, terminal, verbose, style);
   if (!system.empty()) repl.conv().set_system(system);
+  if (*spec) repl.conv().set_speculator((*spec)->speculator(0));
 
   if (!session_file.empty()) {
     if (std::filesystem::exists(session_file)) {

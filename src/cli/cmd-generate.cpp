@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/graph-dump.h"
 #include "cli/sampling-options.h"
+#include "cli/spec-options.h"
 #include "cli/trace-file.h"
 #include "core/thread-pool.h"
 #include "runtime/generate.h"
@@ -49,6 +50,7 @@ int cmd_generate(int argc, char** argv) {
   int n_predict = 512, n_ctx = 4096, n_threads = 0, n_batch = 512;
   bool no_template = false, ignore_eos = false, verbose = false;
   SamplingOptions so;
+  SpecOptions spo;
   app.add_option("MODEL", model, "GGUF path or the name of a model in the cache")->required();
   app.add_option("PROMPT", prompt_words, "prompt words (joined with spaces); read from stdin when absent");
   app.add_option("-f,--file", prompt_file, "read the prompt from a file");
@@ -67,6 +69,7 @@ int cmd_generate(int argc, char** argv) {
   app.add_option("--dump-graph-json", dump_json, "write the prompt's graph as JSON (docs/graph.md), then exit");
   app.add_flag("-v,--verbose", verbose, "print the rendered prompt and sampler chain to stderr");
   add_sampling_options(app, so);
+  add_spec_options(app, spo);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -133,6 +136,11 @@ int cmd_generate(int argc, char** argv) {
 
   auto sampler = Sampler::create(*sp, tok->n_vocab());
   if (!sampler) return fail(sampler.error().message);
+  ContextParams draft_cp = s.context().params();
+  draft_cp.n_ctx_seq = s.n_ctx();
+  auto spec = SpecSetup::create(spo, *tok, draft_cp);
+  if (!spec) return fail(spec.error().message);
+  if (*spec) std::fprintf(stderr, "%s\n", (*spec)->describe().c_str());
   if (verbose) std::fprintf(stderr, "[sampler] %s\n", sampler->describe().c_str());
   std::fprintf(stderr, "[model] %s: %s, %d threads, ctx %d, %s KV\n", (*m)->hparams().name.c_str(),
                (*m)->hparams().arch.c_str(), p.n_threads, s.n_ctx(), kv.c_str());
@@ -151,7 +159,7 @@ int cmd_generate(int argc, char** argv) {
     if (!t.empty()) ends_with_newline = t.back() == '\n';
     if (trace) reply += t;
     return true;
-  }, trace ? trace->hooks() : GenerateHooks{});
+  }, trace ? trace->hooks() : GenerateHooks{}, GenerateSpec{*spec ? (*spec)->speculator(0) : nullptr, {}});
   if (!st) return fail(st.error().message);
   if (trace) {
     const bool stop = st->reason == StopReason::kEog || st->reason == StopReason::kStopString;
@@ -162,6 +170,7 @@ int cmd_generate(int argc, char** argv) {
   std::fprintf(stderr, "[prompt] %d tokens in %.2f s (%.1f tok/s)\n", st->n_prompt, st->prompt_s, st->prompt_tps());
   std::fprintf(stderr, "[generate] %d tokens in %.2f s (%.1f tok/s), stop: %s\n", st->n_gen, st->gen_s,
                st->gen_tps(), stop_reason_name(st->reason));
+  if (*spec) std::fprintf(stderr, "%s\n", spec_summary(st->spec).c_str());
   return 0;
 }
 

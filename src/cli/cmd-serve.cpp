@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/spec-options.h"
 #include "core/thread-pool.h"
 #include "models/model.h"
 #include "server/http-server.h"
@@ -22,6 +23,7 @@ int cmd_serve(int argc, char** argv) {
   server::EngineParams ep;
   int n_ctx = 2048;
   double max_body_mb = 8;
+  SpecOptions spo;
   app.add_option("MODEL", model, "GGUF path or the name of a model in the cache")->required();
   app.add_option("--host", sp.host, "address to listen on")->capture_default_str();
   app.add_option("--port", sp.port, "TCP port")->capture_default_str()->check(CLI::Range(1, 65535));
@@ -49,6 +51,7 @@ int cmd_serve(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
   app.add_option("--watchdog", ep.watchdog_s, "seconds without a finished step, while there is work, before /health says 503")
       ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+  add_spec_options(app, spo);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -75,7 +78,33 @@ int cmd_serve(int argc, char** argv) {
   ep.n_ctx_slot = n_train > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, n_train)) : n_ctx;
   ep.kv_type = kv == "f32" ? DType::F32 : DType::F16;
   sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
-  return server::run_server(*m, *tok, ep, sp);
+  server::EngineDraft draft;
+  std::optional<LoadedDraft> loaded;
+  if (spo.on()) {
+    if (Status st = validate(spo.p); !st) {
+      std::fprintf(stderr, "minfer: %s\n", st.error().message.c_str());
+      return 1;
+    }
+    sp.spec = spo.p;
+    sp.spec->model = !spo.draft.empty();
+  } else if (spo.p.adaptive) {
+    std::fprintf(stderr, "minfer: --spec-draft-adaptive needs --spec-draft MODEL or --spec-ngram\n");
+    return 1;
+  }
+  if (!spo.draft.empty()) {
+    auto d = load_draft(spo.draft, *tok);
+    if (!d) {
+      std::fprintf(stderr, "minfer: %s\n", d.error().message.c_str());
+      return 1;
+    }
+    loaded = std::move(*d);
+    draft = {loaded->model, &*loaded->tok};
+    std::fprintf(stderr, "[spec] draft model %s, up to %d tokens%s%s\n", loaded->name.c_str(), spo.p.n_max,
+                 spo.p.adaptive ? " (adaptive)" : "", spo.p.ngram ? " + n-gram" : "");
+  } else if (spo.p.ngram) {
+    std::fprintf(stderr, "[spec] n-gram drafting, up to %d tokens%s\n", spo.p.n_max, spo.p.adaptive ? " (adaptive)" : "");
+  }
+  return server::run_server(*m, *tok, ep, sp, draft);
 }
 
 }  // namespace minfer::cli

@@ -1,18 +1,18 @@
 #include "runtime/generate.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace minfer {
 
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
 Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler& sampler,
                                  std::span<const int32_t> prompt, const GenerateParams& params,
-                                 const TextSink& on_text, const GenerateHooks& hooks) {
+                                 const TextSink& on_text, const GenerateHooks& hooks, const GenerateSpec& gs) {
   GenerateStats st;
   if (prompt.empty()) return make_error("generate: the prompt is empty (no tokens to start from)");
   const int room = session.n_ctx() - session.n_past();
@@ -20,8 +20,11 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
     return make_error("generate: the prompt has {} tokens but only {} of the context's {} positions are free "
                       "(raise -c or shorten the prompt)",
                       prompt.size(), room, session.n_ctx());
+  Speculator* spec = gs.spec;
+  if (spec && static_cast<int>(gs.cached.size()) != session.n_past())
+    return make_error("generate: {} cached tokens given for a session holding {}", gs.cached.size(), session.n_past());
 
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Clock::now();
   int n_step = 0;
   if (hooks.before_decode) hooks.before_decode(n_step, static_cast<int>(prompt.size()));
   auto logits = session.decode(prompt, 1);
@@ -29,30 +32,96 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   st.n_prompt = static_cast<int>(prompt.size());
   st.prompt_s = seconds_since(t0);
   sampler.accept_prompt(prompt);
+  const SpecStats spec0 = spec ? spec->stats() : SpecStats{};
 
+  // history: the tokens in the cache (speculative decoding only: what drafting looks at).
+  std::vector<int32_t> history;
+  if (spec) {
+    history.assign(gs.cached.begin(), gs.cached.end());
+    history.insert(history.end(), prompt.begin(), prompt.end());
+  }
   TokenStep step(tok, sampler, params);
-  t0 = std::chrono::steady_clock::now();
+  std::vector<int32_t> run;  // the last pass's tokens after the prompt: [next, drafts...]
+  Speculator::Plan plan;     // its drafts
+  double pass_s = 0;
+  const size_t n_vocab = static_cast<size_t>(session.n_vocab());
+  t0 = Clock::now();
   for (;;) {
-    auto r = step.next(*logits, session.n_ctx() - session.n_past());
-    if (!r) return r.error();
-    if (hooks.on_token) hooks.on_token(n_step, r->token, r->text, *logits);
-    if (!r->text.empty() && !on_text(r->text)) {
-      step.end();
-      st.reason = StopReason::kCancelled;
+    // Rows of the last pass: row i follows run[i] (the prompt's last token for the prefill).
+    const int n_rows = static_cast<int>(logits->size() / n_vocab);
+    const int n_past0 = session.n_past() - n_rows;  // cached before the pass's first row
+    const int k = n_rows - 1;                       // drafted tokens in it
+    int j = 0;          // drafts kept: the target agreed with each and generation went on
+    int n_compared = 0;  // drafts the target's samples were compared with
+    int n_agreed = 0;    // of those, the ones it agreed with (a final token can agree too)
+    bool stop = false;
+    int32_t next = -1;
+    for (int i = 0; i <= k; ++i) {
+      const std::span<const float> row = logits->subspan(static_cast<size_t>(i) * n_vocab, n_vocab);
+      auto r = step.next(row, session.n_ctx() - (n_past0 + i + 1));
+      if (!r) return r.error();
+      if (hooks.on_token) hooks.on_token(n_step, r->token, r->text, row);
+      const bool agree = i < k && r->token == plan.tokens[static_cast<size_t>(i)];
+      n_compared += i < k;
+      n_agreed += agree;
+      if (!r->text.empty() && !on_text(r->text)) {
+        step.end();
+        st.reason = StopReason::kCancelled;
+        stop = true;
+      } else if (r->done) {
+        st.reason = r->reason;
+        stop = true;
+      }
+      if (stop) break;
+      if (agree) {
+        ++j;
+        continue;
+      }
+      next = r->token;
       break;
     }
-    if (r->done) {
-      st.reason = r->reason;
-      break;
+    if (k > 0 || plan.source != DraftSource::kNone) spec->record(plan, n_compared, n_agreed, pass_s);
+    // The rows after the last kept draft were computed for tokens the target did not pick (or
+    // after the end: plain decoding never decodes the last token either).
+    if (k > j) {
+      if (Status rs = session.truncate(session.n_past() - (k - j)); !rs) return rs.error();
     }
-    if (hooks.before_decode) hooks.before_decode(++n_step, 1);
-    logits = session.decode(std::span<const int32_t>(&r->token, 1), 1);
+    if (n_step > 0) st.n_decoded += j + 1;
+    if (spec && n_step > 0) history.insert(history.end(), run.begin(), run.begin() + j + 1);
+    if (stop) break;
+
+    // The next pass: `next`, and what the speculator drafts after it.
+    run.assign(1, next);
+    plan = {};
+    if (spec) {
+      history.push_back(next);
+      int limit = session.n_ctx() - session.n_past() - 1;       // the pass must fit the context
+      limit = std::min(limit, session.n_batch() - 1);            // and one batch
+      if (params.n_predict >= 0) limit = std::min(limit, params.n_predict - step.n_gen() - 1);  // no sample past -n
+      auto p = spec->draft(history, limit);
+      history.pop_back();
+      if (!p) return p.error();
+      plan = std::move(*p);
+      if (spec->usable(plan)) {
+        run.insert(run.end(), plan.tokens.begin(), plan.tokens.end());
+      } else {
+        plan.tokens.clear();
+      }
+    }
+    ++n_step;
+    if (hooks.before_decode) hooks.before_decode(n_step, static_cast<int>(run.size()));
+    const auto tp = Clock::now();
+    logits = session.decode(run, static_cast<int>(run.size()));
     if (!logits) return logits.error();
-    st.n_decoded++;
+    pass_s = seconds_since(tp);
+    st.n_passes++;
   }
   st.gen_s = seconds_since(t0);
   st.n_gen = step.n_gen();
   st.tokens = step.tokens();
+  if (spec) {
+    st.spec = spec->stats().since(spec0);
+  }
   return st;
 }
 

@@ -1,6 +1,9 @@
 // The generation loop shared by the CLI, the chat REPL and the server: prefill a prompt, then
 // sample, check end-of-generation and stop strings, stream UTF-8-safe text, decode the token,
-// until -n tokens, a stop, an end-of-generation token or a full context.
+// until -n tokens, a stop, an end-of-generation token or a full context. With a Speculator each
+// pass also carries drafted tokens: the target samples every drafted position in turn (its own
+// sampler chain and RNG, exactly as plain decoding would), keeps the drafts while they agree and
+// rolls the rest back, so the text is that of plain decoding, only sooner.
 //
 //   GenerateParams gp; gp.n_predict = 128; gp.stop = {"\nUser:"};
 //   auto st = generate(*session, tok, sampler, prompt_ids, gp,
@@ -18,6 +21,7 @@
 
 #include "core/status.h"
 #include "runtime/session.h"
+#include "runtime/speculative.h"
 #include "runtime/step.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -31,10 +35,12 @@ struct GenerateStats {
   int n_prompt = 0;        // tokens prefilled by this call
   double prompt_s = 0;     // prefill time
   int n_gen = 0;           // tokens sampled (the end-of-generation token included)
-  int n_decoded = 0;       // single-token decode steps run
-  double gen_s = 0;        // time in those decode steps and sampling
+  int n_decoded = 0;       // generated tokens decoded into the cache (every one but the last)
+  int n_passes = 0;        // forward passes after the prompt (fewer than n_decoded when drafts hold)
+  double gen_s = 0;        // time in those passes, drafting and sampling
   StopReason reason = StopReason::kLength;
   std::vector<int32_t> tokens;  // the generated tokens (without a final end-of-generation)
+  SpecStats spec;               // drafts of this call (speculative decoding)
   double prompt_tps() const { return prompt_s > 0 ? n_prompt / prompt_s : 0; }
   double gen_tps() const { return gen_s > 0 ? n_decoded / gen_s : 0; }
 };
@@ -52,10 +58,19 @@ struct GenerateHooks {
   std::function<void(int step, int32_t token, std::string_view text, std::span<const float> logits)> on_token;
 };
 
+// Speculative decoding for generate() (speculative.h): the drafting policy, and the tokens the
+// session holds before the prompt (all n_past() of them: drafting looks at the whole sequence).
+// The output is the same as without it, token for token.
+struct GenerateSpec {
+  Speculator* spec = nullptr;
+  std::span<const int32_t> cached;
+};
+
 // Appends `prompt` to the session (at its current n_past) and generates. The sampler's window
 // is seeded with the prompt. Errors: a prompt that does not fit the context, a decode failure.
 Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler& sampler,
                                  std::span<const int32_t> prompt, const GenerateParams& params,
-                                 const TextSink& on_text, const GenerateHooks& hooks = {});
+                                 const TextSink& on_text, const GenerateHooks& hooks = {},
+                                 const GenerateSpec& spec = {});
 
 }  // namespace minfer

@@ -113,6 +113,55 @@ std::optional<ApiError> normalize_messages(const json& in, json& out) {
   return std::nullopt;
 }
 
+// llama-server's per-request speculative settings: {"speculative": {"n_max", "n_min", "p_min",
+// "type"}} or the flat keys "speculative.n_max" ... A request without them gets the server's.
+// type: "none" (off), "ngram", "draft" (the draft model), "draft+ngram" (both, the better one
+// per step); without a type the server's sources are kept.
+std::optional<ApiError> parse_speculative(const json& body, const ParseContext& ctx, std::optional<SpecParams>& out) {
+  out.reset();
+  if (ctx.spec) out = *ctx.spec;
+  const json* obj = field(body, "speculative");
+  if (obj && !obj->is_object()) return bad("speculative", "'speculative' must be an object");
+  json flat = obj ? *obj : json::object();
+  for (const char* k : {"n_max", "n_min", "p_min", "type"}) {
+    const std::string key = std::string("speculative.") + k;
+    if (const json* v = field(body, key.c_str())) flat[k] = *v;
+  }
+  if (flat.empty()) return std::nullopt;
+  for (auto it = flat.begin(); it != flat.end(); ++it)
+    if (it.key() != "n_max" && it.key() != "n_min" && it.key() != "p_min" && it.key() != "type")
+      return bad("speculative." + it.key(), fmt::format("unknown field 'speculative.{}' (n_max, n_min, p_min, type)", it.key()));
+  std::string type;
+  if (const json* t = field(flat, "type")) {
+    if (!t->is_string()) return bad("speculative.type", "'speculative.type' must be a string");
+    type = t->get<std::string>();
+    if (type == "none") {
+      out.reset();
+      return std::nullopt;
+    }
+    if (type != "ngram" && type != "draft" && type != "draft+ngram" && type != "ngram+draft")
+      return bad("speculative.type", fmt::format("speculative.type '{}' is not one of none, ngram, draft, draft+ngram", type));
+    const bool model = type != "ngram";
+    if (model && !ctx.has_draft_model)
+      return bad("speculative.type", fmt::format("speculative.type '{}' needs a draft model: start the server with --spec-draft MODEL", type));
+    if (!out) out = SpecParams{};
+    out->model = model;
+    out->ngram = type != "draft";
+  }
+  if (!out) return std::nullopt;  // settings without a source: the server does not speculate
+  double d = 0;
+  int64_t i = 0;
+  if (auto e = integer(flat, "n_max", 1, kSpecMaxDraft, i)) return bad("speculative.n_max", e->message);
+  if (field(flat, "n_max")) out->n_max = static_cast<int>(i);
+  if (auto e = integer(flat, "n_min", 0, kSpecMaxDraft, i)) return bad("speculative.n_min", e->message);
+  if (field(flat, "n_min")) out->n_min = static_cast<int>(i);
+  if (auto e = number(flat, "p_min", 0, 1, d)) return bad("speculative.p_min", e->message);
+  if (field(flat, "p_min")) out->p_min = static_cast<float>(d);
+  out->n_min = std::min(out->n_min, out->n_max);
+  if (Status st = validate(*out); !st) return bad("speculative", st.error().message);
+  return std::nullopt;
+}
+
 std::string token_bytes_string(const Tokenizer& tok, int32_t id) { return std::string(tok.piece(id)); }
 
 json bytes_array(const std::string& s) {
@@ -221,6 +270,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
       r.top_logprobs = static_cast<int>(i);
     }
   }
+
+  if (auto e = parse_speculative(body, ctx, r.spec)) return *e;
 
   if (const json* rf = field(body, "response_format")) {
     const std::string type = rf->is_object() ? rf->value("type", "") : "";

@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "gguf/reader.h"
+#include "runtime/speculative.h"
 #include "sampling/params.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -44,6 +46,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   SamplerParams sampling;
   bool json_object = false;     // response_format {"type": "json_object"}
+  std::optional<SpecParams> spec;  // speculative decoding (the server's default, or the request's)
 };
 
 // What parsing needs from the server: the model's template and tokenizer, and the context size.
@@ -52,6 +55,8 @@ struct ParseContext {
   const Tokenizer* tok = nullptr;
   int n_ctx_slot = 0;
   int default_n_predict = -1;  // max_tokens when the request has none (-1: until eog / context end)
+  const SpecParams* spec = nullptr;  // the server's speculative decoding (null: off by default)
+  bool has_draft_model = false;      // whether a request may ask for the draft model
 };
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat,

@@ -8,6 +8,8 @@
 #include <span>
 
 #include "runtime/context.h"
+#include "runtime/draft-model.h"
+#include "runtime/speculative.h"
 #include "runtime/step.h"
 #include "sampling/sampler.h"
 #include "server/json-prefix.h"
@@ -66,6 +68,14 @@ struct Slot {
   bool first_token = true;
   std::vector<TokenLogprob> pending_lp;
   std::optional<JsonPrefix> json;  // json_object jobs: the output so far
+  std::optional<Speculator> spec;  // speculative jobs
+  Speculator::Plan plan;           // the drafts of the pass being run
+  Clock::time_point started, first_at;  // prefill started; first token sampled
+  // Set by on_logits when the job ends with the token just sampled (carried out after the
+  // pass's rows are walked and the cache rolled back): done with end_text, or failed.
+  bool ending = false;
+  std::string end_text, error;
+  const char* end_reason = nullptr;
 };
 
 struct Queued {
@@ -133,7 +143,12 @@ struct Engine::Impl {
 
   Batch batch;
   std::vector<Slot*> owners;  // [batch row] whose token it is
-  std::vector<Slot*> wants;   // slots whose logits row comes back, in row order
+  struct Want {
+    Slot* slot;
+    int n_rows;               // its logits rows: 1, or 1 + drafts while generating
+  };
+  std::vector<Want> wants;    // slots whose logits rows come back, in row order
+  std::unique_ptr<DraftModel> draft;
 
   // ---- events ----
 
@@ -149,6 +164,14 @@ struct Engine::Impl {
       ev.n_prompt = static_cast<int>(s.job.prompt.size());
       ev.n_cached = s.n_cached;
       ev.n_gen = s.step ? s.step->n_gen() : 0;
+      if (s.spec) {
+        ev.n_draft = s.spec->stats().n_drafted;
+        ev.n_draft_accepted = s.spec->stats().n_accepted;
+      }
+      const auto now = Clock::now();
+      const Clock::time_point first = s.first_token ? now : s.first_at;
+      ev.prompt_ms = std::chrono::duration<double, std::milli>(first - s.started).count();
+      ev.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
     }
     if (!done && ev.text.empty() && ev.logprobs.empty()) return;
     s.job.channel->push(std::move(ev));
@@ -168,6 +191,11 @@ struct Engine::Impl {
 
   void release(Slot& s) {
     s.step.reset();
+    s.spec.reset();
+    s.plan = {};
+    s.ending = false;
+    s.end_text.clear();
+    s.error.clear();
     s.sampler.reset();
     s.job = Job{};
     s.pending_lp.clear();
@@ -337,18 +365,26 @@ struct Engine::Impl {
     s.first_token = true;
     s.pending_lp.clear();
     if (s.job.json_object) s.json.emplace();
+    if (s.job.spec) s.spec.emplace(*s.job.spec, s.job.spec->model ? draft.get() : nullptr, s.id);
+    s.plan = {};
+    s.started = Clock::now();
     std::lock_guard<std::mutex> lk(mu);
     m.n_cached_tokens += static_cast<int64_t>(keep);
   }
 
   // ---- one step ----
 
-  // One token sampled for slot s from its logits row.
-  void on_logits(Slot& s, std::span<const float> row) {
+  // One token sampled for slot s from its logits row; `room`: the positions free after it.
+  // Returns the token; when the job ends with it, s.ending (or s.error) says how: the caller
+  // finishes the job once the pass's other rows are settled.
+  int32_t on_logits(Slot& s, std::span<const float> row, int room) {
     const std::span<const float> raw = row;
     if (s.json) row = mask_json(s, row);
-    auto r = s.step->next(row, ctx->n_ctx_seq() - ctx->seq_len(s.id));
-    if (!r) return fail(s, r.error().message);
+    auto r = s.step->next(row, room);
+    if (!r) {
+      s.error = r.error().message;
+      return -1;
+    }
     {
       std::lock_guard<std::mutex> lk(mu);
       if (s.first_token) {
@@ -357,14 +393,57 @@ struct Engine::Impl {
       }
       m.n_gen_tokens++;
     }
+    if (s.first_token) s.first_at = Clock::now();
     s.first_token = false;
     if (s.job.top_logprobs >= 0) s.pending_lp.push_back(logprob_of(raw, r->token, s.job.top_logprobs));
-    if (r->done) return done(s, std::move(r->text), finish_reason(r->reason));
+    auto end = [&](std::string text, const char* reason) {
+      s.ending = true;
+      s.end_text = std::move(text);
+      s.end_reason = reason;
+      return r->token;
+    };
+    if (r->done) return end(std::move(r->text), finish_reason(r->reason));
     if (s.json) s.json->push(tok->piece(r->token));
-    if (s.json && s.json->done()) return done(s, r->text + s.step->finish(), "stop");
-    if (Clock::now() > s.job.deadline) return done(s, r->text + s.step->finish(), "length");
+    if (s.json && s.json->done()) return end(r->text + s.step->finish(), "stop");
+    if (Clock::now() > s.job.deadline) return end(r->text + s.step->finish(), "length");
     emit(s, std::move(r->text), false, nullptr);
-    s.next = r->token;
+    return r->token;
+  }
+
+  // Drafts for every generating speculative slot: n-gram lookups here, the draft model's
+  // requests of all slots in one propose() call (one batch per depth).
+  std::vector<DraftRequest> draft_reqs;
+  std::vector<Slot*> draft_owners;
+  void plan_drafts() {
+    draft_reqs.clear();
+    draft_owners.clear();
+    std::vector<Slot*> planned;
+    for (Slot& s : slots) {
+      if (!s.active || s.next < 0 || !s.spec) continue;
+      s.cached.push_back(s.next);  // the history a draft continues: the cache and `next`
+      planned.push_back(&s);
+      int limit = p.n_ctx_slot - static_cast<int>(s.cached.size());
+      if (s.job.n_predict >= 0) limit = std::min(limit, s.job.n_predict - s.step->n_gen() - 1);
+      s.plan = s.spec->plan(s.cached, limit);
+      if (s.plan.source == DraftSource::kModel) {
+        draft_reqs.push_back({.seq = s.id, .history = s.cached, .n_max = s.plan.n, .p_min = s.spec->params().p_min, .out = {}});
+        draft_owners.push_back(&s);
+      }
+    }
+    if (!draft_reqs.empty()) {
+      const auto t0 = Clock::now();
+      const Status st = draft->propose(draft_reqs);
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(draft_reqs.size());
+      for (size_t i = 0; i < draft_reqs.size(); ++i) {
+        Speculator::Plan& pl = draft_owners[i]->plan;
+        pl.tokens = st ? std::move(draft_reqs[i].out) : std::vector<int32_t>{};  // a failed draft: plain steps
+        pl.draft_s = dt;
+      }
+    }
+    for (Slot* s : planned) {
+      s->cached.pop_back();
+      if (!s->spec->usable(s->plan)) s->plan.tokens.clear();
+    }
   }
 
   // Slots whose job ended from outside (client gone, deadline) before this step.
@@ -394,6 +473,7 @@ struct Engine::Impl {
   // One batched forward over every active slot. Returns false when there was nothing to run.
   bool step() {
     reap(Clock::now());
+    if (std::any_of(slots.begin(), slots.end(), [](const Slot& x) { return x.active && x.spec; })) plan_drafts();
     batch.clear();
     owners.clear();
     wants.clear();
@@ -405,7 +485,8 @@ struct Engine::Impl {
       std::span<const int32_t> add;
       bool last = true;
       if (s.next >= 0) {
-        add = std::span<const int32_t>(&s.next, 1);
+        s.plan.tokens.insert(s.plan.tokens.begin(), s.next);  // the pass: [next, drafts...]
+        add = s.plan.tokens;
       } else {
         const size_t left = s.job.prompt.size() - s.n_fed;
         const size_t len = std::min(left, static_cast<size_t>(p.n_batch));
@@ -415,15 +496,19 @@ struct Engine::Impl {
         last = len == left;
       }
       const int n_seq = static_cast<int>(add.size());
+      const bool gen = s.next >= 0;
       for (int i = 0; i < n_seq; ++i) {
-        batch.add(add[static_cast<size_t>(i)], static_cast<int32_t>(s.cached.size()) + i, s.id, last && i == n_seq - 1);
+        batch.add(add[static_cast<size_t>(i)], static_cast<int32_t>(s.cached.size()) + i, s.id, gen || (last && i == n_seq - 1));
         owners.push_back(&s);
       }
-      if (last) wants.push_back(&s);
+      if (gen) s.plan.tokens.erase(s.plan.tokens.begin());  // back to the drafts alone
+      if (last) wants.push_back({&s, gen ? n_seq : 1});
     }
     if (batch.size() == 0) return false;
     if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
+    const auto t_pass = Clock::now();
     auto logits = ctx->decode(batch);
+    const double pass_s = std::chrono::duration<double>(Clock::now() - t_pass).count();
     if (!logits) {
       for (Slot& s : slots)
         if (s.active) fail(s, "decode failed: " + logits.error().message, false);
@@ -450,10 +535,54 @@ struct Engine::Impl {
       m.n_prompt_tokens += n_prompt;
     }
     const size_t nv = static_cast<size_t>(n_vocab);
-    for (size_t r = 0; r < wants.size(); ++r) {
-      Slot& s = *wants[r];
-      s.next = -1;
-      on_logits(s, logits->subspan(r * nv, nv));
+    size_t row = 0;
+    for (const Want& w : wants) {
+      Slot& s = *w.slot;
+      const int k = w.n_rows - 1;  // drafts in this pass
+      const int n_past0 = static_cast<int>(s.cached.size()) - w.n_rows;
+      int j = 0, n_compared = 0, n_agreed = 0;
+      for (int i = 0; i <= k; ++i) {
+        s.next = -1;
+        const int32_t t = on_logits(s, logits->subspan((row + static_cast<size_t>(i)) * nv, nv), p.n_ctx_slot - (n_past0 + i + 1));
+        const bool agree = i < k && t == s.plan.tokens[static_cast<size_t>(i)];
+        n_compared += i < k;
+        n_agreed += agree;
+        if (s.ending || !s.error.empty()) break;
+        if (agree) {
+          ++j;
+          continue;
+        }
+        s.next = t;
+        break;
+      }
+      row += static_cast<size_t>(w.n_rows);
+      if (s.spec && (k > 0 || s.plan.source != DraftSource::kNone)) {
+        const SpecStats before = s.spec->stats();
+        s.spec->record(s.plan, n_compared, n_agreed, pass_s);
+        const SpecStats d = s.spec->stats().since(before);
+        std::lock_guard<std::mutex> lk(mu);
+        m.n_draft_tokens += d.n_drafted;
+        m.n_draft_accepted += d.n_accepted;
+        m.n_verify_steps += d.n_steps;
+      }
+      s.plan = {};
+      // Rows after the last kept draft hold tokens the target did not pick (or follow the
+      // last token, which plain decoding never decodes either).
+      if (k > j) {
+        if (Status st = ctx->seq_rollback(s.id, k - j); !st) {
+          s.next = -1;
+          fail(s, "cache edit failed: " + st.error().message, false);
+          continue;
+        }
+        s.cached.resize(s.cached.size() - static_cast<size_t>(k - j));
+      }
+      if (!s.error.empty()) {
+        s.next = -1;
+        fail(s, s.error);
+      } else if (s.ending) {
+        s.next = -1;
+        done(s, std::move(s.end_text), s.end_reason);
+      }
     }
     return true;
   }
@@ -503,7 +632,7 @@ struct Engine::Impl {
 };
 
 Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> model, const Tokenizer& tok,
-                                                 const EngineParams& p) {
+                                                 const EngineParams& p, const EngineDraft& dm) {
   if (p.n_slots < 1) return make_error("engine: --parallel {} must be at least 1", p.n_slots);
   if (p.n_ctx_slot < 8) return make_error("engine: context per slot {} is below 8", p.n_ctx_slot);
   if (p.n_batch < 1) return make_error("engine: n_batch {} must be at least 1", p.n_batch);
@@ -516,7 +645,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
   ContextParams cp;
   cp.n_seq = p.n_slots;
   cp.n_ctx_seq = p.n_ctx_slot;
-  cp.n_batch = e->params_.n_batch + p.n_slots;  // one prompt chunk plus a token of every other slot
+  // One prompt chunk plus a pass of every other slot: its token and up to kSpecMaxDraft drafts.
+  cp.n_batch = e->params_.n_batch + p.n_slots * (1 + kSpecMaxDraft);
   cp.n_threads = p.n_threads;
   cp.kv_type = p.kv_type;
   cp.backends = p.backends;
@@ -524,6 +654,13 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
   auto ctx = Context::create(std::move(model), cp);
   if (!ctx) return make_error("engine: {}", ctx.error().message);
   impl->ctx = std::move(*ctx);
+  if (dm.model) {
+    MINFER_ASSERT(dm.tok != nullptr);
+    ContextParams dcp = cp;  // the target's arithmetic too: a model drafting for itself agrees exactly
+    auto d = DraftModel::create(dm.model, *dm.tok, tok, dcp);
+    if (!d) return make_error("engine: draft model: {}", d.error().message);
+    impl->draft = std::move(*d);
+  }
   impl->n_vocab = impl->ctx->n_vocab();
   impl->slots.resize(static_cast<size_t>(p.n_slots));
   for (int i = 0; i < p.n_slots; ++i) impl->slots[static_cast<size_t>(i)].id = i;
@@ -538,6 +675,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
 }
 
 Engine::Engine(const EngineParams& p) : params_(p) {}
+
+bool Engine::has_draft_model() const { return impl_->draft != nullptr; }
 
 Engine::~Engine() {
   if (!impl_) return;

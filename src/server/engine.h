@@ -17,6 +17,11 @@
 // greedy output is the same alone or under load, whether its prompt's prefix came from a
 // slot's cache or how the prompt was split into prefill chunks.
 //
+// Speculative decoding: a job with Job::spec drafts (n-gram lookup and/or the draft model, all
+// slots' draft-model requests in one batch per depth) and its pass carries [next, drafts...];
+// its rows are sampled in turn by the slot's TokenStep exactly as plain decoding would, the
+// drafts kept while they agree and the rest of the rows rolled back, so the output is the same.
+//
 // Prefix reuse: a slot keeps the tokens of its last conversation in its cache; a new job goes
 // to the free slot sharing the longest prefix with its prompt and only the rest is prefilled.
 // When another slot (free or busy) holds a much longer common prefix, it is copied over
@@ -36,6 +41,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,6 +49,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "runtime/speculative.h"
 #include "sampling/params.h"
 #include "tokenizer/tokenizer.h"
 
@@ -64,6 +71,13 @@ struct EngineParams {
   double watchdog_s = 60;        // work but no finished step for this long: stalled()
 };
 
+// Speculative decoding for the engine (runtime/speculative.h): a draft model (may be null; its
+// own context gets one sequence per slot) and the defaults a job's Job::spec starts from.
+struct EngineDraft {
+  std::shared_ptr<const Model> model;
+  const Tokenizer* tok = nullptr;  // the draft model's tokenizer (checked against the target's)
+};
+
 struct TokenLogprob {
   int32_t id = 0;
   float logprob = 0.0f;
@@ -78,6 +92,8 @@ struct JobEvent {
   std::vector<TokenLogprob> logprobs; // the tokens behind `text` (when the job asked for them)
   std::string finish_reason;          // kDone: "stop" or "length"
   int n_prompt = 0, n_cached = 0, n_gen = 0;  // kDone: usage (n_cached: prompt tokens reused)
+  int64_t n_draft = 0, n_draft_accepted = 0;  // kDone: drafted tokens verified, and accepted
+  double prompt_ms = 0, predicted_ms = 0;     // kDone: slot start -> first token -> end
   std::string error;                  // kError
 };
 
@@ -110,6 +126,7 @@ struct Job {
   int top_logprobs = -1;        // -1: no logprobs; 0..20: chosen token plus that many alternatives
   bool json_object = false;     // only tokens that keep the output a valid JSON object prefix;
                                 // the job ends ("stop") when the object is complete
+  std::optional<SpecParams> spec;  // speculative decoding for this job (nullopt: off)
   int index = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<EventChannel> channel;
@@ -125,6 +142,9 @@ struct EngineMetrics {
   int64_t n_jobs_cancelled = 0;
   int64_t n_jobs_timed_out = 0; // deadline or queue timeout
   int64_t n_jobs_failed = 0;    // ended with an error event (cancelled and timed out included)
+  int64_t n_draft_tokens = 0;   // drafted tokens verified (speculative decoding)
+  int64_t n_draft_accepted = 0; // of those, accepted
+  int64_t n_verify_steps = 0;   // slot passes that carried a draft
   double ttft_s_sum = 0;        // submit -> first token, summed over jobs
   int64_t ttft_count = 0;
   int queued = 0;
@@ -135,7 +155,7 @@ struct EngineMetrics {
 class Engine {
  public:
   static Expected<std::unique_ptr<Engine>> create(std::shared_ptr<const Model> model, const Tokenizer& tok,
-                                                  const EngineParams& p);
+                                                  const EngineParams& p, const EngineDraft& draft = {});
   ~Engine();  // stops the engine thread (cancels what is left)
 
   // Queues the jobs (all or none). False when the queue has no room or the engine is draining.
@@ -152,6 +172,7 @@ class Engine {
   EngineMetrics metrics() const;  // queued and slots_busy are 0 whenever the engine is idle
   const EngineParams& params() const { return params_; }
   int n_ctx_slot() const { return params_.n_ctx_slot; }
+  bool has_draft_model() const;
 
  private:
   struct Impl;

@@ -73,6 +73,9 @@ class HttpMetrics {
     counter("minfer_jobs_cancelled_total", "Generations stopped because the client went away.", m.n_jobs_cancelled);
     counter("minfer_jobs_timed_out_total", "Jobs ended by --timeout or --queue-timeout.", m.n_jobs_timed_out);
     counter("minfer_jobs_failed_total", "Jobs that ended with an error event.", m.n_jobs_failed);
+    counter("minfer_draft_tokens_total", "Drafted tokens verified (speculative decoding).", m.n_draft_tokens);
+    counter("minfer_draft_tokens_accepted_total", "Drafted tokens the target accepted.", m.n_draft_accepted);
+    counter("minfer_draft_verify_steps_total", "Slot passes that verified a draft.", m.n_verify_steps);
     o += fmt::format("# HELP minfer_time_to_first_token_seconds Submit to first token.\n"
                      "# TYPE minfer_time_to_first_token_seconds summary\n"
                      "minfer_time_to_first_token_seconds_sum {}\nminfer_time_to_first_token_seconds_count {}\n",
@@ -161,6 +164,40 @@ struct Server {
             {"model", sp.alias}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}};
   }
 
+  // llama-server's "timings" (of the first choice; draft counts over all choices).
+  struct Timings {
+    int prompt_n = 0, predicted_n = 0;
+    double prompt_ms = 0, predicted_ms = 0;
+    int64_t draft_n = 0, draft_n_accepted = 0;
+    bool first = true;
+    void add(const JobEvent& ev) {
+      if (first) {
+        prompt_n = ev.n_prompt - ev.n_cached;
+        predicted_n = ev.n_gen;
+        prompt_ms = ev.prompt_ms;
+        predicted_ms = ev.predicted_ms;
+        first = false;
+      }
+      draft_n += ev.n_draft;
+      draft_n_accepted += ev.n_draft_accepted;
+    }
+    json to_json() const {
+      auto per_s = [](int n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
+      json t = {{"cache_n", 0},
+                {"prompt_n", prompt_n},
+                {"prompt_ms", prompt_ms},
+                {"prompt_per_token_ms", prompt_n > 0 ? prompt_ms / prompt_n : 0.0},
+                {"prompt_per_second", per_s(prompt_n, prompt_ms)},
+                {"predicted_n", predicted_n},
+                {"predicted_ms", predicted_ms},
+                {"predicted_per_token_ms", predicted_n > 0 ? predicted_ms / predicted_n : 0.0},
+                {"predicted_per_second", per_s(predicted_n, predicted_ms)},
+                {"draft_n", draft_n},
+                {"draft_n_accepted", draft_n_accepted}};
+      return t;
+    }
+  };
+
   static json usage_json(int n_prompt, int n_gen, int n_cached) {
     return {{"prompt_tokens", n_prompt}, {"completion_tokens", n_gen}, {"total_tokens", n_prompt + n_gen},
             {"prompt_tokens_details", {{"cached_tokens", n_cached}}}};
@@ -177,6 +214,7 @@ struct Server {
       j.stop = r.stop;
       j.top_logprobs = r.logprobs ? r.top_logprobs : -1;
       j.json_object = r.json_object;
+      j.spec = r.spec;
       j.index = i;
       j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
       j.channel = ch;
@@ -193,7 +231,8 @@ struct Server {
     } catch (const std::exception& e) {
       return reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""});
     }
-    ParseContext pc{&model->file(), tok, engine->n_ctx_slot(), sp.default_n_predict};
+    ParseContext pc{&model->file(), tok, engine->n_ctx_slot(), sp.default_n_predict, sp.spec ? &*sp.spec : nullptr,
+                    engine->has_draft_model()};
     auto parsed = parse_completion_request(body, chat, pc);
     if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
     auto r = std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
@@ -218,6 +257,7 @@ struct Server {
           std::vector<std::string> reason(static_cast<size_t>(r->n));
           std::vector<std::vector<TokenLogprob>> lps(static_cast<size_t>(r->n));
           int n_prompt = static_cast<int>(r->prompt.size()), n_gen = 0, n_cached = 0;
+          Timings timings;
           std::string error;
           JobEvent ev;
           auto last_write = Clock::now();
@@ -243,6 +283,7 @@ struct Server {
               reason[k] = ev.finish_reason;
               n_gen += ev.n_gen;
               n_cached = ev.n_cached;
+              timings.add(ev);
             }
           }
           std::string reply;
@@ -270,6 +311,8 @@ struct Server {
             json out = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created_t},
                         {"model", sp.alias}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}, {"choices", choices},
                         {"usage", usage_json(n_prompt, n_gen, n_cached)}};
+            out["timings"] = timings.to_json();
+            out["timings"]["cache_n"] = n_cached;
             reply = dump(out);
           }
           if (!sink.write(reply.data(), reply.size())) return false;
@@ -336,7 +379,12 @@ struct Server {
             if (ok && ev.kind == JobEvent::kDone) {
               n_gen += ev.n_gen;
               n_cached = ev.n_cached;
-              ok = send(chunk(ev.index, chat ? json::object() : json(""), nullptr, ev.finish_reason));
+              json last = chunk(ev.index, chat ? json::object() : json(""), nullptr, ev.finish_reason);
+              Timings t;
+              t.add(ev);
+              last["timings"] = t.to_json();
+              last["timings"]["cache_n"] = ev.n_cached;
+              ok = send(last);
             }
           }
           if (!ok) {  // the client went away: stop generating, free the slot
@@ -366,7 +414,8 @@ struct Server {
 
 }  // namespace
 
-int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp_in) {
+int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp_in,
+               const EngineDraft& draft) {
   // Signals go to one thread (sigwait below), never to a worker in the middle of a write.
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -379,7 +428,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   s.model = model;
   s.tok = &tok;
   s.sp = sp_in;
-  auto engine = Engine::create(model, tok, ep);
+  auto engine = Engine::create(model, tok, ep, draft);
   if (!engine) {
     std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());
     return 1;

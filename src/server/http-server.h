@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "models/model.h"
@@ -30,9 +31,11 @@ struct ServerParams {
   int default_n_predict = -1;    // max_tokens of requests that give none
   double drain_timeout_s = 30;   // SIGTERM: how long in-flight requests may still run
   int max_pending_connections = 64;  // accepted connections waiting for an HTTP thread
+  std::optional<SpecParams> spec;    // speculative decoding of requests that do not say (nullopt: off)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.
-int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp);
+int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp,
+               const EngineDraft& draft = {});
 
 }  // namespace minfer::server
