@@ -171,6 +171,15 @@ int cmd_generate(int argc, char** argv) {
   std::fprintf(stderr, "[generate] %d tokens in %.2f s (%.1f tok/s), stop: %s\n", st->n_gen, st->gen_s,
                st->gen_tps(), stop_reason_name(st->reason));
   if (*spec) std::fprintf(stderr, "%s\n", spec_summary(st->spec).c_str());
+  if (*spec && verbose) {
+    const SpecStats& ss = st->spec;
+    const int n_plain = st->n_passes - static_cast<int>(ss.n_steps);
+    const double plain_s = st->gen_s - ss.verify_s - ss.draft_s;
+    std::fprintf(stderr, "[spec] %lld verify passes of %.1f rows, %.2f ms each; drafting %.2f ms per pass; %d other passes, %.2f ms each (with sampling)\n",
+                 static_cast<long long>(ss.n_steps), ss.n_steps ? static_cast<double>(ss.n_verify_rows) / ss.n_steps : 0.0,
+                 ss.n_steps ? 1e3 * ss.verify_s / ss.n_steps : 0.0, st->n_passes ? 1e3 * ss.draft_s / st->n_passes : 0.0, n_plain,
+                 n_plain > 0 ? 1e3 * plain_s / n_plain : 0.0);
+  }
   return 0;
 }
 

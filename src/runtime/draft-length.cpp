@@ -17,16 +17,21 @@ double DraftLength::acceptance(int depth) const {
 }
 
 double DraftLength::verify_cost(int rows) const {
-  // Until two row counts are known: every extra row costs 10% of a single-row pass.
   const double det = sw_ * sxx_ - sx_ * sx_;
-  if (sw_ > 0 && det > 1e-12 * sw_ * sw_) {
+  if (sw_ > 0 && det > 1e-6 * sw_ * sw_) {
     const double b = (sw_ * sxy_ - sx_ * sy_) / det;
     const double a = (sy_ - b * sx_) / sw_;
     const double v = a + b * rows;
-    if (v > 0) return v;
+    if (v > 0 && b >= 0) return v;
   }
-  const double base = sw_ > 0 ? sy_ / sw_ : 1.0;
-  return base * (1.0 + 0.1 * (rows - 1));
+  // One row count seen so far (or none): assume every extra row costs 25% of a single-row
+  // pass, anchored at the mean of what was measured. Pessimistic on purpose: CPU passes grow
+  // quickly with rows (the output head is computed for every one), and a draft that is too long
+  // costs more than one that is too short.
+  constexpr double kPerRow = 0.25;
+  if (sw_ <= 0) return 1.0 + kPerRow * (rows - 1);
+  const double mean_x = sx_ / sw_, mean_y = sy_ / sw_;
+  return mean_y * (1.0 + kPerRow * (rows - 1)) / (1.0 + kPerRow * (mean_x - 1));
 }
 
 int DraftLength::choose(int limit) {

@@ -38,6 +38,8 @@ void SpecStats::add(const SpecStats& o) {
     accepted_by[i] += o.accepted_by[i];
   }
   draft_s += o.draft_s;
+  verify_s += o.verify_s;
+  n_verify_rows += o.n_verify_rows;
 }
 
 SpecStats SpecStats::since(const SpecStats& b) const {
@@ -50,6 +52,8 @@ SpecStats SpecStats::since(const SpecStats& b) const {
     d.accepted_by[i] -= b.accepted_by[i];
   }
   d.draft_s -= b.draft_s;
+  d.verify_s -= b.verify_s;
+  d.n_verify_rows -= b.n_verify_rows;
   return d;
 }
 
@@ -119,6 +123,8 @@ void Speculator::record(const Plan& p, int n_compared, int n_agreed, double veri
   stats_.n_drafted += n;
   stats_.n_accepted += j;
   stats_.n_steps++;
+  stats_.verify_s += verify_s;
+  stats_.n_verify_rows += static_cast<int64_t>(p.tokens.size()) + 1;
   stats_.drafted_by[static_cast<size_t>(p.source)] += n;
   stats_.accepted_by[static_cast<size_t>(p.source)] += j;
 }

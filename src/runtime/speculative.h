@@ -55,6 +55,8 @@ struct SpecStats {
   int64_t n_steps = 0;     // verify passes that carried a draft
   std::array<int64_t, 3> drafted_by{}, accepted_by{};  // [DraftSource]
   double draft_s = 0;      // time spent drafting
+  double verify_s = 0;     // time in the target's passes that carried a draft
+  int64_t n_verify_rows = 0;  // rows in those passes (each drafted token plus the one before them)
   void add(const SpecStats& o);
   SpecStats since(const SpecStats& before) const;  // what was counted after `before`
   double acceptance() const { return n_drafted > 0 ? static_cast<double>(n_accepted) / n_drafted : 0.0; }
