@@ -206,6 +206,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (auto e = integer(body, "n", 1, 16, i)) return *e;
   if (field(body, "n")) r.n = static_cast<int>(i);
   if (auto e = boolean(body, "stream", r.stream)) return *e;
+  if (auto e = boolean(body, "return_tokens", r.return_tokens)) return *e;
+  if (auto e = boolean(body, "ignore_eos", r.ignore_eos)) return *e;
 
   int64_t max_tokens = ctx.default_n_predict;
   for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {

@@ -40,6 +40,8 @@ struct CompletionRequest {
   int n_predict = -1;           // max_tokens / max_completion_tokens; -1: until eog or context end
   int n = 1;                    // choices
   bool stream = false;
+  bool return_tokens = false;
+  bool ignore_eos = false;      // llama.cpp's field: keep going past end-of-generation tokens   // llama-server's /completion: the generated ids in "tokens"
   bool include_usage = false;   // stream_options.include_usage
   bool logprobs = false;
   int top_logprobs = 0;

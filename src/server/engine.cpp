@@ -28,6 +28,7 @@ void EventChannel::push(JobEvent ev) {
           it->text += ev.text;
           it->logprobs.insert(it->logprobs.end(), std::make_move_iterator(ev.logprobs.begin()),
                               std::make_move_iterator(ev.logprobs.end()));
+          it->tokens.insert(it->tokens.end(), ev.tokens.begin(), ev.tokens.end());
           return;
         }
         break;
@@ -67,6 +68,7 @@ struct Slot {
   Clock::time_point submitted;
   bool first_token = true;
   std::vector<TokenLogprob> pending_lp;
+  std::vector<int32_t> pending_tokens;
   std::optional<JsonPrefix> json;  // json_object jobs: the output so far
   std::optional<Speculator> spec;  // speculative jobs
   Speculator::Plan plan;           // the drafts of the pass being run
@@ -76,6 +78,7 @@ struct Slot {
   bool ending = false;
   std::string end_text, error;
   const char* end_reason = nullptr;
+  const char* end_stop_type = "limit";
 };
 
 struct Queued {
@@ -159,6 +162,8 @@ struct Engine::Impl {
     ev.text = std::move(text);
     ev.logprobs = std::move(s.pending_lp);
     s.pending_lp.clear();
+    ev.tokens = std::move(s.pending_tokens);
+    s.pending_tokens.clear();
     if (done) {
       ev.finish_reason = reason;
       ev.n_prompt = static_cast<int>(s.job.prompt.size());
@@ -173,7 +178,8 @@ struct Engine::Impl {
       ev.prompt_ms = std::chrono::duration<double, std::milli>(first - s.started).count();
       ev.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
     }
-    if (!done && ev.text.empty() && ev.logprobs.empty()) return;
+    if (done) ev.stop_type = s.end_stop_type;
+    if (!done && ev.text.empty() && ev.logprobs.empty() && ev.tokens.empty()) return;
     s.job.channel->push(std::move(ev));
   }
 
@@ -199,6 +205,8 @@ struct Engine::Impl {
     s.sampler.reset();
     s.job = Job{};
     s.pending_lp.clear();
+    s.pending_tokens.clear();
+    s.end_stop_type = "limit";
     s.json.reset();
     std::lock_guard<std::mutex> lk(mu);
     s.active = false;
@@ -357,13 +365,14 @@ struct Engine::Impl {
     s.job = std::move(job);
     s.sampler.emplace(std::move(*sampler));
     s.sampler->accept_prompt(s.job.prompt);
-    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop});
+    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop, .ignore_eog = s.job.ignore_eog});
     s.n_fed = keep;
     s.n_cached = static_cast<int>(keep);
     s.next = -1;
     s.submitted = q.submitted;
     s.first_token = true;
     s.pending_lp.clear();
+    s.pending_tokens.clear();
     if (s.job.json_object) s.json.emplace();
     if (s.job.spec) s.spec.emplace(*s.job.spec, s.job.spec->model ? draft.get() : nullptr, s.id);
     s.plan = {};
@@ -396,15 +405,23 @@ struct Engine::Impl {
     if (s.first_token) s.first_at = Clock::now();
     s.first_token = false;
     if (s.job.top_logprobs >= 0) s.pending_lp.push_back(logprob_of(raw, r->token, s.job.top_logprobs));
+    if (!r->eog) s.pending_tokens.push_back(r->token);
     auto end = [&](std::string text, const char* reason) {
       s.ending = true;
       s.end_text = std::move(text);
       s.end_reason = reason;
       return r->token;
     };
-    if (r->done) return end(std::move(r->text), finish_reason(r->reason));
+    if (r->done) {
+      s.end_stop_type = r->reason == StopReason::kEog ? "eos" : r->reason == StopReason::kStopString ? "word" : "limit";
+      return end(std::move(r->text), finish_reason(r->reason));
+    }
+    s.end_stop_type = "limit";  // a deadline; a complete JSON object (below) is "eos"
     if (s.json) s.json->push(tok->piece(r->token));
-    if (s.json && s.json->done()) return end(r->text + s.step->finish(), "stop");
+    if (s.json && s.json->done()) {
+      s.end_stop_type = "eos";
+      return end(r->text + s.step->finish(), "stop");
+    }
     if (Clock::now() > s.job.deadline) return end(r->text + s.step->finish(), "length");
     emit(s, std::move(r->text), false, nullptr);
     return r->token;

@@ -90,7 +90,9 @@ struct JobEvent {
   int index = 0;                      // the job's choice index
   std::string text;                   // kText: final bytes; kDone: the last ones (may be empty)
   std::vector<TokenLogprob> logprobs; // the tokens behind `text` (when the job asked for them)
+  std::vector<int32_t> tokens;        // the ids behind `text` (end-of-generation tokens excluded)
   std::string finish_reason;          // kDone: "stop" or "length"
+  std::string stop_type;              // kDone: llama-server's "eos", "word" or "limit"
   int n_prompt = 0, n_cached = 0, n_gen = 0;  // kDone: usage (n_cached: prompt tokens reused)
   int64_t n_draft = 0, n_draft_accepted = 0;  // kDone: drafted tokens verified, and accepted
   double prompt_ms = 0, predicted_ms = 0;     // kDone: slot start -> first token -> end
@@ -123,6 +125,7 @@ struct Job {
   SamplerParams sampling;
   int n_predict = 256;          // -1: until the slot's context is full
   std::vector<std::string> stop;
+  bool ignore_eog = false;      // keep going past end-of-generation tokens
   int top_logprobs = -1;        // -1: no logprobs; 0..20: chosen token plus that many alternatives
   bool json_object = false;     // only tokens that keep the output a valid JSON object prefix;
                                 // the job ends ("stop") when the object is complete

@@ -212,6 +212,7 @@ struct Server {
       if (r.sampling.seed != kSeedRandom) j.sampling.seed = r.sampling.seed + i;
       j.n_predict = r.n_predict;
       j.stop = r.stop;
+      j.ignore_eog = r.ignore_eos;
       j.top_logprobs = r.logprobs ? r.top_logprobs : -1;
       j.json_object = r.json_object;
       j.spec = r.spec;
@@ -223,25 +224,134 @@ struct Server {
     return jobs;
   }
 
-  void completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+  // The last bytes of a non-streamed reply; the request's latency is recorded.
+  bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0) {
+    if (!sink.write(reply.data(), reply.size())) return false;
+    sink.done();
+    metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+    return true;
+  }
+
+  // llama-server's native POST /completion: {"prompt", "n_predict", sampling fields,
+  // "return_tokens", "stream", "speculative.*"} -> {"content", "tokens", "stop", "stop_type",
+  // "tokens_predicted", "tokens_evaluated", "tokens_cached", "truncated", "timings", ...}; a
+  // stream is "data: {content, tokens, stop: false}" events, then the full object with stop: true.
+  json native_final(const CompletionRequest& r, const std::string& content, const std::vector<int32_t>& tokens,
+                    const JobEvent& done, const Timings& t) const {
+    json j = {{"index", 0}, {"content", content}, {"tokens", r.return_tokens ? json(tokens) : json::array()},
+              {"id_slot", -1}, {"stop", true}, {"model", sp.alias}, {"tokens_predicted", done.n_gen},
+              {"tokens_evaluated", static_cast<int>(r.prompt.size())}, {"tokens_cached", done.n_cached},
+              {"truncated", false}, {"stop_type", done.stop_type.empty() ? "limit" : done.stop_type},
+              {"stopping_word", ""}};
+    j["timings"] = t.to_json();
+    j["timings"]["cache_n"] = done.n_cached;
+    return j;
+  }
+
+  void native_completion(const httplib::Request& req, httplib::Response& res) {
     const auto t0 = Clock::now();
+    auto [r, ch] = accept(req, res, false, true);
+    if (!r) return;
+    res.set_chunked_content_provider(
+        r->stream ? "text/event-stream" : "application/json",
+        [this, r, ch, t0](size_t, httplib::DataSink& sink) {
+          auto send = [&](const json& j) {
+            const std::string s = "data: " + dump(j) + "\n\n";
+            return sink.write(s.data(), s.size());
+          };
+          std::string content, error;
+          std::vector<int32_t> tokens;
+          JobEvent ev, done;
+          auto last_write = Clock::now();
+          for (;;) {
+            const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+            if (pr == EventChannel::kClosed) break;
+            if (!r->stream && Clock::now() - last_write >= std::chrono::milliseconds(200)) {
+              last_write = Clock::now();
+              if (!sink.write(" ", 1)) {  // the client went away
+                ch->cancel();
+                return false;
+              }
+            }
+            if (pr == EventChannel::kTimeout) {
+              if (r->stream && sink.is_writable && !sink.is_writable()) {
+                ch->cancel();
+                return false;
+              }
+              continue;
+            }
+            if (ev.kind == JobEvent::kError) {
+              error = ev.error;
+              continue;
+            }
+            content += ev.text;
+            tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
+            if (r->stream && (!ev.text.empty() || !ev.tokens.empty())) {
+              json c = {{"index", 0}, {"content", ev.text}, {"tokens", r->return_tokens ? json(ev.tokens) : json::array()},
+                        {"stop", false}, {"id_slot", -1}};
+              if (!send(c)) {
+                ch->cancel();
+                return false;
+              }
+            }
+            if (ev.kind == JobEvent::kDone) done = ev;
+          }
+          std::string reply;
+          if (!error.empty()) {
+            json e = error_json({500, error, "server_error", "", ""});
+            reply = r->stream ? "data: " + dump(e) + "\n\n" : dump(e);
+          } else {
+            Timings t;
+            t.add(done);
+            json fin = native_final(*r, r->stream ? std::string() : content, r->stream ? std::vector<int32_t>{} : tokens, done, t);
+            reply = r->stream ? "data: " + dump(fin) + "\n\n" : dump(fin);
+          }
+          return finish_body(sink, reply, t0);
+        },
+        [ch](bool success) {
+          if (!success) ch->cancel();
+        });
+  }
+
+  // Parses the body and queues its jobs; on any refusal the error reply is set and r is null.
+  struct Accepted {
+    std::shared_ptr<CompletionRequest> r;
+    std::shared_ptr<EventChannel> ch;
+  };
+  Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice) {
     json body;
     try {
       body = json::parse(req.body);
     } catch (const std::exception& e) {
-      return reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""});
+      reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""});
+      return {};
     }
     ParseContext pc{&model->file(), tok, engine->n_ctx_slot(), sp.default_n_predict, sp.spec ? &*sp.spec : nullptr,
                     engine->has_draft_model()};
     auto parsed = parse_completion_request(body, chat, pc);
-    if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
+    if (auto* e = std::get_if<ApiError>(&parsed)) {
+      reply_error(res, *e);
+      return {};
+    }
     auto r = std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
+    if (one_choice && r->n != 1) {
+      reply_error(res, {400, "/completion generates one completion ('n' must be 1)", "invalid_request_error", "n", ""});
+      return {};
+    }
     auto ch = std::make_shared<EventChannel>(r->n);
     if (draining || !engine->submit(make_jobs(*r, ch))) {
       res.set_header("Retry-After", "1");
-      return reply_error(res, {503, draining ? "the server is shutting down" : "the server is busy: every slot and queue place is taken; retry later",
-                               "server_error", "", "server_busy"});
+      reply_error(res, {503, draining ? "the server is shutting down" : "the server is busy: every slot and queue place is taken; retry later",
+                        "server_error", "", "server_busy"});
+      return {};
     }
+    return {std::move(r), std::move(ch)};
+  }
+
+  void completions(const httplib::Request& req, httplib::Response& res, bool chat) {
+    const auto t0 = Clock::now();
+    auto [r, ch] = accept(req, res, chat, false);
+    if (!r) return;
     const std::string id = random_id(chat ? "chatcmpl-" : "cmpl-");
     const int64_t created_t = static_cast<int64_t>(std::time(nullptr));
     if (r->stream) return stream(res, r, ch, id, created_t, chat, t0);
@@ -315,10 +425,7 @@ struct Server {
             out["timings"]["cache_n"] = n_cached;
             reply = dump(out);
           }
-          if (!sink.write(reply.data(), reply.size())) return false;
-          sink.done();
-          metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
-          return true;
+          return finish_body(sink, reply, t0);
         },
         [ch](bool success) {
           if (!success) ch->cancel();
@@ -493,6 +600,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   http.Post("/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { s.completions(q, r, true); });
   http.Post("/v1/completions", [&s](const httplib::Request& q, httplib::Response& r) { s.completions(q, r, false); });
   http.Post("/completions", [&s](const httplib::Request& q, httplib::Response& r) { s.completions(q, r, false); });
+  http.Post("/completion", [&s](const httplib::Request& q, httplib::Response& r) { s.native_completion(q, r); });
   auto models = [&s](const httplib::Request&, httplib::Response& r) {
     json m = {{"id", s.sp.alias}, {"object", "model"}, {"created", s.created}, {"owned_by", "minfer"}};
     r.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");

@@ -11,16 +11,18 @@ import sys
 
 MAPPED = {"--host": "--host", "--port": "--port", "--ctx-size": "-c", "-c": "-c", "--parallel": "--parallel",
           "-np": "--parallel", "--api-key": "--api-key", "--alias": "--alias", "--threads": "-t", "-t": "-t",
-          "--n-predict": "-n", "-n": "-n", "--batch-size": "-b", "-b": "-b"}
+          "--n-predict": "-n", "-n": "-n", "--batch-size": "-b", "-b": "-b",
+          "--spec-draft-n-max": "--spec-draft-n", "--spec-draft-n-min": "--spec-draft-min",
+          "--draft-max": "--spec-draft-n", "--draft-min": "--spec-draft-min"}
 # Flags with a value that minfer serve has no use for (model sources, GPU, sampling defaults...).
 IGNORED_WITH_VALUE = {"--temp", "--seed", "--model", "-m", "--model-url", "--hf-repo", "--hf-file", "--model-draft",
                       "--ubatch-size", "-ub", "--n-gpu-layers", "-ngl", "--pooling", "--tags", "-ctk", "-ctv", "-fa",
                       "--slot-save-path", "--grp-attn-n", "--grp-attn-w", "--lora", "--spec-type",
-                      "--spec-draft-n-max", "--spec-draft-n-min", "--chat-template", "--chat-template-file",
+                      "--chat-template", "--chat-template-file",
                       "--reasoning-format", "--reasoning", "--mmproj-url", "--media-path", "--sleep-idle-seconds",
                       "--cache-ram", "--cors-origins", "--models-dir", "--models-max", "--models-preset", "--tools",
-                      "--tools-runtime", "--mcp-servers-config", "--mcp-servers-json", "--draft", "--draft-min",
-                      "--draft-max", "--spec-synth-len", "--spec-synth-rates", "--keep", "--ctx-checkpoints"}
+                      "--tools-runtime", "--mcp-servers-config", "--mcp-servers-json", "--draft",
+                      "--spec-synth-len", "--spec-synth-rates", "--keep", "--ctx-checkpoints"}
 
 
 def main(argv):
@@ -30,6 +32,10 @@ def main(argv):
         a = argv[i]
         if a in MAPPED and i + 1 < len(argv):
             out += [MAPPED[a], argv[i + 1]]
+            i += 2
+        elif a in ("--model-draft", "-md") and i + 1 < len(argv):  # their tiny draft: ours is SmolLM2 itself
+            out += ["--spec-draft", os.environ.get("MINFER_SMOLLM2", os.path.expanduser(
+                "~/.cache/minfer/models/SmolLM2-135M-Instruct-Q4_1.gguf"))]
             i += 2
         elif a in IGNORED_WITH_VALUE:
             i += 2

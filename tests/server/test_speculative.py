@@ -196,3 +196,33 @@ def test_draft_with_another_vocabulary_is_refused_at_start():
         r = subprocess.run([BIN, MODEL, "hi", "-n", "4", "--spec-draft", other], capture_output=True, text=True,
                            timeout=120)
         assert r.returncode != 0 and "not the same vocabulary" in r.stderr, r.stderr
+
+
+def test_native_completion_tokens_and_stream(spec_server):
+    """llama-server's /completion: the generated ids (return_tokens), stop_type, tokens_predicted
+    and timings; the same with and without drafting, streamed or not."""
+    body = {"prompt": "Once upon a time, there was a", "n_predict": 32, "temperature": 0.8, "top_k": 5, "seed": 4242,
+            "return_tokens": True}
+    plain = complete(spec_server, {**body, "speculative.type": "none"}, "/completion")
+    got = complete(spec_server, body, "/completion")
+    assert plain["tokens"] and got["tokens"] == plain["tokens"] and got["content"] == plain["content"]
+    assert got["tokens_predicted"] == len(got["tokens"]) == 32 and got["stop_type"] == "limit"
+    assert got["timings"]["draft_n"] > 0 and plain["timings"]["draft_n"] == 0
+    eos = complete(spec_server, {"prompt": "Once upon a time", "n_predict": 400, "temperature": 0}, "/completion")
+    assert eos["stop_type"] in ("eos", "limit")
+    ign = complete(spec_server, {"prompt": "Respond with only: OK", "n_predict": 24, "temperature": 0, "ignore_eos": True},
+                   "/completion")
+    assert ign["tokens_predicted"] == 24 and ign["stop_type"] == "limit"
+    text, tokens, last = "", [], None
+    with requests.post(spec_server.url + "/completion", json={**body, "stream": True}, stream=True, timeout=300) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if not line.startswith(b"data: "):
+                continue
+            c = json.loads(line[6:])
+            text += c["content"]
+            tokens += c["tokens"]
+            if c["stop"]:
+                last = c
+    assert text == plain["content"] and tokens == plain["tokens"]
+    assert last and last["timings"]["draft_n"] > 0 and last["tokens_predicted"] == 32
