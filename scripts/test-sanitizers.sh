@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The threaded parts under sanitizers: builds the asan (ASan + UBSan) and tsan presets (only the
-# targets needed) and runs the thread-pool stress test, the engine test and the server's chaos
-# and lifecycle tests on each, and the download tests (tests/hub) under ASan. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
+# targets needed) and runs the thread-pool stress test, the engine test and the server's chaos,
+# lifecycle and speculative-decoding tests on each, and the download tests (tests/hub) under ASan. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
 # the process exit 66, and every server test checks the exit code after SIGTERM and each CLI
 # run's. Ends with "N passed, N failed". MINFER_SANITIZERS=asan or tsan picks one.
 set -uo pipefail
@@ -38,6 +38,10 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
     python3 -m pytest -q -s -p no:cacheprovider tests/server/test_chaos.py
   run "$preset.lifecycle" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
     python3 -m pytest -q -p no:cacheprovider tests/server/test_lifecycle.py
+  # Speculative decoding: drafting slots verified in one batch, four clients at once, streams,
+  # bad settings, the native endpoint.
+  run "$preset.speculative" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
+    python3 -m pytest -q -p no:cacheprovider tests/server/test_speculative.py -k "concurrent or streaming or bad_settings or native or greedy"
   # The downloaders parse what servers send (headers, JSON, manifests): ASan + UBSan only
   # (single-threaded, nothing for TSan to see).
   if [ "$preset" = asan ]; then
