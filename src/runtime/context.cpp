@@ -23,12 +23,13 @@ struct GraphEntry {
   uint64_t last_use = 0;
 };
 
-// Least recently used graphs are evicted past `max`.
+// Least recently used graphs are evicted past `max` (speculative decoding alone cycles through a
+// shape per draft length, up to 63, and a server's batches through more).
 template <class Key>
 struct GraphCache {
   std::map<Key, GraphEntry> entries;
   uint64_t clock = 0;
-  size_t max = 8;
+  size_t max = 32;
   GraphEntry* find(const Key& k) {
     auto it = entries.find(k);
     if (it == entries.end()) return nullptr;

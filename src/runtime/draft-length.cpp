@@ -69,6 +69,7 @@ void DraftLength::record(int n, int j, double draft_s, double verify_s) {
     draft_s_ = draft_s_ * kForget + draft_s;
     draft_n_ = draft_n_ * kForget + n;
   }
+  if (verify_s < 0) return;  // the pass's time is not this draft's alone
   const double x = n + 1;
   sw_ = sw_ * kForget + 1.0;
   sx_ = sx_ * kForget + x;

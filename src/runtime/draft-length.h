@@ -24,7 +24,8 @@ class DraftLength {
   explicit DraftLength(int n_max);
   int choose(int limit);  // limit: the most tokens the caller can draft now
   // A step that drafted n tokens (n may be less than chosen), accepted j of them, spending
-  // draft_s drafting and verify_s in the target's pass over n + 1 rows.
+  // draft_s drafting and verify_s in the target's pass over n + 1 rows (negative: unknown, the
+  // time fit is left as it was).
   void record(int n, int j, double draft_s, double verify_s);
   double acceptance(int depth) const;  // a_depth (1-based), the current estimate
   static constexpr int kProbeEvery = 8;

@@ -40,8 +40,8 @@ Pick pick(std::span<const float> row, int32_t n_vocab, bool want_p) {
     }
   }
   if (r.id < 0 || !want_p) return r;
-  double sum = 0;
-  for (float v : row) sum += std::exp(static_cast<double>(v - best));
+  double sum = 0;  // over the shared ids: the draft's own extra ids are never proposed
+  for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(row[static_cast<size_t>(i)] - best));
   r.p = static_cast<float>(1.0 / sum);
   return r;
 }
@@ -151,6 +151,10 @@ Status DraftModel::propose(std::span<DraftRequest> reqs) {
     // The draft decodes the history and all but the last proposed token.
     const int n = std::min(r.n_max, n_ctx_seq() - h + 1);
     if (h == 0 || n < 1) continue;
+    // A target id the draft does not have (added tokens past its vocabulary) cannot be fed to
+    // it: no draft for this history.
+    const int32_t nv = ctx_->n_vocab();
+    if (std::any_of(r.history.begin(), r.history.end(), [nv](int32_t t) { return t < 0 || t >= nv; })) continue;
     live.push_back({&r, n, {}, false});
   }
   std::vector<Live*> row_owner;  // [flagged row] of the batch being built

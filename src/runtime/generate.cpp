@@ -102,11 +102,7 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
       history.pop_back();
       if (!p) return p.error();
       plan = std::move(*p);
-      if (spec->usable(plan)) {
-        run.insert(run.end(), plan.tokens.begin(), plan.tokens.end());
-      } else {
-        plan.tokens.clear();
-      }
+      run.insert(run.end(), plan.tokens.begin(), plan.tokens.end());  // draft() settled it: usable or empty
     }
     ++n_step;
     if (hooks.before_decode) hooks.before_decode(n_step, static_cast<int>(run.size()));

@@ -50,9 +50,10 @@ struct GenerateStats {
 using TextSink = std::function<bool(std::string_view)>;
 
 // Optional observers of a generation, for tracing and the visualizer (viz/): before_decode runs
-// before each forward pass (step 0 is the prompt, of n_tokens; then one token per step), and
+// before each forward pass (step 0 is the prompt, of n_tokens; then one token per step, or with
+// speculative decoding the token and its drafts, some of which may be rolled back after), and
 // on_token after each sampled token with the logits row it was sampled from and the text that
-// became final with it (possibly empty).
+// became final with it (possibly empty): with drafts, several tokens share a step.
 struct GenerateHooks {
   std::function<void(int step, int n_tokens)> before_decode;
   std::function<void(int step, int32_t token, std::string_view text, std::span<const float> logits)> on_token;

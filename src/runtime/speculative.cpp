@@ -38,6 +38,8 @@ void SpecStats::add(const SpecStats& o) {
     accepted_by[i] += o.accepted_by[i];
   }
   draft_s += o.draft_s;
+  n_draft_errors += o.n_draft_errors;
+  if (!o.last_draft_error.empty()) last_draft_error = o.last_draft_error;
   verify_s += o.verify_s;
   n_verify_rows += o.n_verify_rows;
 }
@@ -52,6 +54,8 @@ SpecStats SpecStats::since(const SpecStats& b) const {
     d.accepted_by[i] -= b.accepted_by[i];
   }
   d.draft_s -= b.draft_s;
+  d.n_draft_errors -= b.n_draft_errors;
+  if (d.n_draft_errors == 0) d.last_draft_error.clear();
   d.verify_s -= b.verify_s;
   d.n_verify_rows -= b.n_verify_rows;
   return d;
@@ -63,6 +67,8 @@ std::string spec_summary(const SpecStats& s, std::string_view label) {
   if (s.drafted_by[ng] > 0 && s.drafted_by[md] > 0)
     out += fmt::format("; ngram {}/{}, draft model {}/{}", s.accepted_by[ng], s.drafted_by[ng], s.accepted_by[md],
                        s.drafted_by[md]);
+  if (s.n_draft_errors > 0)
+    out += fmt::format("; the draft model failed {} times (last: {})", s.n_draft_errors, s.last_draft_error);
   return out;
 }
 
@@ -82,18 +88,24 @@ Speculator::Plan Speculator::plan(std::span<const int32_t> history, int limit) {
     // The better source: the n-gram draft unless the draft model has been accepted more often.
     const bool prefer = !model_ || len_[static_cast<size_t>(DraftSource::kNgram)].acceptance(1) >=
                                        len_[static_cast<size_t>(DraftSource::kModel)].acceptance(1);
-    if (!d.tokens.empty() && prefer) {
+    if (!d.tokens.empty() && (prefer || length(DraftSource::kModel) == 0)) {
       plan.source = DraftSource::kNgram;
       plan.n = n;
       plan.tokens = std::move(d.tokens);
       return plan;
     }
+    plan.fallback = std::move(d.tokens);
   }
   if (model_) {
     const int n = length(DraftSource::kModel);
     if (n > 0) {
       plan.source = DraftSource::kModel;
       plan.n = n;
+    } else if (!plan.fallback.empty()) {
+      plan.source = DraftSource::kNgram;
+      plan.n = static_cast<int>(plan.fallback.size());
+      plan.tokens = std::move(plan.fallback);
+      plan.fallback.clear();
     }
   }
   return plan;
@@ -104,10 +116,30 @@ Expected<Speculator::Plan> Speculator::draft(std::span<const int32_t> history, i
   if (p.source != DraftSource::kModel) return p;
   const auto t0 = std::chrono::steady_clock::now();
   DraftRequest r{.seq = seq_, .history = history, .n_max = p.n, .p_min = p_.p_min, .out = {}};
-  MINFER_TRY(model_->propose({&r, 1}));
+  if (Status st = model_->propose({&r, 1}); !st) {  // decode without a draft this step
+    stats_.n_draft_errors++;
+    stats_.last_draft_error = st.error().message;
+    r.out.clear();
+  }
   p.tokens = std::move(r.out);
   p.draft_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  settle(p);
   return p;
+}
+
+bool Speculator::settle(Plan& p) {
+  if (p.source == DraftSource::kModel && p.tokens.empty()) {
+    len_[static_cast<size_t>(DraftSource::kModel)].record(1, 0, p.draft_s, -1.0);  // a miss at depth 1
+    if (!p.fallback.empty()) {
+      p.source = DraftSource::kNgram;
+      p.n = static_cast<int>(p.fallback.size());
+      p.tokens = std::move(p.fallback);
+      p.draft_s = 0;
+    }
+  }
+  p.fallback.clear();
+  if (!usable(p)) p.tokens.clear();
+  return !p.tokens.empty();
 }
 
 bool Speculator::usable(const Plan& p) const {
@@ -123,7 +155,7 @@ void Speculator::record(const Plan& p, int n_compared, int n_agreed, double veri
   stats_.n_drafted += n;
   stats_.n_accepted += j;
   stats_.n_steps++;
-  stats_.verify_s += verify_s;
+  if (verify_s > 0) stats_.verify_s += verify_s;
   stats_.n_verify_rows += static_cast<int64_t>(p.tokens.size()) + 1;
   stats_.drafted_by[static_cast<size_t>(p.source)] += n;
   stats_.accepted_by[static_cast<size_t>(p.source)] += j;

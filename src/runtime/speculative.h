@@ -55,6 +55,8 @@ struct SpecStats {
   int64_t n_steps = 0;     // verify passes that carried a draft
   std::array<int64_t, 3> drafted_by{}, accepted_by{};  // [DraftSource]
   double draft_s = 0;      // time spent drafting
+  int64_t n_draft_errors = 0;  // draft model failures (those steps decoded without a draft)
+  std::string last_draft_error;
   double verify_s = 0;     // time in the target's passes that carried a draft
   int64_t n_verify_rows = 0;  // rows in those passes (each drafted token plus the one before them)
   void add(const SpecStats& o);
@@ -73,6 +75,7 @@ class Speculator {
     DraftSource source = DraftSource::kNone;
     int n = 0;                      // tokens asked of the source
     std::vector<int32_t> tokens;    // the draft (for kModel: after DraftModel::propose)
+    std::vector<int32_t> fallback;  // kModel with n-gram on: the n-gram draft, used when the model drafts nothing
     double draft_s = 0;
   };
   // Decides what to draft after `history` (every token of the sequence before the next one, the
@@ -81,11 +84,19 @@ class Speculator {
   // stores the result in tokens, or calls draft() which does it for one sequence.
   Plan plan(std::span<const int32_t> history, int limit);
   Expected<Plan> draft(std::span<const int32_t> history, int limit);
-  // Whether a plan's draft is long enough to verify (SpecParams::n_min; at least one token).
+  // After the draft model ran (tokens filled): an empty model draft falls back to the n-gram
+  // one (counted as a model miss); then whether the draft is long enough to verify
+  // (SpecParams::n_min; at least one token). A plan that is not usable has its tokens cleared.
+  bool settle(Plan& p);
+  // A failed DraftModel::propose for this sequence's plan (the step goes on without a draft).
+  void note_draft_error(const std::string& msg) {
+    stats_.n_draft_errors++;
+    stats_.last_draft_error = msg;
+  }
   bool usable(const Plan& p) const;
   // After the pass that verified `p`: the target's samples were compared with its first
   // n_compared tokens (fewer when generation ended inside the draft) and agreed with the first
-  // n_agreed; the pass took verify_s.
+  // n_agreed; the pass took verify_s (negative: not known, e.g. a pass shared with a prefill).
   void record(const Plan& p, int n_compared, int n_agreed, double verify_s);
 
   const SpecParams& params() const { return p_; }

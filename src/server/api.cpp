@@ -131,10 +131,20 @@ std::optional<ApiError> parse_speculative(const json& body, const ParseContext& 
   for (auto it = flat.begin(); it != flat.end(); ++it)
     if (it.key() != "n_max" && it.key() != "n_min" && it.key() != "p_min" && it.key() != "type")
       return bad("speculative." + it.key(), fmt::format("unknown field 'speculative.{}' (n_max, n_min, p_min, type)", it.key()));
-  std::string type;
+  // The numbers are checked whether or not this request ends up speculating.
+  double d = 0;
+  int64_t i = 0;
+  std::optional<int> n_max, n_min;
+  std::optional<float> p_min;
+  if (auto e = integer(flat, "n_max", 1, kSpecMaxDraft, i)) return bad("speculative.n_max", e->message);
+  if (field(flat, "n_max")) n_max = static_cast<int>(i);
+  if (auto e = integer(flat, "n_min", 0, kSpecMaxDraft, i)) return bad("speculative.n_min", e->message);
+  if (field(flat, "n_min")) n_min = static_cast<int>(i);
+  if (auto e = number(flat, "p_min", 0, 1, d)) return bad("speculative.p_min", e->message);
+  if (field(flat, "p_min")) p_min = static_cast<float>(d);
   if (const json* t = field(flat, "type")) {
     if (!t->is_string()) return bad("speculative.type", "'speculative.type' must be a string");
-    type = t->get<std::string>();
+    const std::string type = t->get<std::string>();
     if (type == "none") {
       out.reset();
       return std::nullopt;
@@ -149,14 +159,9 @@ std::optional<ApiError> parse_speculative(const json& body, const ParseContext& 
     out->ngram = type != "draft";
   }
   if (!out) return std::nullopt;  // settings without a source: the server does not speculate
-  double d = 0;
-  int64_t i = 0;
-  if (auto e = integer(flat, "n_max", 1, kSpecMaxDraft, i)) return bad("speculative.n_max", e->message);
-  if (field(flat, "n_max")) out->n_max = static_cast<int>(i);
-  if (auto e = integer(flat, "n_min", 0, kSpecMaxDraft, i)) return bad("speculative.n_min", e->message);
-  if (field(flat, "n_min")) out->n_min = static_cast<int>(i);
-  if (auto e = number(flat, "p_min", 0, 1, d)) return bad("speculative.p_min", e->message);
-  if (field(flat, "p_min")) out->p_min = static_cast<float>(d);
+  if (n_max) out->n_max = *n_max;
+  if (n_min) out->n_min = *n_min;
+  if (p_min) out->p_min = *p_min;
   out->n_min = std::min(out->n_min, out->n_max);
   if (Status st = validate(*out); !st) return bad("speculative", st.error().message);
   return std::nullopt;

@@ -454,12 +454,13 @@ struct Engine::Impl {
       for (size_t i = 0; i < draft_reqs.size(); ++i) {
         Speculator::Plan& pl = draft_owners[i]->plan;
         pl.tokens = st ? std::move(draft_reqs[i].out) : std::vector<int32_t>{};  // a failed draft: plain steps
+        if (!st) draft_owners[i]->spec->note_draft_error(st.error().message);
         pl.draft_s = dt;
       }
     }
     for (Slot* s : planned) {
       s->cached.pop_back();
-      if (!s->spec->usable(s->plan)) s->plan.tokens.clear();
+      s->spec->settle(s->plan);
     }
   }
 
@@ -575,7 +576,8 @@ struct Engine::Impl {
       row += static_cast<size_t>(w.n_rows);
       if (s.spec && (k > 0 || s.plan.source != DraftSource::kNone)) {
         const SpecStats before = s.spec->stats();
-        s.spec->record(s.plan, n_compared, n_agreed, pass_s);
+        // A pass that also carried a prompt chunk says nothing about the cost of verifying.
+        s.spec->record(s.plan, n_compared, n_agreed, n_prompt > 0 ? -1.0 : pass_s);
         const SpecStats d = s.spec->stats().since(before);
         std::lock_guard<std::mutex> lk(mu);
         m.n_draft_tokens += d.n_drafted;

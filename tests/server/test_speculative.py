@@ -162,6 +162,10 @@ def test_bad_settings_are_400(spec_server, spec, param):
 def test_draft_type_needs_a_draft_model(server):
     r = post(server, {"prompt": "hi", "max_tokens": 4, "speculative": {"type": "draft"}})
     assert r.status_code == 400 and "--spec-draft" in r.json()["error"]["message"]
+    # Bad numbers are refused even where the server would not speculate.
+    for bad in ({"n_max": "x"}, {"n_max": 999}, {"p_min": -1}):
+        r = post(server, {"prompt": "hi", "max_tokens": 4, "speculative": bad})
+        assert r.status_code == 400, (bad, r.text)
     # n-gram needs nothing: a plain server drafts when asked, with the same output.
     body = {**CASES[0], "max_tokens": 24}
     a = complete(server, body)

@@ -395,6 +395,28 @@ TEST_F(SpecIdentity, StopsEndOfGenerationAndFullContextInsideARun) {
   }
 }
 
+TEST_F(SpecIdentity, EmptyModelDraftsFallBackToNgram) {
+  // p_min 1: the draft model never proposes anything; the n-gram draft must still be used (a
+  // model that drafts nothing is a miss, not a better source).
+  auto self = draft(model_);
+  ASSERT_TRUE(self);
+  SpecParams p;
+  p.ngram = true;
+  p.p_min = 1.0f;
+  SamplerParams greedy;
+  greedy.temp = 0;
+  greedy.repeat_penalty = 1.0f;
+  const std::vector<int32_t> prompt = chat("Copy this text exactly: the red fox and the blue bird sat on the old wall.");
+  GenerateParams gp;
+  gp.n_predict = 40;
+  const Gen plain = run(prompt, greedy, gp, nullptr);
+  Speculator spec(p, self.get(), 0);
+  const Gen got = run(prompt, greedy, gp, &spec);
+  expect_same(plain, got, "p_min 1 + n-gram");
+  EXPECT_EQ(got.spec.drafted_by[static_cast<size_t>(DraftSource::kModel)], 0);
+  EXPECT_GT(got.spec.drafted_by[static_cast<size_t>(DraftSource::kNgram)], 10);
+}
+
 TEST_F(SpecIdentity, ConversationTruncationAndRemovedRange) {
   // Three turns on one session, each reply regenerated once (truncate back, same RNG state as
   // plain), then a range removed from the middle: the draft model follows by itself.
