@@ -80,16 +80,13 @@ int cmd_serve(int argc, char** argv) {
   sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
   server::EngineDraft draft;
   std::optional<LoadedDraft> loaded;
+  if (Status st = check_spec_options(spo); !st) {
+    std::fprintf(stderr, "minfer: %s\n", st.error().message.c_str());
+    return 1;
+  }
   if (spo.on()) {
-    if (Status st = validate(spo.p); !st) {
-      std::fprintf(stderr, "minfer: %s\n", st.error().message.c_str());
-      return 1;
-    }
     sp.spec = spo.p;
     sp.spec->model = !spo.draft.empty();
-  } else if (spo.p.adaptive) {
-    std::fprintf(stderr, "minfer: --spec-draft-adaptive needs --spec-draft MODEL or --spec-ngram\n");
-    return 1;
   }
   if (!spo.draft.empty()) {
     auto d = load_draft(spo.draft, *tok);

@@ -40,12 +40,17 @@ Expected<LoadedDraft> load_draft(const std::string& name, const Tokenizer& targe
   return d;
 }
 
-Expected<std::unique_ptr<SpecSetup>> SpecSetup::create(const SpecOptions& o, const Tokenizer& target, ContextParams cp) {
+Status check_spec_options(const SpecOptions& o) {
   if (!o.on()) {
     if (o.p.adaptive) return make_error("--spec-draft-adaptive needs --spec-draft MODEL or --spec-ngram");
-    return std::unique_ptr<SpecSetup>();
+    return Status::ok();
   }
-  MINFER_TRY(validate(o.p));
+  return validate(o.p);
+}
+
+Expected<std::unique_ptr<SpecSetup>> SpecSetup::create(const SpecOptions& o, const Tokenizer& target, ContextParams cp) {
+  MINFER_TRY(check_spec_options(o));
+  if (!o.on()) return std::unique_ptr<SpecSetup>();
   std::unique_ptr<SpecSetup> s(new SpecSetup());
   s->p_ = o.p;
   if (!o.draft.empty()) {

@@ -36,6 +36,8 @@ struct SpecOptions {
 };
 
 void add_spec_options(CLI::App& app, SpecOptions& o);
+// OK, or the error naming the bad option (validate(SpecParams), an adaptive length with no source).
+Status check_spec_options(const SpecOptions& o);
 
 // The draft model NAME (resolved like MODEL), loaded, its vocabulary checked against `target`.
 struct LoadedDraft {

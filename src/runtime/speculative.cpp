@@ -82,13 +82,14 @@ Speculator::Plan Speculator::plan(std::span<const int32_t> history, int limit) {
   auto length = [&](DraftSource s) {
     return p_.adaptive ? len_[static_cast<size_t>(s)].choose(limit) : limit;
   };
+  const int n_model = model_ ? length(DraftSource::kModel) : 0;  // once per step: choose() counts steps
   if (p_.ngram) {
     const int n = length(DraftSource::kNgram);
     NgramDraft d = n > 0 ? ngram_draft(history, p_.ngram_params, n) : NgramDraft{};
     // The better source: the n-gram draft unless the draft model has been accepted more often.
-    const bool prefer = !model_ || len_[static_cast<size_t>(DraftSource::kNgram)].acceptance(1) >=
-                                       len_[static_cast<size_t>(DraftSource::kModel)].acceptance(1);
-    if (!d.tokens.empty() && (prefer || length(DraftSource::kModel) == 0)) {
+    const bool prefer = len_[static_cast<size_t>(DraftSource::kNgram)].acceptance(1) >=
+                        len_[static_cast<size_t>(DraftSource::kModel)].acceptance(1);
+    if (!d.tokens.empty() && (prefer || n_model == 0)) {
       plan.source = DraftSource::kNgram;
       plan.n = n;
       plan.tokens = std::move(d.tokens);
@@ -96,17 +97,9 @@ Speculator::Plan Speculator::plan(std::span<const int32_t> history, int limit) {
     }
     plan.fallback = std::move(d.tokens);
   }
-  if (model_) {
-    const int n = length(DraftSource::kModel);
-    if (n > 0) {
-      plan.source = DraftSource::kModel;
-      plan.n = n;
-    } else if (!plan.fallback.empty()) {
-      plan.source = DraftSource::kNgram;
-      plan.n = static_cast<int>(plan.fallback.size());
-      plan.tokens = std::move(plan.fallback);
-      plan.fallback.clear();
-    }
+  if (n_model > 0) {
+    plan.source = DraftSource::kModel;
+    plan.n = n_model;
   }
   return plan;
 }
