@@ -22,6 +22,9 @@ void add_spec_options(CLI::App& app, SpecOptions& o) {
   app.add_option("--spec-ngram-min", p.ngram_params.n_min, "shortest repeated suffix that drafts")
       ->capture_default_str()->group(g);
   app.add_option("--spec-ngram-max", p.ngram_params.n_max, "longest suffix looked up")->capture_default_str()->group(g);
+  app.add_option("--spec-ngram-skip", p.ngram_params.skip,
+                 "1: with no repeated suffix, match the tokens before the last one (an edit); 0: exact suffixes only")
+      ->capture_default_str()->group(g);
 }
 
 Expected<LoadedDraft> load_draft(const std::string& name, const Tokenizer& target) {

@@ -235,5 +235,41 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
   }
 }
 
+// The several-row kernels are the one-row kernels row by row, bit for bit, on every ISA (head
+// sizes with and without a tail; a row of zeros; more rows than a GQA group).
+TEST(CpuAttention, RowKernelsEqualTheOneRowKernels) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (int64_t n : {64, 128, 80, 36, 256}) {
+    const int64_t rows = 5, stride = n + 3;
+    const std::vector<float> kf = randn(static_cast<size_t>(n), 7), vf = randn(static_cast<size_t>(n), 8, 3.0f);
+    std::vector<float> q = randn(static_cast<size_t>(rows * stride), 9, 2.0f);
+    for (float& e : q) e = fp16_to_fp32(fp32_to_fp16(e));
+    for (int64_t i = 0; i < n; ++i) q[static_cast<size_t>(2 * stride + i)] = 0.0f;
+    std::vector<uint16_t> k16(static_cast<size_t>(n)), v16(static_cast<size_t>(n)), acc0(static_cast<size_t>(rows * stride));
+    for (int64_t i = 0; i < n; ++i) {
+      k16[static_cast<size_t>(i)] = fp32_to_fp16(kf[static_cast<size_t>(i)]);
+      v16[static_cast<size_t>(i)] = fp32_to_fp16(vf[static_cast<size_t>(i)]);
+    }
+    const std::vector<float> a0 = randn(acc0.size(), 10);
+    for (size_t i = 0; i < acc0.size(); ++i) acc0[i] = fp32_to_fp16(a0[i]);
+    const float p[rows] = {0.5f, 1e-6f, 0.0f, 1.0f, 0.03125f};
+    for (int t = 0; t < n_tables; ++t) {
+      const CpuKernels& kern = *tables[t];
+      float s[rows];
+      kern.dot_w64_rows_f16(n, k16.data(), q.data(), stride, rows, s);
+      std::vector<uint16_t> acc = acc0, want = acc0;
+      kern.mad_rows_f16(n, acc.data(), stride, v16.data(), p, rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<uint16_t> q16(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) q16[static_cast<size_t>(i)] = fp32_to_fp16(q[static_cast<size_t>(r * stride + i)]);
+        EXPECT_EQ(f32_bits(s[r]), f32_bits(kern.dot_w64_f16(n, k16.data(), q16.data()))) << "row " << r << " n " << n << " on " << kern.isa;
+        kern.mad_f16(n, want.data() + r * stride, v16.data(), p[r]);
+      }
+      EXPECT_EQ(acc, want) << "n " << n << " on " << kern.isa;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace minfer::cpu

@@ -50,6 +50,26 @@ TEST(NgramDraft, LongestSuffixLatestOccurrence) {
   EXPECT_TRUE(ngram_draft(std::vector<int32_t>{}, {}, 4).tokens.empty());
 }
 
+TEST(NgramDraft, SubstitutedLastTokenKeepsCopying) {
+  // "p ( i , 4 ) ) \n p ( i , 5": the suffix ", 5" never occurred; the tokens before the 5
+  // (", " after "( i") did, followed by 4: propose what followed the 4.
+  const std::vector<int32_t> h = {20, 21, 22, 23, 4, 24, 24, 25, 20, 21, 22, 23, 5};
+  NgramDraft d = ngram_draft(h, {.n_min = 2, .n_max = 5}, 3);
+  EXPECT_TRUE(d.skipped);
+  EXPECT_EQ(d.match, 4);
+  EXPECT_EQ(d.tokens, (std::vector<int32_t>{24, 24, 25}));
+  // An exact suffix match wins over a substitution, and skip = false keeps exact matches only.
+  d = ngram_draft(std::vector<int32_t>{1, 2, 3, 9, 2, 3, 7, 1, 2, 3}, {.n_min = 2, .n_max = 5}, 2);
+  EXPECT_FALSE(d.skipped);
+  EXPECT_EQ(d.tokens, (std::vector<int32_t>{9, 2}));
+  EXPECT_TRUE(ngram_draft(h, {.n_min = 2, .n_max = 5, .skip = false}, 3).tokens.empty());
+  // "1 2 3 6 | 1 2 8": 8 stands for 3, so what followed 3 is proposed.
+  d = ngram_draft(std::vector<int32_t>{1, 2, 3, 6, 1, 2, 8}, {.n_min = 2, .n_max = 5}, 3);
+  EXPECT_EQ(d.tokens, (std::vector<int32_t>{6, 1, 2}));
+  // Too short a key: nothing.
+  EXPECT_TRUE(ngram_draft(std::vector<int32_t>{1, 2, 1, 3}, {.n_min = 2, .n_max = 5}, 3).tokens.empty());
+}
+
 TEST(DraftLength, FollowsAcceptanceAndCost) {
   // Cheap drafts that always hold: draft the most.
   DraftLength good(8);

@@ -36,6 +36,8 @@ CpuKernels make_avx2() {
   k.dot_w64_f16 = avx2::dot_w64_f16;
   k.dot_w64_f32 = avx2::dot_w64_f32;
   k.mad_f16 = avx2::mad_f16;
+  k.dot_w64_rows_f16 = avx2::dot_w64_rows_f16;
+  k.mad_rows_f16 = avx2::mad_rows_f16;
   k.silu_row = avx2::silu_row;
   k.attn_wide = avx2::attn_wide;
   k.quantize[type_slot(DType::Q8_0)] = avx2::quantize_q8_0;

@@ -49,6 +49,8 @@ CpuKernels make_ref() {
   k.dot_w64_f16 = ref::dot_w64_f16;
   k.dot_w64_f32 = ref::dot_w64_f32;
   k.mad_f16 = ref::mad_f16;
+  k.dot_w64_rows_f16 = ref::dot_w64_rows_f16;
+  k.mad_rows_f16 = ref::mad_rows_f16;
   k.silu_row = ref::silu_row;
   k.attn_wide = ref::attn_wide;
   k.gemm[type_slot(DType::Q4_0)] = ref::gemm_q4_0;

@@ -39,6 +39,15 @@ using DotW64F32Fn = float (*)(int64_t n, const float* x, const float* y);
 using SiluRowFn = void (*)(int64_t n, float* y, const float* x);
 // y[i] = f16(fma(x[i], v, y[i])): an f16 accumulator (llama.cpp's VKQ16).
 using MadF16Fn = void (*)(int64_t n, uint16_t* y, const uint16_t* x, float v);
+// The two steps above for the query rows that read one cache row (the heads of a KV head):
+// s[r] = DotW64F16(n, k, q_r) where q_r = q + r * q_stride holds f32 values already rounded to
+// f16 (so s[r] equals dot_w64_f16 of the rounded row bit for bit), and
+// acc_r[i] = f16(fma(v[i], p[r], acc_r[i])) with acc_r = acc + r * acc_stride (MadF16 per row).
+// The cache row is widened once for all n_rows rows.
+using DotW64RowsF16Fn = void (*)(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows,
+                                 float* s);
+using MadRowsF16Fn = void (*)(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p,
+                              int64_t n_rows);
 
 // Attention of the wide (64+ query rows) batches for the G query rows of one token that share a
 // KV head (ops-attn.cpp): keys in blocks of 8 (cache rows converted to f32 once per block for
@@ -94,6 +103,8 @@ struct CpuKernels {
   DotW64F16Fn dot_w64_f16 = nullptr;
   DotW64F32Fn dot_w64_f32 = nullptr;
   MadF16Fn mad_f16 = nullptr;
+  DotW64RowsF16Fn dot_w64_rows_f16 = nullptr;
+  MadRowsF16Fn mad_rows_f16 = nullptr;
   SiluRowFn silu_row = nullptr;
   AttnWideFn attn_wide = nullptr;
 };

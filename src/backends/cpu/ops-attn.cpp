@@ -15,6 +15,7 @@
 //  - kWideBatch rows or more (long prompts, perplexity): q stays f32, cache values are widened
 //    to f32, scores and the V sum accumulate in f32 (k.attn_wide: keys in blocks of 8 shared by
 //    the query heads of a KV head, exp_poly).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -33,48 +34,72 @@ struct AttnShape {
   float scale;
 };
 
-// One (token, head) row of the small-batch arithmetic.
-void attn_row_narrow(const CpuKernels& k, const AttnShape& sh, bool f16_cache, const float* qr, const uint8_t* kc,
-                     const uint8_t* vc, int64_t n_kv, float* yr) {
-  uint16_t q16[kMaxHeadDim];   // [hd] q rounded to f16 (f16 cache)
-  uint16_t acc16[kMaxHeadDim]; // [hd_v] f16 V sum (f16 cache)
-  float acc[kMaxHeadDim];      // [hd_v] f32 V sum (f32 cache), then the output row
-  if (f16_cache) {
-    for (int64_t i = 0; i < sh.hd; ++i) q16[i] = fp32_to_fp16(qr[i]);
-    for (int64_t i = 0; i < sh.hd_v; ++i) acc16[i] = 0;
-  } else {
-    for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = 0.0f;
-  }
+// One (token, head) row of the small-batch arithmetic over an f32 cache.
+void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* qr, const uint8_t* kc, const uint8_t* vc,
+                         int64_t n_kv, float* yr) {
+  float acc[kMaxHeadDim];  // [hd_v] V sum, then the output row
+  for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = 0.0f;
   float m = -INFINITY, l = 0.0f;  // running max and sum of exp(s - m)
   for (int64_t j = 0; j < n_kv; ++j) {
-    const uint8_t* kr = kc + static_cast<size_t>(j) * sh.k_row;
-    const uint8_t* vr = vc + static_cast<size_t>(j) * sh.v_row;
-    float s = f16_cache ? k.dot_w64_f16(sh.hd, reinterpret_cast<const uint16_t*>(kr), q16)
-                        : k.dot_w64_f32(sh.hd, reinterpret_cast<const float*>(kr), qr);
-    s *= sh.scale;
+    const auto* kr = reinterpret_cast<const float*>(kc + static_cast<size_t>(j) * sh.k_row);
+    const auto* v = reinterpret_cast<const float*>(vc + static_cast<size_t>(j) * sh.v_row);
+    const float s = k.dot_w64_f32(sh.hd, kr, qr) * sh.scale;
     float ms = 1.0f, p = 1.0f;
     if (s > m) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
       ms = std::exp(m - s);
       m = s;
-      if (f16_cache)
-        for (int64_t i = 0; i < sh.hd_v; ++i) acc16[i] = fp32_to_fp16(fp16_to_fp32(acc16[i]) * ms);
-      else
-        for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] *= ms;
+      for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] *= ms;
     } else {
       p = std::exp(s - m);
     }
-    if (f16_cache) {
-      k.mad_f16(sh.hd_v, acc16, reinterpret_cast<const uint16_t*>(vr), p);
-    } else {
-      const float* v = reinterpret_cast<const float*>(vr);
-      for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = std::fma(v[i], p, acc[i]);
-    }
+    for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = std::fma(v[i], p, acc[i]);
     l = l * ms + p;
   }
-  if (f16_cache)
-    for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = fp16_to_fp32(acc16[i]);
   const float inv = l == 0.0f ? 0.0f : 1.0f / l;
   for (int64_t i = 0; i < sh.hd_v; ++i) yr[i] = acc[i] * inv;
+}
+
+// The f16-cache narrow arithmetic for n_rows <= kRowsMax consecutive query rows that read the
+// same cache rows: attn_row_narrow_f32's float steps for each row, with q rounded to f16 and
+// the V sum kept in f16 (llama.cpp's VKQ16); each K and V cache row is widened once for all
+// rows (k.dot_w64_rows_f16, k.mad_rows_f16).
+constexpr int64_t kRowsMax = 8;
+
+void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float* q, int64_t n_rows, const uint8_t* kc,
+                          const uint8_t* vc, int64_t n_kv, float* y) {
+  MINFER_ASSERT(n_rows >= 1 && n_rows <= kRowsMax);
+  float qf[kRowsMax][kMaxHeadDim];         // [n_rows][hd] q rounded to f16, as f32
+  uint16_t acc16[kRowsMax][kMaxHeadDim];   // [n_rows][hd_v] f16 V sums
+  float m[kRowsMax], l[kRowsMax], s[kRowsMax], p[kRowsMax];  // [n_rows] running max, sum; score, weight
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t i = 0; i < sh.hd; ++i) qf[r][i] = fp16_to_fp32(fp32_to_fp16(q[r * sh.hd + i]));
+    for (int64_t i = 0; i < sh.hd_v; ++i) acc16[r][i] = 0;
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const auto* kr = reinterpret_cast<const uint16_t*>(kc + static_cast<size_t>(j) * sh.k_row);
+    const auto* vr = reinterpret_cast<const uint16_t*>(vc + static_cast<size_t>(j) * sh.v_row);
+    k.dot_w64_rows_f16(sh.hd, kr, qf[0], kMaxHeadDim, n_rows, s);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const float sr = s[r] * sh.scale;
+      float ms = 1.0f, pr = 1.0f;
+      if (sr > m[r]) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
+        ms = std::exp(m[r] - sr);
+        m[r] = sr;
+        for (int64_t i = 0; i < sh.hd_v; ++i) acc16[r][i] = fp32_to_fp16(fp16_to_fp32(acc16[r][i]) * ms);
+      } else {
+        pr = std::exp(sr - m[r]);
+      }
+      p[r] = pr;
+      l[r] = l[r] * ms + pr;
+    }
+    k.mad_rows_f16(sh.hd_v, acc16[0], kMaxHeadDim, vr, p, n_rows);
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
+    for (int64_t i = 0; i < sh.hd_v; ++i) y[r * sh.hd_v + i] = fp16_to_fp32(acc16[r][i]) * inv;
+  }
 }
 
 }  // namespace
@@ -113,14 +138,37 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   bool all_narrow = sh.n_tokens < kWideBatch;
   if (ranges)
     for (int64_t t = 0; t < sh.n_tokens && all_narrow; ++t) all_narrow = ranges[3 * t + 2] < kWideBatch;
-  if (all_narrow) {  // decode, short prompts: one item per query head
+  if (all_narrow && k_f16) {
+    // decode, short prompts: one item per chunk of the query heads of a token that read one KV
+    // head; chunks of the whole group unless that leaves fewer than 2 items per thread.
+    int64_t chunk = std::min(sh.group, kRowsMax);
+    while (chunk > 1 && sh.n_tokens * sh.n_head_kv * ((sh.group + chunk - 1) / chunk) < 2 * c.pool.n_threads())
+      chunk = (chunk + 1) / 2;
+    const int64_t per_kv = (sh.group + chunk - 1) / chunk;  // items per (token, KV head)
+    c.pool.parallel_for(sh.n_tokens * sh.n_head_kv * per_kv, [&](int64_t i0, int64_t i1) {
+      for (int64_t item = i0; item < i1; ++item) {
+        const int64_t t = item / (sh.n_head_kv * per_kv), kvh = item / per_kv % sh.n_head_kv;
+        const int64_t h0 = kvh * sh.group + item % per_kv * chunk;
+        const int64_t n_rows = std::min(chunk, (kvh + 1) * sh.group - h0);
+        const int64_t first = ranges ? ranges[3 * t] : 0;
+        const int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
+        MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
+        attn_rows_narrow_f16(c.k, sh, q + (t * sh.n_head + h0) * sh.hd,  n_rows,
+                             kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head,
+                             vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head, n_kv,
+                             y + t * sh.n_head * sh.hd_v + h0 * sh.hd_v);
+      }
+    }, 1);
+    return;
+  }
+  if (all_narrow) {  // f32 cache: one item per query head
     c.pool.parallel_for(sh.n_tokens * sh.n_head, [&](int64_t i0, int64_t i1) {
       for (int64_t item = i0; item < i1; ++item) {
         const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
         const int64_t first = ranges ? ranges[3 * t] : 0;
         const int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
         MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
-        attn_row_narrow(c.k, sh, k_f16, q + (t * sh.n_head + h) * sh.hd,
+        attn_row_narrow_f32(c.k, sh, q + (t * sh.n_head + h) * sh.hd,
                         kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head,
                         vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head, n_kv,
                         y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
@@ -149,7 +197,13 @@ void op_attn(const OpContext& c, const OpArgs& a) {
       const float* qg = q + (t * sh.n_head + kvh * sh.group) * sh.hd;
       float* yg = y + t * sh.n_head * sh.hd_v + kvh * sh.group * sh.hd_v;
       if (rows < kWideBatch) {
-        for (int64_t h = 0; h < sh.group; ++h) attn_row_narrow(c.k, sh, k_f16, qg + h * sh.hd, kh, vh, n_kv, yg + h * sh.hd_v);
+        for (int64_t h0 = 0; h0 < sh.group; h0 += kRowsMax) {
+          const int64_t n_rows = std::min(kRowsMax, sh.group - h0);
+          if (k_f16)
+            attn_rows_narrow_f16(c.k, sh, qg + h0 * sh.hd, n_rows, kh, vh, n_kv, yg + h0 * sh.hd_v);
+          else
+            for (int64_t h = h0; h < h0 + n_rows; ++h) attn_row_narrow_f32(c.k, sh, qg + h * sh.hd, kh, vh, n_kv, yg + h * sh.hd_v);
+        }
         continue;
       }
       AttnWideArgs w;

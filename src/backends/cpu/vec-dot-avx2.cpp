@@ -4,6 +4,7 @@
 // different order (vector lanes), so results agree to float rounding (tests/unit/test-cpu-ops).
 // This file alone is compiled with -mavx2 -mfma -mf16c; kernels.cpp calls it only after cpuid.
 #include <cmath>
+#include <vector>
 
 #include "backends/cpu/avx2-common.h"
 #include "backends/cpu/kernels-avx2.h"
@@ -209,6 +210,50 @@ void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
   }
   for (; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16(x[i]), v, fp16(y[i])));
+}
+
+// The cache row widened to f32 once ([n] on the stack: n <= kMaxRowElems), then each query
+// row's W64 chain reads it from L1: the same products and sums as dot_w64_f16.
+constexpr int64_t kMaxRowElems = 512;
+
+void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows, float* s) {
+  if (n > kMaxRowElems) {  // beyond any head size: row by row
+    std::vector<uint16_t> q16(static_cast<size_t>(n));  // [n]
+    for (int64_t r = 0; r < n_rows; ++r) {
+      for (int64_t i = 0; i < n; ++i) q16[static_cast<size_t>(i)] = _cvtss_sh(q[r * q_stride + i], _MM_FROUND_TO_NEAREST_INT);
+      s[r] = dot_w64_f16(n, k, q16.data());
+    }
+    return;
+  }
+  alignas(32) float kf[kMaxRowElems];  // [n] the cache row in f32
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_store_ps(kf + i, load_f16x8(k + i));
+  for (; i < n; ++i) kf[i] = fp16(k[i]);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* qr = q + r * q_stride;
+    double tail = 0.0;
+    for (int64_t e = n / 64 * 64; e < n; ++e) tail += static_cast<double>(kf[e] * qr[e]);
+    s[r] = dot_w64(n, [&](int64_t e) { return _mm256_load_ps(kf + e); }, [&](int64_t e) { return _mm256_loadu_ps(qr + e); }, tail);
+  }
+}
+
+void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows) {
+  if (n > kMaxRowElems) {
+    for (int64_t r = 0; r < n_rows; ++r) mad_f16(n, acc + r * acc_stride, v, p[r]);
+    return;
+  }
+  alignas(32) float vf[kMaxRowElems];  // [n] the cache row in f32
+  const int64_t nv = n / 8 * 8;
+  for (int64_t i = 0; i < nv; i += 8) _mm256_store_ps(vf + i, load_f16x8(v + i));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    uint16_t* y = acc + r * acc_stride;
+    const __m256 pv = _mm256_set1_ps(p[r]);
+    for (int64_t i = 0; i < nv; i += 8) {
+      const __m256 t = _mm256_fmadd_ps(_mm256_load_ps(vf + i), pv, load_f16x8(y + i));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(t, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (int64_t i = nv; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16(v[i]), p[r], fp16(y[i])));
+  }
 }
 
 // Q8_0 / Q8_1 activations exactly as the reference (vec-dot-ref.cpp): amax by max (exact in

@@ -4,6 +4,7 @@
 // ISA version of them is bit-identical to these; the float types agree to within float rounding.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/kernels-ref.h"
 #include "core/fp16.h"
@@ -222,6 +223,19 @@ float dot_w64_f32(int64_t n, const float* x, const float* y) {
 
 void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
   for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(std::fma(f16_lookup(x[i]), v, f16_lookup(y[i])));
+}
+
+// By definition: the one-row kernels above, row by row (q_r rounds to f16 exactly).
+void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows, float* s) {
+  std::vector<uint16_t> q16(static_cast<size_t>(n));  // [n] one query row in f16
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) q16[static_cast<size_t>(i)] = fp32_to_fp16(q[r * q_stride + i]);
+    s[r] = dot_w64_f16(n, k, q16.data());
+  }
+}
+
+void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows) {
+  for (int64_t r = 0; r < n_rows; ++r) mad_f16(n, acc + r * acc_stride, v, p[r]);
 }
 
 void silu_row(int64_t n, float* y, const float* x) {
