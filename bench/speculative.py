@@ -199,6 +199,8 @@ def main():
     ngram = ["--spec-ngram"]
     for name, prompt in COPY_PROMPTS.items():
         add(f"(a) {name}", "SmolLM2-135M Q4_1", "n-gram, n=4", compare(a.build, SMOL, prompt, a.threads, a.n, a.reps, ngram))
+    add("(a) edit code", "SmolLM2-135M Q4_1", "n-gram exact suffixes only (--spec-ngram-skip 0), n=4",
+        compare(a.build, SMOL, COPY_PROMPTS["edit code"], a.threads, a.n, a.reps, ngram + ["--spec-ngram-skip", "0"]))
     add("(a) edit code", "SmolLM2-135M Q4_1", "n-gram, adaptive, n<=8",
         compare(a.build, SMOL, COPY_PROMPTS["edit code"], a.threads, a.n, a.reps, ngram + ["--spec-draft-n", "8", "--spec-draft-adaptive"]))
     for name in ("rewrite", "edit code"):
