@@ -343,6 +343,7 @@ int cmd_chat(int argc, char** argv) {
   GenerateParams gp;
   gp.n_predict = n_predict;
   gp.stop = stops;
+  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail(gs.error().message);
   // Room kept for a reply (and the end-of-turn tokens) when deciding whether a turn fits.
   const int n_reserve = (n_predict >= 0 ? std::min(n_predict, s.n_ctx() / 2) : s.n_ctx() / 4) + 8;
   Repl repl(s, *tok, *sampler, file, (*m)->hparams().name, gp, n_reserve, terminal, verbose, style);

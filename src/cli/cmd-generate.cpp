@@ -149,6 +149,7 @@ int cmd_generate(int argc, char** argv) {
   gp.n_predict = n_predict;
   gp.stop = stops;
   gp.ignore_eog = ignore_eos;
+  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail(gs.error().message);
   bool ends_with_newline = true;
   auto trace = TraceFile::from_env(s, *tok);  // MINFER_TRACE=FILE
   if (trace) trace->start((*m)->hparams().name, prompt, static_cast<int>(ids.size()));

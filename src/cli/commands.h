@@ -22,6 +22,7 @@ int cmd_download(int argc, char** argv);        // cmd-models.cpp
 int cmd_list(int argc, char** argv);            // cmd-models.cpp
 int cmd_rm(int argc, char** argv);              // cmd-models.cpp
 int cmd_viz(int argc, char** argv);             // cmd-viz.cpp
+int cmd_grammar(int argc, char** argv);         // cmd-grammar.cpp
 
 // Resolves MODEL through hub::resolve_model_ref (a path, a name in $MINFER_MODEL_DIR,
 // hf:ORG/REPO[:QUANT], ollama:MODEL[:TAG]; downloads what no cache has, progress on stderr).

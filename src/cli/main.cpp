@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"quantize", minfer::cli::cmd_quantize, "convert a GGUF model to another tensor type mix"},
     {"tokenize", minfer::cli::cmd_tokenize, "print the token ids of a text"},
     {"detokenize", minfer::cli::cmd_detokenize, "print the text of token ids"},
+    {"grammar", minfer::cli::cmd_grammar, "check a GBNF grammar and match texts against it"},
     {"chat-template", minfer::cli::cmd_chat_template, "render a chat template like transformers' apply_chat_template"},
     {"logits", minfer::cli::cmd_logits, "write the logits of a token sequence (and greedy continuations)"},
     {"perplexity", minfer::cli::cmd_perplexity, "perplexity of a model on a text file (llama-perplexity's method)"},

@@ -1,7 +1,14 @@
 #include "cli/sampling-options.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "grammar/gbnf.h"
 
 namespace minfer::cli {
 
@@ -31,6 +38,8 @@ void add_sampling_options(CLI::App& app, SamplingOptions& o) {
   app.add_option("--mirostat-m", p.mirostat_m, "mirostat v1 tokens for the Zipf estimate")->capture_default_str()->group(g);
   app.add_option("--logit-bias", o.logit_bias, "ID:BIAS[,ID:BIAS...], repeatable; BIAS -inf bans")->group(g);
   app.add_option("--seed", p.seed, "RNG seed; -1 = random")->capture_default_str()->group(g);
+  auto* gr = app.add_option("--grammar", o.grammar, "GBNF grammar the output must match")->group("Grammar");
+  app.add_option("--grammar-file", o.grammar_file, "file holding a GBNF grammar")->group("Grammar")->excludes(gr);
 }
 
 namespace {
@@ -91,6 +100,22 @@ Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
   }
   if (Status st = validate(q, n_vocab); !st) return st.error();
   return q;
+}
+
+Status SamplingOptions::set_grammar(const Tokenizer& tok, StepParams& gp) const {
+  if (grammar.empty() && grammar_file.empty()) return {};
+  std::string text = grammar, what = "--grammar";
+  if (!grammar_file.empty()) {
+    std::ifstream in(grammar_file, std::ios::binary);
+    if (!in) return make_error("--grammar-file: cannot read '{}'", grammar_file);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    what = fmt::format("--grammar-file {}", grammar_file);
+  }
+  auto g = parse_gbnf(text);
+  if (!g) return make_error("{}: {}", what, g.error().message);
+  gp.grammar = std::make_shared<const Grammar>(std::move(*g));
+  gp.grammar_tokens = grammar_tokens(tok);
+  return {};
 }
 
 }  // namespace minfer::cli

@@ -5,6 +5,7 @@
 //   add_sampling_options(app, so);
 //   ... app.parse(...);
 //   auto params = so.to_params(n_vocab);    // Expected<SamplerParams>, validated
+//   if (Status st = so.set_grammar(tok, gp); !st) fail(...);  // --grammar / --grammar-file
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,7 +14,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "runtime/step.h"
 #include "sampling/params.h"
+#include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
 
@@ -22,8 +25,12 @@ struct SamplingOptions {
   bool greedy = false;
   std::vector<std::string> logit_bias;      // "ID:BIAS,ID:BIAS"
   std::string dry_sequence_breakers;        // "198;13,2": ';' between sequences, ',' between ids
+  std::string grammar, grammar_file;        // GBNF text, or a file of it
   SamplingOptions() { p.seed = 42; }
   Expected<SamplerParams> to_params(int32_t n_vocab) const;
+  // Parses the grammar given (none: nothing to do) into gp, with the tokenizer's token trie.
+  // Errors name the option and the grammar's line:column.
+  Status set_grammar(const Tokenizer& tok, StepParams& gp) const;
 };
 
 void add_sampling_options(CLI::App& app, SamplingOptions& o);

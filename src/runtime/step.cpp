@@ -13,8 +13,39 @@ const char* stop_reason_name(StopReason r) {
   return "?";
 }
 
+std::shared_ptr<const TokenTrie> grammar_tokens(const Tokenizer& tok) {
+  GrammarVocab v;
+  const auto n = static_cast<int32_t>(tok.n_vocab());
+  v.pieces.reserve(static_cast<size_t>(n));
+  for (int32_t id = 0; id < n; ++id) {
+    v.pieces.emplace_back(tok.piece(id, false));
+    if (tok.is_eog(id)) v.eog.push_back(id);
+  }
+  return std::make_shared<const TokenTrie>(v);
+}
+
 TokenStep::TokenStep(const Tokenizer& tok, Sampler& sampler, StepParams p)
-    : tok_(&tok), sampler_(&sampler), p_(std::move(p)), text_(tok), stops_(p_.stop) {}
+    : tok_(&tok), sampler_(&sampler), p_(std::move(p)), text_(tok), stops_(p_.stop) {
+  if (p_.grammar) {
+    MINFER_ASSERT(p_.grammar_tokens);
+    grammar_ = std::make_unique<GrammarConstraint>(p_.grammar, p_.grammar_tokens);
+  }
+}
+
+// With a grammar: a greedy sampler's choice is kept when the grammar allows it (the argmax of
+// the masked row then is the same token); otherwise the row is masked and sampled again.
+Expected<int32_t> TokenStep::sample(std::span<const float> logits) {
+  if (!grammar_) return sampler_->sample(logits);
+  if (sampler_->params().temp < kGreedyTemp) {
+    auto id = sampler_->sample(logits);
+    if (id && grammar_->allows(*id)) return id;
+  }
+  masked_.assign(logits.begin(), logits.end());
+  grammar_->apply(masked_);
+  auto id = sampler_->sample(masked_);
+  if (!id) return make_error("grammar: no token can continue the output here ({} generated)", n_gen_);
+  return id;
+}
 
 // What the decoder and the scanner still hold is final once generation ends without a stop.
 std::string TokenStep::flush() {
@@ -32,9 +63,10 @@ std::string TokenStep::finish() {
 Expected<TokenStep::Result> TokenStep::next(std::span<const float> logits, int room) {
   MINFER_ASSERT(!done_);
   Result r;
-  auto id = sampler_->sample(logits);
+  auto id = sample(logits);
   if (!id) return id.error();
   r.token = *id;
+  if (grammar_ && !grammar_->accept(r.token)) return make_error("grammar: internal error: token {} was allowed but not accepted", r.token);
   sampler_->accept(r.token);
   ++n_gen_;
   auto finish = [&](StopReason why) {

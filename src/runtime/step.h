@@ -17,11 +17,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "grammar/token-mask.h"
 #include "sampling/sampler.h"
 #include "sampling/stop.h"
 #include "tokenizer/tokenizer.h"
@@ -35,7 +37,15 @@ struct StepParams {
   int n_predict = 512;            // most tokens to generate; -1 = until the context is full
   std::vector<std::string> stop;  // stop strings, matched byte-wise on the output
   bool ignore_eog = false;        // keep going past end-of-generation tokens
+  // A grammar the output must match (grammar/gbnf.h) and the vocabulary's token trie
+  // (grammar_tokens(tok), built once per tokenizer); each TokenStep starts at its root.
+  std::shared_ptr<const Grammar> grammar;
+  std::shared_ptr<const TokenTrie> grammar_tokens;
 };
+
+// The tokenizer's vocabulary for grammar masks: each token's bytes (control tokens none) and
+// its end-of-generation ids.
+std::shared_ptr<const TokenTrie> grammar_tokens(const Tokenizer& tok);
 
 class TokenStep {
  public:
@@ -70,6 +80,9 @@ class TokenStep {
   StopScanner stops_;
   int n_gen_ = 0;
   std::vector<int32_t> tokens_;
+  std::unique_ptr<GrammarConstraint> grammar_;
+  std::vector<float> masked_;  // [n_vocab] the logits row with the grammar's mask
+  Expected<int32_t> sample(std::span<const float> logits);
   bool done_ = false;
   std::string flush();
 };

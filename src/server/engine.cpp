@@ -365,7 +365,7 @@ struct Engine::Impl {
     s.job = std::move(job);
     s.sampler.emplace(std::move(*sampler));
     s.sampler->accept_prompt(s.job.prompt);
-    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop, .ignore_eog = s.job.ignore_eog});
+    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop, .ignore_eog = s.job.ignore_eog, .grammar = {}, .grammar_tokens = {}});
     s.n_fed = keep;
     s.n_cached = static_cast<int>(keep);
     s.next = -1;

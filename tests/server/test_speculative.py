@@ -177,10 +177,12 @@ def test_draft_type_needs_a_draft_model(server):
 def test_context_fills_up_inside_a_run():
     s = ServerProcess("--parallel", "2", "-c", "96", "-t", "2", "--spec-draft", MODEL, "--spec-ngram")
     try:
-        body = {"messages": chat("Count from one to fifty in words."), "temperature": 0, "n_predict": -1}
+        # ignore_eos: the reply runs into the end of the context whatever the model would say.
+        body = {"messages": chat("Count from one to fifty in words."), "temperature": 0, "n_predict": -1, "ignore_eos": True}
         plain = complete(s, {**body, "speculative": {"type": "none"}})
         got = complete(s, {**body, "speculative": {"type": "draft+ngram", "n_max": 8}})
         assert answer(got) == answer(plain)
+        assert plain["choices"][0]["finish_reason"] == "length"
         assert got["choices"][0]["finish_reason"] == "length"
         assert got["usage"]["prompt_tokens"] + got["usage"]["completion_tokens"] >= 95
     finally:
