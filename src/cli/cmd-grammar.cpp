@@ -1,5 +1,7 @@
 // `minfer grammar GRAMMAR.gbnf [TEXT...] [--texts-json FILE]`: checks a GBNF grammar and
 // matches texts against it (llama.cpp's gbnf-validator, several texts at once).
+// `minfer grammar --json-schema SCHEMA.json [TEXT...] [--print]`: the same for the grammar made
+// from a JSON Schema; --print writes that grammar to stdout.
 //
 // Without texts it prints "grammar ok: N rules (M generated)" or the parse error (exit 1). Each
 // TEXT (or each string of the JSON array in FILE) gets one line: "match", "incomplete" (a
@@ -18,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "grammar/gbnf.h"
+#include "grammar/json-schema.h"
 #include "grammar/matcher.h"
 
 namespace minfer::cli {
@@ -43,15 +46,36 @@ int cmd_grammar(int argc, char** argv) {
   std::string path, texts_json;
   std::vector<std::string> texts;
   bool json = false;
-  app.add_option("GRAMMAR", path, "GBNF grammar file")->required();
+  std::string schema_path;
+  bool print = false;
+  app.add_option("GRAMMAR", path, "GBNF grammar file (not with --json-schema)");
   app.add_option("TEXT", texts, "texts to match");
+  app.add_option("--json-schema", schema_path, "a JSON Schema file: check the grammar made from it");
+  app.add_flag("--print", print, "print the grammar (the one made from --json-schema) and stop");
   app.add_option("--texts-json", texts_json, "a JSON file holding an array of texts to match");
   app.add_flag("--json", json, "print the verdicts as one JSON array");
   CLI11_PARSE(app, argc, argv);
 
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(fmt::format("cannot read grammar file '{}'", path));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  if (!schema_path.empty()) {
+    if (!path.empty()) texts.insert(texts.begin(), path);  // the first positional is a text then
+    std::ifstream in(schema_path, std::ios::binary);
+    if (!in) return fail(fmt::format("cannot read schema file '{}'", schema_path));
+    const std::string schema((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto converted = json_schema_to_gbnf(schema);
+    if (!converted) return fail(fmt::format("{}: {}", schema_path, converted.error().message));
+    text = std::move(*converted);
+    path = schema_path;
+  } else {
+    if (path.empty()) return fail("give a GRAMMAR file or --json-schema FILE");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(fmt::format("cannot read grammar file '{}'", path));
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (print) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
   auto g = parse_gbnf(text);
   if (!g) return fail(fmt::format("{}: {}", path, g.error().message));
   if (!texts_json.empty()) {

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "grammar/gbnf.h"
+#include "grammar/json-schema.h"
 
 namespace minfer::cli {
 
@@ -39,7 +40,11 @@ void add_sampling_options(CLI::App& app, SamplingOptions& o) {
   app.add_option("--logit-bias", o.logit_bias, "ID:BIAS[,ID:BIAS...], repeatable; BIAS -inf bans")->group(g);
   app.add_option("--seed", p.seed, "RNG seed; -1 = random")->capture_default_str()->group(g);
   auto* gr = app.add_option("--grammar", o.grammar, "GBNF grammar the output must match")->group("Grammar");
-  app.add_option("--grammar-file", o.grammar_file, "file holding a GBNF grammar")->group("Grammar")->excludes(gr);
+  auto* gf = app.add_option("--grammar-file", o.grammar_file, "file holding a GBNF grammar")->group("Grammar")->excludes(gr);
+  auto* js = app.add_option("--json-schema", o.json_schema, "JSON Schema the output must follow (JSON text)")
+                 ->group("Grammar")->excludes(gr)->excludes(gf);
+  app.add_option("--json-schema-file", o.json_schema_file, "file holding a JSON Schema")
+      ->group("Grammar")->excludes(gr)->excludes(gf)->excludes(js);
 }
 
 namespace {
@@ -102,16 +107,41 @@ Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
   return q;
 }
 
-Status SamplingOptions::set_grammar(const Tokenizer& tok, StepParams& gp) const {
-  if (grammar.empty() && grammar_file.empty()) return {};
-  std::string text = grammar, what = "--grammar";
+namespace {
+
+Expected<std::string> read_file(const std::string& path, std::string_view option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("{}: cannot read '{}'", option, path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+Expected<std::string> SamplingOptions::grammar_text() const {
+  if (!grammar.empty()) return grammar;
   if (!grammar_file.empty()) {
-    std::ifstream in(grammar_file, std::ios::binary);
-    if (!in) return make_error("--grammar-file: cannot read '{}'", grammar_file);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    what = fmt::format("--grammar-file {}", grammar_file);
+    auto t = read_file(grammar_file, "--grammar-file");
+    if (!t) return t;
+    return *t;
   }
-  auto g = parse_gbnf(text);
+  std::string schema = json_schema, what = "--json-schema";
+  if (!json_schema_file.empty()) {
+    auto t = read_file(json_schema_file, "--json-schema-file");
+    if (!t) return t;
+    schema = std::move(*t);
+    what = fmt::format("--json-schema-file {}", json_schema_file);
+  }
+  auto g = json_schema_to_gbnf(schema);
+  if (!g) return make_error("{}: {}", what, g.error().message);
+  return *g;
+}
+
+Status SamplingOptions::set_grammar(const Tokenizer& tok, StepParams& gp) const {
+  if (grammar.empty() && grammar_file.empty() && json_schema.empty() && json_schema_file.empty()) return {};
+  auto text = grammar_text();
+  if (!text) return text.error();
+  const std::string what = !grammar.empty() ? "--grammar" : !grammar_file.empty() ? fmt::format("--grammar-file {}", grammar_file) : "--json-schema";
+  auto g = parse_gbnf(*text);
   if (!g) return make_error("{}: {}", what, g.error().message);
   gp.grammar = std::make_shared<const Grammar>(std::move(*g));
   gp.grammar_tokens = grammar_tokens(tok);

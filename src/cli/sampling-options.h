@@ -5,7 +5,7 @@
 //   add_sampling_options(app, so);
 //   ... app.parse(...);
 //   auto params = so.to_params(n_vocab);    // Expected<SamplerParams>, validated
-//   if (Status st = so.set_grammar(tok, gp); !st) fail(...);  // --grammar / --grammar-file
+//   if (Status st = so.set_grammar(tok, gp); !st) fail(...);  // --grammar(-file), --json-schema(-file)
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -26,10 +26,13 @@ struct SamplingOptions {
   std::vector<std::string> logit_bias;      // "ID:BIAS,ID:BIAS"
   std::string dry_sequence_breakers;        // "198;13,2": ';' between sequences, ',' between ids
   std::string grammar, grammar_file;        // GBNF text, or a file of it
+  std::string json_schema, json_schema_file;  // JSON Schema text, or a file of it (at most one of the four)
   SamplingOptions() { p.seed = 42; }
   Expected<SamplerParams> to_params(int32_t n_vocab) const;
-  // Parses the grammar given (none: nothing to do) into gp, with the tokenizer's token trie.
-  // Errors name the option and the grammar's line:column.
+  // The GBNF the options give (a schema converted); errors name the option and the JSON pointer.
+  Expected<std::string> grammar_text() const;
+  // Parses the grammar or schema given (none: nothing to do) into gp, with the tokenizer's token
+  // trie. Errors name the option and the grammar's line:column or the schema's JSON pointer.
   Status set_grammar(const Tokenizer& tok, StepParams& gp) const;
 };
 

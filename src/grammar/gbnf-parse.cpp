@@ -54,6 +54,7 @@ class Parser {
     const auto root = ids_.find("root");
     if (root == ids_.end()) return make_error("gbnf: no 'root' rule (the start rule must be named root)");
     if (Status st = check_left_recursion(); !st) return st.error();
+    if (Status st = check_root_finishes(root->second); !st) return st.error();
     return flatten(root->second);
   }
 
@@ -66,6 +67,8 @@ class Parser {
   std::vector<size_t> first_use_;
   std::vector<std::vector<Seq>> rules_;  // [rule][alternative]
   std::vector<CharSet> sets_;
+  size_t symbols_ = 0;  // elements made by repetitions so far
+  static constexpr size_t kMaxSymbols = size_t{1} << 21;
   int depth_ = 0;  // open parentheses
   static constexpr int kMaxDepth = 256;
 
@@ -329,6 +332,10 @@ class Parser {
         }
         const Seq item(seq.begin() + static_cast<std::ptrdiff_t>(last), seq.end());
         seq.resize(last);
+        // Each copy is stored: bound the grammar's size, ({4096}{4096} would be 16M copies).
+        symbols_ += item.size() * static_cast<size_t>(std::max(m, n)) + seq.size();
+        if (symbols_ > kMaxSymbols)
+          return fail(fmt::format("the grammar grows past {} symbols with its repetitions", kMaxSymbols));
         repeat(seq, item, m, n, base);
         last = std::string::npos;  // x** is refused, as in llama.cpp
       } else {
@@ -336,6 +343,27 @@ class Parser {
       }
       skip(nested);
     }
+  }
+
+  // Some text must complete the root (else every alternative recurses without end, as in
+  // x ::= x "a", and the grammar matches nothing).
+  Status check_root_finishes(int32_t root) const {
+    std::vector<bool> done(rules_.size(), false);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < rules_.size(); ++r) {
+        if (done[r]) continue;
+        for (const Seq& alt : rules_[r]) {
+          if (std::all_of(alt.begin(), alt.end(), [&](const Sym& s) { return s.kind != GrammarElem::kRule || done[static_cast<size_t>(s.arg)]; })) {
+            done[r] = changed = true;
+            break;
+          }
+        }
+      }
+    }
+    if (!done[static_cast<size_t>(root)])
+      return make_error("gbnf: the grammar matches nothing (rule 'root' never finishes: its alternatives recurse without end)");
+    return {};
   }
 
   Status check_left_recursion() const {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "grammar/json-schema.h"
 #include "runtime/chat-prompt.h"
 #include "template/chat.h"
 
@@ -167,6 +168,65 @@ std::optional<ApiError> parse_speculative(const json& body, const ParseContext& 
   return std::nullopt;
 }
 
+// A JSON Schema field -> GBNF, errors naming the field and the schema's JSON pointer.
+std::optional<ApiError> schema_gbnf(const json& schema, const char* param, std::string& out) {
+  if (!schema.is_object() && !schema.is_boolean()) return bad(param, fmt::format("'{}' must be a JSON Schema object", param));
+  auto g = json_schema_to_gbnf(schema.dump());
+  if (!g) return bad(param, fmt::format("{}: {}", param, g.error().message));
+  out = std::move(*g);
+  return std::nullopt;
+}
+
+// The grammar the reply must match: llama-server's `grammar` (GBNF) and `json_schema`, or
+// OpenAI's response_format (json_object; json_schema {name, schema, strict}); at most one.
+std::optional<ApiError> parse_output_grammar(const json& body, std::shared_ptr<const Grammar>& out) {
+  std::string gbnf;
+  std::vector<std::string> given;
+  std::string param;
+  if (const json* g = field(body, "grammar")) {
+    if (!g->is_string()) return bad("grammar", "'grammar' must be a string of GBNF");
+    if (!g->get<std::string>().empty()) {
+      gbnf = g->get<std::string>();
+      given.push_back(param = "grammar");
+    }
+  }
+  if (const json* js = field(body, "json_schema")) {
+    if (auto e = schema_gbnf(*js, "json_schema", gbnf)) return e;
+    given.push_back(param = "json_schema");
+  }
+  if (const json* rf = field(body, "response_format")) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+      return bad("response_format", "'response_format' must be an object with a string 'type'");
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "json_object") {
+      if (const json* sc = field(*rf, "schema")) {  // llama-server's extension
+        if (auto e = schema_gbnf(*sc, "response_format.schema", gbnf)) return e;
+      } else {
+        gbnf = json_value_gbnf(/*object_only=*/true);
+      }
+      given.push_back(param = "response_format");
+    } else if (type == "json_schema") {
+      const json* js = field(*rf, "json_schema");
+      if (!js || !js->is_object()) return bad("response_format.json_schema", "response_format type json_schema needs a 'json_schema' object {name, schema, strict}");
+      if (const json* n = field(*js, "name"); n && !n->is_string()) return bad("response_format.json_schema.name", "'name' must be a string");
+      if (const json* st = field(*js, "strict"); st && !st->is_boolean()) return bad("response_format.json_schema.strict", "'strict' must be a boolean");
+      const json* sc = field(*js, "schema");
+      if (!sc) return bad("response_format.json_schema.schema", "response_format.json_schema needs a 'schema'");
+      if (auto e = schema_gbnf(*sc, "response_format.json_schema.schema", gbnf)) return e;
+      given.push_back(param = "response_format");
+    } else if (type != "text") {
+      return bad("response_format.type", fmt::format("response_format type '{}' is not one of text, json_object, json_schema", type));
+    }
+  }
+  if (given.size() > 1)
+    return bad(given[1], fmt::format("'{}' and '{}' both constrain the reply: give one", given[0], given[1]));
+  if (given.empty()) return std::nullopt;
+  auto g = parse_gbnf(gbnf);
+  if (!g) return bad(param, fmt::format("{}: {}", param, g.error().message));
+  out = std::make_shared<const Grammar>(std::move(*g));
+  return std::nullopt;
+}
+
 std::string token_bytes_string(const Tokenizer& tok, int32_t id) { return std::string(tok.piece(id)); }
 
 json bytes_array(const std::string& s) {
@@ -280,12 +340,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
 
   if (auto e = parse_speculative(body, ctx, r.spec)) return *e;
 
-  if (const json* rf = field(body, "response_format")) {
-    const std::string type = rf->is_object() ? rf->value("type", "") : "";
-    if (type != "text" && type != "json_object")
-      return bad("response_format", fmt::format("response_format type '{}' is not supported (text, json_object)", type));
-    r.json_object = type == "json_object";
-  }
+  if (auto e = parse_output_grammar(body, r.grammar)) return *e;
 
   std::string text;
   bool add_bos = ctx.tok->add_bos();

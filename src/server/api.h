@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "gguf/reader.h"
+#include "grammar/gbnf.h"
 #include "runtime/speculative.h"
 #include "sampling/params.h"
 #include "server/engine.h"
@@ -47,7 +49,7 @@ struct CompletionRequest {
   int top_logprobs = 0;
   std::vector<std::string> stop;
   SamplerParams sampling;
-  bool json_object = false;     // response_format {"type": "json_object"}
+  std::shared_ptr<const Grammar> grammar;  // grammar / json_schema / response_format (null: none)
   std::optional<SpecParams> spec;  // speculative decoding (the server's default, or the request's)
 };
 

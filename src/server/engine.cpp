@@ -12,7 +12,6 @@
 #include "runtime/speculative.h"
 #include "runtime/step.h"
 #include "sampling/sampler.h"
-#include "server/json-prefix.h"
 
 namespace minfer::server {
 
@@ -69,7 +68,6 @@ struct Slot {
   bool first_token = true;
   std::vector<TokenLogprob> pending_lp;
   std::vector<int32_t> pending_tokens;
-  std::optional<JsonPrefix> json;  // json_object jobs: the output so far
   std::optional<Speculator> spec;  // speculative jobs
   Speculator::Plan plan;           // the drafts of the pass being run
   Clock::time_point started, first_at;  // prefill started; first token sampled
@@ -124,6 +122,12 @@ constexpr size_t kMinCopyGain = 16;
 struct Engine::Impl {
   std::shared_ptr<const Model> model;
   const Tokenizer* tok = nullptr;
+  // The vocabulary's token trie for grammar masks: built on the first job with a grammar.
+  std::shared_ptr<const TokenTrie> trie;
+  std::shared_ptr<const TokenTrie> grammar_trie() {
+    if (!trie) trie = grammar_tokens(*tok);
+    return trie;
+  }
   EngineParams p;
   int n_vocab = 0;
   std::unique_ptr<Context> ctx;
@@ -207,7 +211,6 @@ struct Engine::Impl {
     s.pending_lp.clear();
     s.pending_tokens.clear();
     s.end_stop_type = "limit";
-    s.json.reset();
     std::lock_guard<std::mutex> lk(mu);
     s.active = false;
     count_busy();
@@ -234,39 +237,6 @@ struct Engine::Impl {
       m.n_jobs_done++;
     }
     release(s);
-  }
-
-  // ---- json_object ----
-
-  // The logits with every token masked that cannot continue the JSON object. Candidates are
-  // tried best first; the kJsonCandidates best valid ones are kept (enough for greedy and the
-  // default top-k 40; top-p / min-p then see that truncated set).
-  static constexpr size_t kJsonCandidates = 64;
-  std::vector<float> json_row;
-  std::vector<int32_t> json_order;
-  std::span<const float> mask_json(const Slot& s, std::span<const float> row) {
-    json_order.resize(row.size());
-    std::iota(json_order.begin(), json_order.end(), 0);
-    std::sort(json_order.begin(), json_order.end(),
-              [&](int32_t a, int32_t b) { return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)]; });
-    json_row.assign(row.size(), -INFINITY);
-    size_t kept = 0;
-    for (int32_t id : json_order) {
-      if (kept == kJsonCandidates || std::isinf(row[static_cast<size_t>(id)])) break;
-      bool ok = false;
-      if (tok->is_eog(id)) {
-        ok = s.json->done();
-      } else {
-        const std::string_view piece = tok->piece(id);
-        JsonPrefix t = *s.json;
-        ok = !piece.empty() && t.push(piece);
-      }
-      if (ok) {
-        json_row[static_cast<size_t>(id)] = row[static_cast<size_t>(id)];
-        ++kept;
-      }
-    }
-    return json_row;
   }
 
   // ---- admission ----
@@ -365,7 +335,7 @@ struct Engine::Impl {
     s.job = std::move(job);
     s.sampler.emplace(std::move(*sampler));
     s.sampler->accept_prompt(s.job.prompt);
-    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop, .ignore_eog = s.job.ignore_eog, .grammar = {}, .grammar_tokens = {}});
+    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop, .ignore_eog = s.job.ignore_eog, .grammar = s.job.grammar, .grammar_tokens = s.job.grammar ? grammar_trie() : nullptr});
     s.n_fed = keep;
     s.n_cached = static_cast<int>(keep);
     s.next = -1;
@@ -373,7 +343,6 @@ struct Engine::Impl {
     s.first_token = true;
     s.pending_lp.clear();
     s.pending_tokens.clear();
-    if (s.job.json_object) s.json.emplace();
     if (s.job.spec) s.spec.emplace(*s.job.spec, s.job.spec->model ? draft.get() : nullptr, s.id);
     s.plan = {};
     s.started = Clock::now();
@@ -388,7 +357,6 @@ struct Engine::Impl {
   // finishes the job once the pass's other rows are settled.
   int32_t on_logits(Slot& s, std::span<const float> row, int room) {
     const std::span<const float> raw = row;
-    if (s.json) row = mask_json(s, row);
     auto r = s.step->next(row, room);
     if (!r) {
       s.error = r.error().message;
@@ -416,12 +384,7 @@ struct Engine::Impl {
       s.end_stop_type = r->reason == StopReason::kEog ? "eos" : r->reason == StopReason::kStopString ? "word" : "limit";
       return end(std::move(r->text), finish_reason(r->reason));
     }
-    s.end_stop_type = "limit";  // a deadline; a complete JSON object (below) is "eos"
-    if (s.json) s.json->push(tok->piece(r->token));
-    if (s.json && s.json->done()) {
-      s.end_stop_type = "eos";
-      return end(r->text + s.step->finish(), "stop");
-    }
+    s.end_stop_type = "limit";  // a deadline
     if (Clock::now() > s.job.deadline) return end(r->text + s.step->finish(), "length");
     emit(s, std::move(r->text), false, nullptr);
     return r->token;

@@ -49,6 +49,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "grammar/gbnf.h"
 #include "runtime/speculative.h"
 #include "sampling/params.h"
 #include "tokenizer/tokenizer.h"
@@ -127,8 +128,8 @@ struct Job {
   std::vector<std::string> stop;
   bool ignore_eog = false;      // keep going past end-of-generation tokens
   int top_logprobs = -1;        // -1: no logprobs; 0..20: chosen token plus that many alternatives
-  bool json_object = false;     // only tokens that keep the output a valid JSON object prefix;
-                                // the job ends ("stop") when the object is complete
+  std::shared_ptr<const Grammar> grammar;  // the output must match it (grammar, json_schema,
+                                           // response_format); null: free text
   std::optional<SpecParams> spec;  // speculative decoding for this job (nullopt: off)
   int index = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

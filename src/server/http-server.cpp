@@ -214,7 +214,7 @@ struct Server {
       j.stop = r.stop;
       j.ignore_eog = r.ignore_eos;
       j.top_logprobs = r.logprobs ? r.top_logprobs : -1;
-      j.json_object = r.json_object;
+      j.grammar = r.grammar;
       j.spec = r.spec;
       j.index = i;
       j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace minfer::jinja {
 
 // Returns the byte offset of the first invalid sequence, or npos when `s` is valid UTF-8.
@@ -18,7 +20,7 @@ size_t utf8_invalid_at(std::string_view s);
 bool is_ascii(std::string_view s);
 size_t utf8_length(std::string_view s);
 std::vector<uint32_t> utf8_decode(std::string_view s);  // input must be valid UTF-8
-void utf8_append(std::string& out, uint32_t cp);
+using minfer::utf8_append;  // core/utf8.h
 std::string utf8_encode(const std::vector<uint32_t>& cps, size_t begin, size_t end);
 
 // Python's str.isspace() set (ASCII whitespace, \x1c-\x1f, \x85, \xa0 and Unicode spaces).

@@ -77,3 +77,44 @@ def test_grammar_command_verdicts():
     assert r.stdout.splitlines() == ["match", "incomplete", "no match at byte 5"]
     r = run("grammar", JSON_GBNF)
     assert r.returncode == 0 and r.stdout.startswith("grammar ok: ")
+
+
+SCHEMA = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "confidence": {"type": "integer", "minimum": 0, "maximum": 100}},
+          "required": ["answer", "confidence"], "additionalProperties": False}
+
+
+def check_schema_output(text):
+    doc = json.loads(text)
+    assert set(doc) == {"answer", "confidence"} and doc["answer"] in ("yes", "no"), doc
+    assert isinstance(doc["confidence"], int) and 0 <= doc["confidence"] <= 100, doc
+
+
+def test_json_schema_one_shot_and_conversation():
+    for sampling in (["--greedy"], ["--temp", "1.0", "--seed", "4"]):
+        r = run(MODEL, "Is the sky blue? Reply in JSON.", "-n", "60", "-t", "2", *sampling, "--json-schema", json.dumps(SCHEMA))
+        assert r.returncode == 0 and "stop: eog" in r.stderr, r.stderr
+        check_schema_output(r.stdout)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(SCHEMA, f)
+    r = run(MODEL, "--cnv", "-n", "60", "-t", "2", "--greedy", "--json-schema-file", f.name,
+            stdin="Is the sky blue?\nIs grass red?\n")
+    os.unlink(f.name)
+    assert r.returncode == 0, r.stderr
+    dec, at, replies = json.JSONDecoder(), 0, []  # replies may span lines: read JSON documents in turn
+    while (start := r.stdout.find("{", at)) >= 0:
+        doc, at = dec.raw_decode(r.stdout, start)
+        replies.append(r.stdout[start:at])
+    assert len(replies) == 2, r.stdout
+    for text in replies:
+        check_schema_output(text)
+
+
+def test_bad_schemas_exit_1_with_the_pointer():
+    r = run(MODEL, "hi", "-n", "4", "--json-schema", '{"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}}')
+    assert r.returncode == 1 and "--json-schema: json-schema #/properties/n: unsupported keyword 'multipleOf'" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "-n", "4", "--json-schema", "{not json")
+    assert r.returncode == 1 and "not valid JSON" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "-n", "4", "--json-schema-file", "/nonexistent.json")
+    assert r.returncode == 1 and "/nonexistent.json" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "--grammar", 'root ::= "a"', "--json-schema", "{}")
+    assert r.returncode != 0 and "excludes" in r.stderr, r.stderr

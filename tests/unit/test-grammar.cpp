@@ -38,6 +38,9 @@ TEST(Gbnf, ErrorsNameTheLineAndColumn) {
   EXPECT_EQ(error_of("root ::= \"a\"\nfoo ::= bar"), "gbnf 2:9: undefined rule 'bar'");
   EXPECT_EQ(error_of("root := \"a\""), "gbnf 1:6: expected '::=' after rule name 'root'");
   EXPECT_EQ(error_of("item ::= \"a\""), "gbnf: no 'root' rule (the start rule must be named root)");
+  EXPECT_NE(error_of("root ::= x\nx ::= x").find("matches nothing"), std::string::npos);
+  EXPECT_NE(error_of("root ::= \"a\" root").find("matches nothing"), std::string::npos);
+  EXPECT_EQ(error_of("root ::= \"a\" root | \"b\""), "");
   EXPECT_EQ(error_of("root ::= \"abc"), "gbnf 1:14: unterminated string literal");
   EXPECT_EQ(error_of("root ::= [a-"), "gbnf 1:13: unterminated character class");
   EXPECT_EQ(error_of("root ::= [z-a]"), "gbnf 1:14: character range out of order");

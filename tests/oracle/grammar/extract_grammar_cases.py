@@ -1,8 +1,8 @@
 """Extracts the accept/reject cases of llama.cpp's tests/test-grammar-integration.cpp as data:
-test_grammar(DESC, GRAMMAR, {PASSING...}, {FAILING...}) calls whose arguments are literals
-(test_schema cases, which need llama.cpp's schema converter, are listed apart).
+test_grammar(DESC, GRAMMAR, {PASSING...}, {FAILING...}) calls whose arguments are literals, and
+test_schema(DESC, SCHEMA, {PASSING...}, {FAILING...}) calls alike (extract(src, "test_schema")).
 
-    python3 extract_grammar_cases.py path/to/test-grammar-integration.cpp > cases.json
+    python3 extract_grammar_cases.py path/to/test-grammar-integration.cpp [test_schema] > cases.json
 """
 import json
 import os
@@ -63,18 +63,19 @@ def string_list(toks, i):
     return out, i + 1
 
 
-def extract(src):
+def extract(src, fn="test_grammar"):
+    """[{desc, grammar (the GBNF or the schema text), passing, failing}], [{at, why}]."""
     cases, skipped = [], []
     start = 0
     while True:
-        at = src.find("test_grammar(", start)
+        at = src.find(fn + "(", start)
         if at < 0:
             break
         start = at + 1
         if src[max(0, at - 12):at].strip().endswith("void"):
             continue  # the definition
         try:
-            toks = call_tokens(src, at + len("test_grammar"))
+            toks = call_tokens(src, at + len(fn))
             desc, i = strings(toks, 0)
             i += 1
             grammar, i = strings(toks, i)
@@ -90,5 +91,5 @@ def extract(src):
 
 if __name__ == "__main__":
     with open(sys.argv[1], encoding="utf-8") as f:
-        cases, skipped = extract(f.read())
+        cases, skipped = extract(f.read(), *sys.argv[2:3])
     json.dump({"cases": cases, "skipped": skipped}, sys.stdout, ensure_ascii=False, indent=1)
