@@ -68,6 +68,8 @@ int cmd_generate(int argc, char** argv) {
   app.add_option("--dump-graph", dump_dot, "write the prompt's graph as Graphviz DOT, then exit");
   app.add_option("--dump-graph-json", dump_json, "write the prompt's graph as JSON (docs/graph.md), then exit");
   app.add_flag("-v,--verbose", verbose, "print the rendered prompt and sampler chain to stderr");
+  std::string ids_out;
+  app.add_option("--ids-out", ids_out, "write {\"prompt\": [ids], \"generated\": [ids]} as JSON to this file (for oracle comparisons)");
   add_sampling_options(app, so);
   add_spec_options(app, spo);
   try {
@@ -165,6 +167,11 @@ int cmd_generate(int argc, char** argv) {
   if (trace) {
     const bool stop = st->reason == StopReason::kEog || st->reason == StopReason::kStopString;
     if (Status ts = trace->finish(reply, stop ? "stop" : "length", st->n_gen); !ts) return fail(ts.error().message);
+  }
+  if (!ids_out.empty()) {
+    std::ofstream f(ids_out);
+    f << nlohmann::json{{"prompt", ids}, {"generated", st->tokens}}.dump() << "\n";
+    if (!f) return fail(fmt::format("--ids-out: cannot write '{}'", ids_out));
   }
   if (!ends_with_newline && isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
   std::fflush(stdout);

@@ -74,34 +74,60 @@ int32_t GrammarConstraint::intern(const GrammarStacks& s) {
 }
 
 int32_t GrammarConstraint::step(int32_t state, uint32_t cp) {
+  // ASCII (most token bytes): a dense row per state; other code points: a hash map.
+  const size_t slot = static_cast<size_t>(state) * 128 + cp;
+  if (cp < 128 && slot < ascii_.size() && ascii_[slot] != kUnknown) return ascii_[slot];
   const uint64_t k = (static_cast<uint64_t>(state) << 21) | cp;
-  if (auto it = next_.find(k); it != next_.end()) return it->second;
+  if (cp >= 128)
+    if (auto it = next_.find(k); it != next_.end()) return it->second;
   const GrammarStacks next = m_.advance(states_[static_cast<size_t>(state)], cp);
   const int32_t id = next.empty() ? -1 : intern(next);
-  next_.emplace(k, id);
+  if (cp < 128) {
+    if (ascii_.size() < states_.size() * 128) ascii_.resize(states_.size() * 128, kUnknown);
+    ascii_[slot] = id;
+  } else {
+    next_.emplace(k, id);
+  }
   return id;
 }
 
-void GrammarConstraint::walk(int32_t node, int32_t state, const Utf8Partial& u, std::vector<uint64_t>& bits) {
-  const auto& nodes = tokens_->nodes();
-  const TokenTrie::Node n = nodes[static_cast<size_t>(node)];
-  for (int32_t c = n.first_child; c < n.first_child + n.n_children; ++c) {
-    const TokenTrie::Node& child = nodes[static_cast<size_t>(c)];
-    Utf8Partial v = u;
-    int64_t cp;
-    if (!GrammarMatcher::utf8_step(v, child.byte, &cp)) continue;
-    int32_t next = state;
-    if (cp >= 0) {
-      next = step(state, static_cast<uint32_t>(cp));
-      if (next < 0) continue;
-    } else if (!m_.feasible(states_[static_cast<size_t>(state)], v)) {
-      continue;
+// Depth-first over the trie with an explicit stack; an ASCII byte outside a UTF-8 sequence (most
+// of them) takes the dense transition row without a call.
+void GrammarConstraint::walk(int32_t root, int32_t root_state, const Utf8Partial& root_u, std::vector<uint64_t>& bits) {
+  const TokenTrie::Node* nodes = tokens_->nodes().data();
+  const int32_t* ids = tokens_->ids().data();
+  std::vector<WalkFrame>& todo = walk_stack_;
+  todo.clear();
+  todo.push_back({root, root_state, root_u});
+  while (!todo.empty()) {
+    const WalkFrame f = todo.back();
+    todo.pop_back();
+    const TokenTrie::Node& n = nodes[f.node];
+    for (int32_t c = n.first_child; c < n.first_child + n.n_children; ++c) {
+      const TokenTrie::Node& child = nodes[c];
+      Utf8Partial v = f.u;
+      int32_t next = f.state;
+      if (v.need == 0 && child.byte < 0x80) {
+        const size_t slot = static_cast<size_t>(f.state) * 128 + child.byte;
+        next = slot < ascii_.size() ? ascii_[slot] : kUnknown;
+        if (next == kUnknown) next = step(f.state, child.byte);
+        if (next < 0) continue;
+      } else {
+        int64_t cp;
+        if (!GrammarMatcher::utf8_step(v, child.byte, &cp)) continue;
+        if (cp >= 0) {
+          next = step(f.state, static_cast<uint32_t>(cp));
+          if (next < 0) continue;
+        } else if (!m_.feasible(states_[static_cast<size_t>(f.state)], v)) {
+          continue;
+        }
+      }
+      for (int32_t i = child.tok_begin; i < child.tok_end; ++i) {
+        const int32_t id = ids[i];
+        bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+      }
+      if (child.n_children > 0) todo.push_back({c, next, v});
     }
-    for (int32_t i = child.tok_begin; i < child.tok_end; ++i) {
-      const int32_t id = tokens_->ids()[static_cast<size_t>(i)];
-      bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
-    }
-    if (child.n_children > 0) walk(c, next, v, bits);
   }
 }
 
@@ -123,6 +149,7 @@ const std::vector<uint64_t>& GrammarConstraint::mask() {
     ids_.clear();
     states_.clear();
     next_.clear();
+    ascii_.clear();
   }
   std::vector<uint64_t> bits(static_cast<size_t>(tokens_->n_vocab() + 63) / 64, 0);
   if (!m_.must_end()) walk(0, intern(m_.stacks()), m_.partial(), bits);

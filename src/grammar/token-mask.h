@@ -77,13 +77,20 @@ class GrammarConstraint {
   // (state, pending UTF-8) seen: a walk mostly follows cached transitions.
   std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> ids_;
   std::vector<GrammarStacks> states_;
-  std::unordered_map<uint64_t, int32_t> next_;  // (state << 21 | cp) -> state, -1: refused
+  std::unordered_map<uint64_t, int32_t> next_;  // (state << 21 | cp) -> state, -1: refused (cp >= 128)
+  static constexpr int32_t kUnknown = -2;
+  std::vector<int32_t> ascii_;                  // [state][128] the same for ASCII; kUnknown: not yet
   std::unordered_map<std::vector<int32_t>, std::vector<uint64_t>, KeyHash> cache_;  // [n_vocab] bits
   const std::vector<uint64_t>& mask();
   std::vector<int32_t> key() const;
   int32_t intern(const GrammarStacks& s);
   int32_t step(int32_t state, uint32_t cp);
   void walk(int32_t node, int32_t state, const Utf8Partial& u, std::vector<uint64_t>& bits);
+  struct WalkFrame {
+    int32_t node, state;
+    Utf8Partial u;
+  };
+  std::vector<WalkFrame> walk_stack_;
   bool is_eog(int32_t id) const;
 };
 

@@ -7,6 +7,13 @@
 //        -> L.f32 = float32 [n_tokens][n_vocab] row-major; stdout {"n_tokens":3,"n_vocab":49152}
 //   llama-oracle greedy MODEL --tokens 1,2,3 -n 16 [-t N] [-c N]
 //        -> {"greedy":[ids...]}   (exactly N argmax tokens; end-of-generation does not stop it)
+//   llama-oracle greedy MODEL --tokens 1,2,3 -n 16 --grammar-file G.gbnf [-t N]
+//        -> {"greedy":[ids...],"gen_seconds":s}  (llama.cpp's grammar sampler, then greedy, up to
+//           N tokens; stops after end-of-generation; gen_seconds: the steps after the prompt)
+//   llama-oracle greedy ... --timed: the same timing without a grammar (the sampler chain of greedy
+//           alone; exactly N tokens, end-of-generation does not stop it)
+//   llama-oracle greedy ... --temp T [--seed S]: sampled instead of greedy (top-k 40, top-p 0.95,
+//           min-p 0.05, temperature T, then a draw), with or without --grammar-file
 //   llama-oracle tokenize MODEL TEXT [--special] [--bos]      # TEXT "-" reads stdin
 //        -> {"tokens":[ids...]}
 //   llama-oracle tokenize-lines MODEL [--special] [--bos]
@@ -83,6 +90,10 @@ struct Args {
   std::string out;
   std::string bins;
   std::string file;     // -f
+  std::string grammar_file;  // greedy --grammar-file
+  bool timed = false;        // greedy --timed
+  double temp = 0;           // greedy --temp (0: greedy)
+  int seed = 42;             // greedy --seed
   bool kv_f32 = false;  // --kv-type f32 (default f16)
   int flash = -1;       // --flash-attn on|off (default: llama.cpp's auto)
   int n_chunks = 0;     // --chunks (0 = all)
@@ -119,6 +130,10 @@ Args parse_args(int argc, char** argv, int first) {
     else if (s == "--out" || s == "-o") a.out = value();
     else if (s == "--bins") a.bins = value();
     else if (s == "-f" || s == "--file") a.file = value();
+    else if (s == "--grammar-file") a.grammar_file = value();
+    else if (s == "--timed") a.timed = true;
+    else if (s == "--temp") a.temp = std::stod(value());
+    else if (s == "--seed") a.seed = parse_int(s, value(), 0, 0x7fffffff);
     else if (s == "--kv-type") {
       const std::string v = value();
       if (v != "f16" && v != "f32") die("--kv-type: '" + v + "' is not f16 or f32");
@@ -326,6 +341,45 @@ int cmd_logits(const Args& a) {
   return 0;
 }
 
+// greedy through llama.cpp's sampler chain: the grammar sampler (when given), then greedy.
+int greedy_sampled(Session& s, const Args& a, const std::vector<llama_token>& ids) {
+  llama_sampler* chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  if (!a.grammar_file.empty()) {
+    std::ifstream in(a.grammar_file, std::ios::binary);
+    if (!in) die("cannot read grammar file '" + a.grammar_file + "'");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    llama_sampler* g = llama_sampler_init_grammar(s.vocab, text.c_str(), "root");
+    if (!g) die("llama.cpp refused the grammar in '" + a.grammar_file + "'");
+    llama_sampler_chain_add(chain, g);
+  }
+  if (a.temp > 0) {
+    llama_sampler_chain_add(chain, llama_sampler_init_top_k(40));
+    llama_sampler_chain_add(chain, llama_sampler_init_top_p(0.95f, 1));
+    llama_sampler_chain_add(chain, llama_sampler_init_min_p(0.05f, 1));
+    llama_sampler_chain_add(chain, llama_sampler_init_temp(static_cast<float>(a.temp)));
+    llama_sampler_chain_add(chain, llama_sampler_init_dist(static_cast<uint32_t>(a.seed)));
+  } else {
+    llama_sampler_chain_add(chain, llama_sampler_init_greedy());
+  }
+  decode(s, ids, 0, false);
+  int pos = static_cast<int>(ids.size());
+  std::vector<llama_token> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int step = 0; step < a.n_predict; ++step) {
+    const llama_token t = llama_sampler_sample(chain, s.ctx, -1);  // applies and accepts
+    out.push_back(t);
+    if (!a.grammar_file.empty() && llama_vocab_is_eog(s.vocab, t)) break;  // without one: exactly N tokens
+    decode(s, {t}, pos, false);
+    ++pos;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  llama_sampler_free(chain);
+  std::string j = json_ids("greedy", out);
+  j.pop_back();  // the closing brace
+  std::printf("%s,\"gen_seconds\":%.6f}\n", j.c_str(), secs);
+  return 0;
+}
+
 int cmd_greedy(const Args& a) {
   if (a.pos.size() != 1 || a.tokens.empty() || a.n_predict < 0) {
     die("usage: llama-oracle greedy MODEL --tokens 1,2,3 -n N [-t N] [-c N]");
@@ -339,6 +393,7 @@ int cmd_greedy(const Args& a) {
   std::vector<llama_token> out;
   int pos = 0;
   std::vector<llama_token> next = ids;
+  if (!a.grammar_file.empty() || a.timed || a.temp > 0) return greedy_sampled(s, a, ids);
   for (int step = 0; step < a.n_predict; ++step) {
     decode(s, next, pos, false);
     pos += static_cast<int>(next.size());
