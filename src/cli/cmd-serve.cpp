@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "cli/commands.h"
@@ -12,6 +14,8 @@
 #include "core/thread-pool.h"
 #include "models/model.h"
 #include "server/http-server.h"
+#include "template/chat.h"
+#include "template/template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
@@ -51,6 +55,10 @@ int cmd_serve(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
   app.add_option("--watchdog", ep.watchdog_s, "seconds without a finished step, while there is work, before /health says 503")
       ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+  std::string template_file;
+  app.add_option("--chat-template", sp.chat_template, "Jinja chat template to use instead of the model's ('chatml' for ChatML)");
+  app.add_option("--chat-template-file", template_file, "file with the Jinja chat template to use instead of the model's")
+      ->excludes(app.get_option("--chat-template"));
   add_spec_options(app, spo);
   try {
     app.parse(argc, argv);
@@ -58,6 +66,25 @@ int cmd_serve(int argc, char** argv) {
     return app.exit(e);
   }
 
+  if (!template_file.empty()) {
+    std::ifstream in(template_file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "minfer: --chat-template-file: cannot read '%s'\n", template_file.c_str());
+      return 1;
+    }
+    sp.chat_template.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (sp.chat_template.empty()) {
+      std::fprintf(stderr, "minfer: --chat-template-file: '%s' is empty\n", template_file.c_str());
+      return 1;
+    }
+  }
+  if (sp.chat_template == "chatml") sp.chat_template = jinja::kChatmlTemplate;
+  if (!sp.chat_template.empty()) {
+    if (auto t = jinja::Template::parse(sp.chat_template); !t) {
+      std::fprintf(stderr, "minfer: chat template: %s\n", t.error().message.c_str());
+      return 1;
+    }
+  }
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto m = Model::load(path);

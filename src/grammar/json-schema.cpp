@@ -87,8 +87,11 @@ bool has_self_ref(const json& s) {
 
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {
+  explicit Converter(const json& root, std::string root_name = "root", const std::vector<std::string>& reserved = {})
+      : root_(root), root_name_(std::move(root_name)) {
     for (const auto& [name, body] : kPrims) names_.insert(name);
+    for (const auto& name : reserved) names_.insert(name);
+    if (root_name_ != "root") names_.insert({"root", root_name_});
   }
 
   Expected<std::string> run() {
@@ -101,6 +104,7 @@ class Converter {
 
  private:
   const json& root_;
+  const std::string root_name_;
   std::vector<std::pair<std::string, std::string>> rules_;  // in order of definition
   std::map<std::string, std::string> by_body_;
   std::set<std::string> names_;
@@ -108,7 +112,7 @@ class Converter {
   std::set<std::string> prims_used_;
 
   std::string text(const std::string& root) const {
-    std::string out = root == "root" ? "" : "root ::= " + root + "\n";
+    std::string out = root == root_name_ ? "" : root_name_ + " ::= " + root + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
     return out;
   }
@@ -620,16 +624,20 @@ class Converter {
 
 }  // namespace
 
-Expected<std::string> json_schema_to_gbnf(std::string_view schema_json) {
+Expected<std::string> json_schema_to_gbnf(std::string_view schema_json) { return json_schema_rules(schema_json, "root", {}); }
+
+Expected<std::string> json_schema_rules(std::string_view schema_json, const std::string& root_name,
+                                        const std::vector<std::string>& reserved) {
   json schema;
   try {
     schema = json::parse(schema_json);
   } catch (const json::exception& e) {
     return make_error("json-schema: not valid JSON: {}", e.what());
   }
-  auto text = Converter(schema).run();
+  auto text = Converter(schema, root_name, reserved).run();
   if (!text) return text;
-  if (auto g = parse_gbnf(*text); !g) {
+  const std::string check = root_name == "root" ? *text : "root ::= " + root_name + "\n" + *text;
+  if (auto g = parse_gbnf(check); !g) {
     if (g.error().message.find("left recursion") != std::string::npos || g.error().message.find("matches nothing") != std::string::npos)
       return make_error("json-schema: the schema refers to itself before any text is written ({})", g.error().message);
     return make_error("json-schema: internal error: the grammar made from the schema does not parse ({})", g.error().message);

@@ -24,6 +24,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -31,6 +32,12 @@ namespace minfer {
 
 // schema_json: the schema as JSON text.
 Expected<std::string> json_schema_to_gbnf(std::string_view schema_json);
+
+// The same rules for use inside a larger grammar: `root_name` is the schema's rule, no rule is
+// named `root` (unless root_name is) or any of `reserved`; the rules `ws`, `char`, `string`,
+// `value`... of a JSON value may be defined. The caller writes its own `root`.
+Expected<std::string> json_schema_rules(std::string_view schema_json, const std::string& root_name,
+                                        const std::vector<std::string>& reserved);
 
 // Any JSON value (object_only: any JSON object), for response_format {"type": "json_object"}.
 std::string json_value_gbnf(bool object_only);

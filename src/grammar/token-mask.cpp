@@ -183,4 +183,6 @@ bool GrammarConstraint::accept(int32_t id) {
   return !p.empty() && !m_.must_end() && m_.accept(p);
 }
 
+bool GrammarConstraint::accept_text(std::string_view text) { return text.empty() || m_.accept(text); }
+
 }  // namespace minfer

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -63,6 +64,8 @@ class GrammarConstraint {
   bool allows(int32_t id);
   // Advances past `id` (an end-of-generation token: only if the match is complete).
   bool accept(int32_t id);
+  // Advances past text that is already in the output (a lazy grammar's trigger text).
+  bool accept_text(std::string_view text);
   const GrammarMatcher& matcher() const { return m_; }
   size_t n_cached_states() const { return cache_.size(); }
   size_t n_states() const { return states_.size(); }

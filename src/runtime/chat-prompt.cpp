@@ -20,7 +20,7 @@ Expected<std::string> render_chat_prompt(const GgufFile& file, const Tokenizer& 
                                          const nlohmann::ordered_json& messages,
                                          const ChatRenderOptions& opt) {
   bool fallback = false;
-  const std::string source = chat_template_source(file, &fallback);
+  const std::string source = opt.template_source.empty() ? chat_template_source(file, &fallback) : opt.template_source;
   if (fallback && !opt.quiet)
     std::fprintf(stderr, "[template] '%s' has no tokenizer.chat_template; using ChatML\n", file.path().c_str());
   nlohmann::ordered_json args = opt.extra;

@@ -20,6 +20,7 @@ struct ChatRenderOptions {
   bool add_generation_prompt = true;
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // tools, enable_thinking...
   bool quiet = false;  // no notice on stderr for the ChatML fallback
+  std::string template_source = {};  // a template to use instead of the model's (empty: the model's)
 };
 
 // The template source of a GGUF, or ChatML (and *fallback = true) when it has none.

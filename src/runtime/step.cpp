@@ -28,8 +28,23 @@ TokenStep::TokenStep(const Tokenizer& tok, Sampler& sampler, StepParams p)
     : tok_(&tok), sampler_(&sampler), p_(std::move(p)), text_(tok), stops_(p_.stop) {
   if (p_.grammar) {
     MINFER_ASSERT(p_.grammar_tokens);
-    grammar_ = std::make_unique<GrammarConstraint>(p_.grammar, p_.grammar_tokens);
+    if (p_.grammar_triggers.empty()) grammar_ = std::make_unique<GrammarConstraint>(p_.grammar, p_.grammar_tokens);
   }
+}
+
+// A lazy grammar not triggered yet: the token's bytes join the output; once a trigger is in
+// it, the grammar starts and takes the text from the trigger on (the rest of this token).
+Status TokenStep::trigger(int32_t token) {
+  raw_ += tok_->piece(token);
+  const auto hit = find_grammar_trigger(raw_, p_.grammar_triggers);
+  if (!hit) return {};
+  grammar_ = std::make_unique<GrammarConstraint>(p_.grammar, p_.grammar_tokens);
+  const std::string_view rest = std::string_view(raw_).substr(hit->feed_from);
+  if (!grammar_->accept_text(rest))
+    return make_error("grammar: the text after the trigger '{}' does not fit the grammar: '{}'",
+                      raw_.substr(hit->begin, hit->feed_from - hit->begin), std::string(rest.substr(0, 40)));
+  raw_.clear();
+  return {};
 }
 
 // With a grammar: a greedy sampler's choice is kept when the grammar allows it (the argmax of
@@ -66,7 +81,11 @@ Expected<TokenStep::Result> TokenStep::next(std::span<const float> logits, int r
   auto id = sample(logits);
   if (!id) return id.error();
   r.token = *id;
-  if (grammar_ && !grammar_->accept(r.token)) return make_error("grammar: internal error: token {} was allowed but not accepted", r.token);
+  if (grammar_) {
+    if (!grammar_->accept(r.token)) return make_error("grammar: internal error: token {} was allowed but not accepted", r.token);
+  } else if (p_.grammar && !tok_->is_eog(r.token)) {
+    if (Status st = trigger(r.token); !st) return st.error();
+  }
   sampler_->accept(r.token);
   ++n_gen_;
   auto finish = [&](StopReason why) {

@@ -24,6 +24,7 @@
 
 #include "core/status.h"
 #include "grammar/token-mask.h"
+#include "grammar/trigger.h"
 #include "sampling/sampler.h"
 #include "sampling/stop.h"
 #include "tokenizer/tokenizer.h"
@@ -41,6 +42,10 @@ struct StepParams {
   // (grammar_tokens(tok), built once per tokenizer); each TokenStep starts at its root.
   std::shared_ptr<const Grammar> grammar;
   std::shared_ptr<const TokenTrie> grammar_tokens;
+  // A lazy grammar (grammar/trigger.h): the output is free until one of these appears in it,
+  // then the grammar takes the text from the trigger on and constrains every later token.
+  // Empty: the grammar constrains the output from its first token.
+  std::vector<GrammarTrigger> grammar_triggers;
 };
 
 // The tokenizer's vocabulary for grammar masks: each token's bytes (control tokens none) and
@@ -80,7 +85,9 @@ class TokenStep {
   StopScanner stops_;
   int n_gen_ = 0;
   std::vector<int32_t> tokens_;
-  std::unique_ptr<GrammarConstraint> grammar_;
+  std::unique_ptr<GrammarConstraint> grammar_;  // null: no grammar, or a lazy one not triggered yet
+  std::string raw_;  // lazy grammar: the output bytes so far (until it triggers)
+  Status trigger(int32_t token);
   std::vector<float> masked_;  // [n_vocab] the logits row with the grammar's mask
   Expected<int32_t> sample(std::span<const float> logits);
   bool done_ = false;

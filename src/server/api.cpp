@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "grammar/json-schema.h"
+#include "server/api-tools.h"
 #include "runtime/chat-prompt.h"
 #include "template/chat.h"
 
@@ -18,9 +19,11 @@ json error_json(const ApiError& e) {
   return {{"error", err}};
 }
 
-Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages, const json& extra) {
+Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages, const json& extra,
+                                  const std::string& template_source) {
   ChatRenderOptions opt;
   opt.quiet = true;
+  opt.template_source = template_source;
   auto ordered = [](const json& j) {
     return nlohmann::ordered_json::parse(j.dump(-1, ' ', false, json::error_handler_t::replace));
   };
@@ -350,15 +353,31 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
     json norm;
     if (auto e = normalize_messages(*msgs, norm)) return *e;
     json extra = json::object();
-    if (const json* tools = field(body, "tools")) {
-      if (!tools->is_array()) return bad("tools", "'tools' must be an array");
-      extra["tools"] = *tools;
+    toolcall::ToolRequest treq;
+    if (auto e = parse_tool_fields(body, treq)) return *e;
+    std::string suffix;
+    if (!treq.tools.empty()) {
+      const toolcall::TemplateTools tt = ctx.template_tools ? *ctx.template_tools : toolcall::TemplateTools{};
+      if (r.grammar && treq.choice != toolcall::ToolChoice::kNone)
+        return bad("tools", "'tools' cannot be combined with 'grammar', 'json_schema' or a JSON 'response_format' (unless tool_choice is 'none')");
+      auto plan = toolcall::plan_tool_calls(tt, treq);
+      if (!plan) return bad("tools", plan.error().message);
+      if (!plan->gbnf.empty()) {
+        auto g = parse_gbnf(plan->gbnf);
+        if (!g) return bad("tools", "tool-call grammar: " + g.error().message);
+        r.grammar = std::make_shared<const Grammar>(std::move(*g));
+        r.grammar_triggers = plan->triggers;
+        r.tools = std::make_shared<const toolcall::ToolPlan>(*plan);
+      }
+      suffix = plan->prompt_suffix;
+      norm = toolcall::prepare_messages(tt, treq, std::move(norm));
+      if (toolcall::template_gets_tools(tt, treq)) extra["tools"] = treq.tools_json;
     }
     if (const json* kw = field(body, "chat_template_kwargs"); kw && kw->is_object())
       for (auto it = kw->begin(); it != kw->end(); ++it) extra[it.key()] = it.value();
-    auto rendered = render_chat(*ctx.file, *ctx.tok, norm, extra);
+    auto rendered = render_chat(*ctx.file, *ctx.tok, norm, extra, ctx.chat_template ? *ctx.chat_template : std::string());
     if (!rendered) return bad("messages", "chat template: " + rendered.error().message);
-    text = *rendered;
+    text = *rendered + suffix;
     if (add_bos && ctx.tok->bos_id() >= 0 && text.starts_with(ctx.tok->token_text(ctx.tok->bos_id()))) add_bos = false;
     r.prompt = ctx.tok->encode(text, add_bos, /*parse_special=*/true);
   } else {

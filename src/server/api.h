@@ -21,6 +21,7 @@
 #include "sampling/params.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "toolcall/tools.h"
 
 namespace minfer::server {
 
@@ -49,7 +50,9 @@ struct CompletionRequest {
   int top_logprobs = 0;
   std::vector<std::string> stop;
   SamplerParams sampling;
-  std::shared_ptr<const Grammar> grammar;  // grammar / json_schema / response_format (null: none)
+  std::shared_ptr<const Grammar> grammar;  // grammar / json_schema / response_format / tools (null: none)
+  std::vector<GrammarTrigger> grammar_triggers;  // tools in auto mode: the grammar starts at a call marker
+  std::shared_ptr<const toolcall::ToolPlan> tools;  // the reply is read for tool calls (null: plain text)
   std::optional<SpecParams> spec;  // speculative decoding (the server's default, or the request's)
 };
 
@@ -61,6 +64,8 @@ struct ParseContext {
   int default_n_predict = -1;  // max_tokens when the request has none (-1: until eog / context end)
   const SpecParams* spec = nullptr;  // the server's speculative decoding (null: off by default)
   bool has_draft_model = false;      // whether a request may ask for the draft model
+  const std::string* chat_template = nullptr;           // the server's template (null/empty: the model's)
+  const toolcall::TemplateTools* template_tools = nullptr;  // what that template does with tools
 };
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat,
@@ -68,7 +73,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
 
 // Renders chat messages with the model's template (ChatML when the GGUF has none).
 Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages,
-                                  const json& extra);
+                                  const json& extra, const std::string& template_source = {});
 
 // The logprobs objects OpenAI returns, from the engine's per-token values.
 json chat_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& lps);  // [{token,logprob,bytes,top_logprobs}]

@@ -335,7 +335,7 @@ struct Engine::Impl {
     s.job = std::move(job);
     s.sampler.emplace(std::move(*sampler));
     s.sampler->accept_prompt(s.job.prompt);
-    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop, .ignore_eog = s.job.ignore_eog, .grammar = s.job.grammar, .grammar_tokens = s.job.grammar ? grammar_trie() : nullptr});
+    s.step.emplace(*tok, *s.sampler, StepParams{.n_predict = s.job.n_predict, .stop = s.job.stop, .ignore_eog = s.job.ignore_eog, .grammar = s.job.grammar, .grammar_tokens = s.job.grammar ? grammar_trie() : nullptr, .grammar_triggers = s.job.grammar_triggers});
     s.n_fed = keep;
     s.n_cached = static_cast<int>(keep);
     s.next = -1;

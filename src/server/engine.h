@@ -50,6 +50,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "grammar/gbnf.h"
+#include "grammar/trigger.h"
 #include "runtime/speculative.h"
 #include "sampling/params.h"
 #include "tokenizer/tokenizer.h"
@@ -129,7 +130,8 @@ struct Job {
   bool ignore_eog = false;      // keep going past end-of-generation tokens
   int top_logprobs = -1;        // -1: no logprobs; 0..20: chosen token plus that many alternatives
   std::shared_ptr<const Grammar> grammar;  // the output must match it (grammar, json_schema,
-                                           // response_format); null: free text
+                                           // response_format, tools); null: free text
+  std::vector<GrammarTrigger> grammar_triggers;  // a lazy grammar's triggers (grammar/trigger.h)
   std::optional<SpecParams> spec;  // speculative decoding for this job (nullopt: off)
   int index = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

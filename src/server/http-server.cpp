@@ -16,7 +16,9 @@
 #include <random>
 #include <thread>
 
+#include "runtime/chat-prompt.h"
 #include "server/api.h"
+#include "toolcall/parser.h"
 
 namespace minfer::server {
 namespace {
@@ -152,6 +154,8 @@ struct Server {
   std::unique_ptr<Engine> engine;
   HttpMetrics metrics;
   std::atomic<bool> draining{false};
+  std::string chat_template;              // --chat-template(-file), or the model's
+  toolcall::TemplateTools template_tools;  // what that template does with tools (probed at start)
   int64_t created = static_cast<int64_t>(std::time(nullptr));
 
   void reply_error(httplib::Response& res, const ApiError& e) {
@@ -198,6 +202,23 @@ struct Server {
     }
   };
 
+  // OpenAI's message.tool_calls, and the delta.tool_calls items of a stream.
+  static json tool_calls_json(const std::vector<toolcall::ToolCall>& calls) {
+    json a = json::array();
+    for (const auto& c : calls)
+      a.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    return a;
+  }
+  static json call_delta_json(const toolcall::CallDelta& d) {
+    if (d.start)
+      return {{"index", d.index}, {"id", d.id}, {"type", "function"}, {"function", {{"name", d.name}, {"arguments", d.arguments}}}};
+    return {{"index", d.index}, {"function", {{"arguments", d.arguments}}}};
+  }
+  // A reply that called tools and ended by itself finishes with "tool_calls".
+  static std::string finish_with_tools(const std::string& reason, bool called) {
+    return called && reason == "stop" ? "tool_calls" : reason;
+  }
+
   static json usage_json(int n_prompt, int n_gen, int n_cached) {
     return {{"prompt_tokens", n_prompt}, {"completion_tokens", n_gen}, {"total_tokens", n_prompt + n_gen},
             {"prompt_tokens_details", {{"cached_tokens", n_cached}}}};
@@ -215,6 +236,7 @@ struct Server {
       j.ignore_eog = r.ignore_eos;
       j.top_logprobs = r.logprobs ? r.top_logprobs : -1;
       j.grammar = r.grammar;
+      j.grammar_triggers = r.grammar_triggers;
       j.spec = r.spec;
       j.index = i;
       j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
@@ -327,7 +349,7 @@ struct Server {
       return {};
     }
     ParseContext pc{&model->file(), tok, engine->n_ctx_slot(), sp.default_n_predict, sp.spec ? &*sp.spec : nullptr,
-                    engine->has_draft_model()};
+                    engine->has_draft_model(), &chat_template, &template_tools};
     auto parsed = parse_completion_request(body, chat, pc);
     if (auto* e = std::get_if<ApiError>(&parsed)) {
       reply_error(res, *e);
@@ -406,7 +428,17 @@ struct Server {
               json c;
               c["index"] = i;
               if (chat) {
-                c["message"] = {{"role", "assistant"}, {"content", text[k]}, {"refusal", nullptr}};
+                c["message"] = {{"role", "assistant"}, {"content", text[k]}};
+                if (r->tools) {
+                  toolcall::ToolCallParser p(*r->tools);
+                  p.feed(text[k]);
+                  p.finish();
+                  const auto& reply_tools = p.result();
+                  c["message"]["content"] = reply_tools.content.empty() && !reply_tools.calls.empty() ? json(nullptr) : json(reply_tools.content);
+                  if (!reply_tools.calls.empty()) c["message"]["tool_calls"] = tool_calls_json(reply_tools.calls);
+                  reason[k] = finish_with_tools(reason[k], !reply_tools.calls.empty());
+                }
+                c["message"]["refusal"] = nullptr;
                 c["logprobs"] = r->logprobs ? json{{"content", chat_logprobs_json(*tok, lps[k])}, {"refusal", nullptr}} : json(nullptr);
               } else {
                 c["text"] = text[k];
@@ -460,6 +492,9 @@ struct Server {
               ok = send(chunk(i, {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}, nullptr, nullptr));
           int n_gen = 0, n_cached = 0;
           std::vector<size_t> offsets(static_cast<size_t>(r->n), 0);
+          std::vector<toolcall::ToolCallParser> parsers;
+          if (chat && r->tools)
+            for (int i = 0; i < r->n; ++i) parsers.emplace_back(*r->tools);
           std::string error;
           JobEvent ev;
           while (ok) {
@@ -481,12 +516,26 @@ struct Server {
                 append_completion_logprobs(*tok, ev.logprobs, lp, offsets[static_cast<size_t>(ev.index)]);
               }
             }
-            if (!ev.text.empty() || !lp.is_null())
+            std::string finish = ev.finish_reason;
+            if (!parsers.empty()) {  // tools: content and delta.tool_calls, never the call markup
+              toolcall::ToolCallParser& p = parsers[static_cast<size_t>(ev.index)];
+              toolcall::ReplyDelta d = p.feed(ev.text);
+              if (ev.kind == JobEvent::kDone) {
+                toolcall::ReplyDelta rest = p.finish();
+                d.content += rest.content;
+                d.calls.insert(d.calls.end(), rest.calls.begin(), rest.calls.end());
+                finish = finish_with_tools(finish, !p.result().calls.empty());
+              }
+              if (!d.content.empty() || !lp.is_null()) ok = send(chunk(ev.index, json{{"content", d.content}}, lp, nullptr));
+              for (const toolcall::CallDelta& cd : d.calls)
+                if (ok) ok = send(chunk(ev.index, json{{"tool_calls", json::array({call_delta_json(cd)})}}, nullptr, nullptr));
+            } else if (!ev.text.empty() || !lp.is_null()) {
               ok = send(chunk(ev.index, chat ? json{{"content", ev.text}} : json(ev.text), lp, nullptr));
+            }
             if (ok && ev.kind == JobEvent::kDone) {
               n_gen += ev.n_gen;
               n_cached = ev.n_cached;
-              json last = chunk(ev.index, chat ? json::object() : json(""), nullptr, ev.finish_reason);
+              json last = chunk(ev.index, chat ? json::object() : json(""), nullptr, finish);
               Timings t;
               t.add(ev);
               last["timings"] = t.to_json();
@@ -535,6 +584,8 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   s.model = model;
   s.tok = &tok;
   s.sp = sp_in;
+  s.chat_template = s.sp.chat_template.empty() ? chat_template_source(model->file()) : s.sp.chat_template;
+  s.template_tools = toolcall::probe_template(s.chat_template);
   auto engine = Engine::create(model, tok, ep, draft);
   if (!engine) {
     std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());
@@ -664,6 +715,8 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
       }
     }
   });
+  std::fprintf(stderr, "[server] tool calls: %s syntax%s\n", toolcall::syntax_name(s.template_tools.syntax),
+               s.template_tools.syntax == toolcall::Syntax::kGeneric ? " (the template has no tool support: tools are described in a system message)" : "");
   std::fprintf(stderr, "[server] %s: %d slots x %d ctx, listening on http://%s:%d\n", s.sp.alias.c_str(), ep.n_slots,
                s.engine->n_ctx_slot(), s.sp.host.c_str(), s.sp.port);
   std::fflush(stderr);

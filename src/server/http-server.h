@@ -32,6 +32,7 @@ struct ServerParams {
   double drain_timeout_s = 30;   // SIGTERM: how long in-flight requests may still run
   int max_pending_connections = 64;  // accepted connections waiting for an HTTP thread
   std::optional<SpecParams> spec;    // speculative decoding of requests that do not say (nullopt: off)
+  std::string chat_template;         // Jinja source used instead of the model's template (empty: the model's)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -1,0 +1,125 @@
+// The grammar of a reply with tool calls (tools.h), built from the tools' argument schemas by
+// the JSON Schema converter: one schema for "a call of one of these tools", wrapped in the
+// family's markers.
+#include <fmt/format.h>
+
+#include "grammar/gbnf.h"
+#include "grammar/json-schema.h"
+#include "toolcall/tools.h"
+
+namespace minfer::toolcall {
+namespace {
+
+// Rule names the converter must leave to us.
+const std::vector<std::string> kReserved = {"root", "tool-call", "tool-reply", "tool-sp", "tool-body"};
+
+// Local references of a tool's schema, moved under #/$defs/<def>.
+void rebase_refs(json& s, const std::string& def) {
+  if (s.is_object()) {
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (it.key() == "$ref" && it.value().is_string()) {
+        const std::string ref = it.value().get<std::string>();
+        if (ref == "#") it.value() = "#/$defs/" + def;
+        else if (ref.starts_with("#/")) it.value() = "#/$defs/" + def + ref.substr(1);
+      } else {
+        rebase_refs(it.value(), def);
+      }
+    }
+  } else if (s.is_array()) {
+    for (auto& v : s) rebase_refs(v, def);
+  }
+}
+
+std::string args_key(Syntax s) { return s == Syntax::kLlama3 ? "parameters" : "arguments"; }
+
+// {"anyOf": [{"name": const, <args>: $ref}...], "$defs": {...}} -> the rules of `tool-call`,
+// or of `tool-reply` for the generic format's whole reply.
+Expected<std::string> call_rules(Syntax syntax, const ToolRequest& req, bool calls_only) {
+  json defs = json::object();
+  json calls = json::array();
+  for (size_t i = 0; i < req.tools.size(); ++i) {
+    const Tool& t = req.tools[i];
+    if (req.choice == ToolChoice::kNamed && t.name != req.named) continue;
+    const std::string def = fmt::format("tool{}", i);
+    json params = t.parameters.is_null() || (t.parameters.is_object() && t.parameters.empty())
+                      ? json{{"type", "object"}, {"properties", json::object()}}
+                      : t.parameters;
+    rebase_refs(params, def);
+    defs[def] = params;
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", t.name}}}, {args_key(syntax), {{"$ref", "#/$defs/" + def}}}}},
+                     {"required", json::array({"name", args_key(syntax)})}});
+  }
+  if (calls.empty()) return make_error("tool_choice names '{}', which is not one of the tools", req.named);
+  json call = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
+  json schema;
+  std::string root = "tool-call";
+  if (syntax == Syntax::kGeneric) {
+    json list = {{"type", "array"}, {"items", call}, {"minItems", 1}};
+    if (!req.parallel) list["maxItems"] = 1;
+    json with_calls = {{"type", "object"}, {"properties", {{"tool_calls", list}}}, {"required", json::array({"tool_calls"})}};
+    json reply = {{"type", "object"}, {"properties", {{"response", {{"type", "string"}}}}}, {"required", json::array({"response"})}};
+    schema = calls_only ? with_calls : json{{"anyOf", json::array({with_calls, reply})}};
+    root = "tool-reply";
+  } else {
+    schema = call;
+  }
+  schema["$defs"] = defs;
+  auto rules = json_schema_rules(schema.dump(), root, kReserved);
+  if (!rules) {
+    // Name the tool whose schema failed: its pointer is #/$defs/toolN/...
+    std::string msg = rules.error().message;
+    const size_t at = msg.find("#/$defs/tool");
+    if (at != std::string::npos) {
+      size_t i = at + 12, n = 0;
+      while (i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i]))) n = n * 10 + static_cast<size_t>(msg[i++] - '0');
+      msg = fmt::format("tools[{}].function.parameters: {}", n, msg.substr(0, at) + "#" + msg.substr(i));
+    }
+    return Error{msg};
+  }
+  return rules;
+}
+
+}  // namespace
+
+Expected<ToolPlan> plan_tool_calls(const TemplateTools& tt, const ToolRequest& req) {
+  ToolPlan p;
+  p.syntax = tt.syntax;
+  p.nine_char_ids = tt.nine_char_ids;
+  p.parallel = req.parallel && tt.syntax != Syntax::kLlama3;  // Llama 3's template takes one call per message
+  if (req.choice == ToolChoice::kNone || req.tools.empty()) return p;
+  ToolRequest r = req;
+  r.parallel = p.parallel;
+  const bool forced = req.choice == ToolChoice::kRequired || req.choice == ToolChoice::kNamed;
+  auto rules = call_rules(tt.syntax, r, forced);
+  if (!rules) return rules.error();
+  std::string root;
+  const char* sp = "tool-sp ::= [ \\t\\n]{0,4}\n";
+  switch (tt.syntax) {
+    case Syntax::kHermes:
+      root = "root ::= tool-body" + std::string(p.parallel ? " (tool-sp \"<tool_call>\" tool-body)*" : "") + "\n" +
+             "tool-body ::= tool-sp tool-call tool-sp \"</tool_call>\"\n";
+      if (forced) p.prompt_suffix = "<tool_call>";
+      else p.triggers = {{.text = "<tool_call>"}};
+      break;
+    case Syntax::kMistral:
+      root = "root ::= tool-sp \"[\" tool-sp tool-call" + std::string(p.parallel ? " (tool-sp \",\" tool-sp tool-call)*" : "") +
+             " tool-sp \"]\"\n";
+      if (forced) p.prompt_suffix = "[TOOL_CALLS]";
+      else p.triggers = {{.text = "[TOOL_CALLS]"}};
+      break;
+    case Syntax::kLlama3:
+      root = "root ::= tool-sp tool-call\n";
+      if (!forced) p.triggers = {{.text = "{", .at_start = true, .include = true}};
+      break;
+    case Syntax::kGeneric:
+      root = "root ::= tool-sp tool-reply\n";
+      break;
+  }
+  p.starts_in_calls = p.triggers.empty();
+  p.gbnf = root + sp + *rules;
+  if (auto g = parse_gbnf(p.gbnf); !g) return make_error("tools: internal error: the tool-call grammar does not parse ({})", g.error().message);
+  return p;
+}
+
+}  // namespace minfer::toolcall
