@@ -102,6 +102,21 @@ class Converter {
 
   std::string any(bool object_only) { return text(prim(object_only ? "object" : "value")); }
 
+  // The subschemas at #/$defs/<key> of the root, each as a rule named roots[i] (an alias of the
+  // rule made for it), sharing one set of rules.
+  Expected<std::string> run_defs(const std::vector<std::string>& keys, const std::vector<std::string>& roots) {
+    std::string aliases;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const std::string ptr = "/$defs/" + pointer_token(keys[i]);
+      auto name = ref_target(ptr, root_["$defs"][keys[i]], roots[i] + "-schema");
+      if (!name) return name.error();
+      aliases += roots[i] + " ::= " + *name + "\n";
+    }
+    std::string out = aliases;
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    return out;
+  }
+
  private:
   const json& root_;
   const std::string root_name_;
@@ -642,6 +657,53 @@ Expected<std::string> json_schema_rules(std::string_view schema_json, const std:
       return make_error("json-schema: the schema refers to itself before any text is written ({})", g.error().message);
     return make_error("json-schema: internal error: the grammar made from the schema does not parse ({})", g.error().message);
   }
+  return text;
+}
+
+namespace {
+
+// Local references of a schema moved under #/$defs/<def>.
+void rebase_refs(json& s, const std::string& def) {
+  if (s.is_object()) {
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (it.key() == "$ref" && it.value().is_string()) {
+        const std::string ref = it.value().get<std::string>();
+        if (ref == "#") it.value() = "#/$defs/" + def;
+        else if (ref.starts_with("#/")) it.value() = "#/$defs/" + def + ref.substr(1);
+      } else {
+        rebase_refs(it.value(), def);
+      }
+    }
+  } else if (s.is_array()) {
+    for (auto& v : s) rebase_refs(v, def);
+  }
+}
+
+}  // namespace
+
+Expected<std::string> json_schema_rules_many(const std::vector<std::string>& schemas_json, const std::vector<std::string>& roots,
+                                             const std::vector<std::string>& reserved) {
+  MINFER_ASSERT(schemas_json.size() == roots.size());
+  json all = {{"$defs", json::object()}};
+  std::vector<std::string> keys, names = reserved;
+  for (size_t i = 0; i < schemas_json.size(); ++i) {
+    json schema;
+    try {
+      schema = json::parse(schemas_json[i]);
+    } catch (const json::exception& e) {
+      return make_error("json-schema {}: not valid JSON: {}", i, e.what());
+    }
+    keys.push_back(fmt::format("s{}", i));
+    rebase_refs(schema, keys.back());
+    all["$defs"][keys.back()] = std::move(schema);
+    names.push_back(roots[i]);
+  }
+  auto text = Converter(all, "root", names).run_defs(keys, roots);
+  if (!text) return text;
+  std::string check = "root ::= " + (roots.empty() ? std::string("\"\"") : roots[0]) + "\n";
+  for (size_t i = 1; i < roots.size(); ++i) check += "x-" + roots[i] + " ::= " + roots[i] + "\n";
+  if (auto g = parse_gbnf(check + *text); !g)
+    return make_error("json-schema: internal error: the grammar made from the schemas does not parse ({})", g.error().message);
   return text;
 }
 

@@ -39,6 +39,12 @@ Expected<std::string> json_schema_to_gbnf(std::string_view schema_json);
 Expected<std::string> json_schema_rules(std::string_view schema_json, const std::string& root_name,
                                         const std::vector<std::string>& reserved);
 
+// Several schemas in one grammar: schema i's rule is named roots[i]; the rules of JSON values
+// are shared; none is named `root` or any of `reserved`. Errors name the pointer as
+// "#/$defs/s<i>/...".
+Expected<std::string> json_schema_rules_many(const std::vector<std::string>& schemas_json, const std::vector<std::string>& roots,
+                                             const std::vector<std::string>& reserved);
+
 // Any JSON value (object_only: any JSON object), for response_format {"type": "json_object"}.
 std::string json_value_gbnf(bool object_only);
 

@@ -182,6 +182,32 @@ std::optional<ApiError> schema_gbnf(const json& schema, const char* param, std::
 
 // The grammar the reply must match: llama-server's `grammar` (GBNF) and `json_schema`, or
 // OpenAI's response_format (json_object; json_schema {name, schema, strict}); at most one.
+// llama-server's lazy grammars: "grammar_lazy": true with "grammar_triggers": [{"type": 1
+// (word) or 0 (token), "value": TEXT}]; the grammar matches from the trigger's text on.
+std::optional<ApiError> parse_triggers(const json& body, std::vector<GrammarTrigger>& out) {
+  bool lazy = false;
+  if (const json* l = field(body, "grammar_lazy")) {
+    if (!l->is_boolean()) return bad("grammar_lazy", "'grammar_lazy' must be a boolean");
+    lazy = l->get<bool>();
+  }
+  if (!lazy) return std::nullopt;
+  const json* ts = field(body, "grammar_triggers");
+  if (!ts || !ts->is_array() || ts->empty())
+    return bad("grammar_triggers", "'grammar_lazy' needs 'grammar_triggers': [{\"type\": 1, \"value\": WORD}, ...]");
+  for (size_t i = 0; i < ts->size(); ++i) {
+    const json& t = (*ts)[i];
+    const std::string at = fmt::format("grammar_triggers[{}]", i);
+    if (!t.is_object() || !t.contains("type") || !t["type"].is_number_integer() || !t.contains("value") || !t["value"].is_string() ||
+        t["value"].get<std::string>().empty())
+      return bad(at, fmt::format("'{}' must be {{\"type\": 0 or 1, \"value\": non-empty text}}", at));
+    const int type = t["type"].get<int>();
+    if (type != 0 && type != 1)
+      return bad(at + ".type", fmt::format("'{}.type' is {}: only words (1) and tokens (0) are supported, not patterns", at, type));
+    out.push_back({.text = t["value"].get<std::string>(), .at_start = false, .include = true});
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_output_grammar(const json& body, std::shared_ptr<const Grammar>& out) {
   std::string gbnf;
   std::vector<std::string> given;
@@ -344,6 +370,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (auto e = parse_speculative(body, ctx, r.spec)) return *e;
 
   if (auto e = parse_output_grammar(body, r.grammar)) return *e;
+  if (auto e = parse_triggers(body, r.grammar_triggers)) return *e;
+  if (!r.grammar_triggers.empty() && !r.grammar) return bad("grammar_lazy", "'grammar_lazy' needs a 'grammar' (or 'json_schema') to start");
 
   std::string text;
   bool add_bos = ctx.tok->add_bos();

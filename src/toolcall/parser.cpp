@@ -106,11 +106,13 @@ size_t ToolCallParser::call_depth() const {
   switch (plan_.syntax) {
     case Syntax::kMistral: return 2;
     case Syntax::kGeneric: return 3;
+    case Syntax::kMistralArgs: return 0;
     default: return 1;
   }
 }
 
 bool ToolCallParser::at_call_object() const {
+  if (plan_.syntax == Syntax::kMistralArgs || stack_.empty()) return false;
   if (stack_.size() != call_depth() || !stack_.back().object) return false;
   return plan_.syntax != Syntax::kGeneric || (stack_[0].object && stack_[0].key == "tool_calls" && !stack_[1].object);
 }
@@ -153,7 +155,43 @@ void ToolCallParser::end_string(ReplyDelta& out) {
   str_.clear();
 }
 
+// kMistralArgs: "[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]" read: the call starts (the model's id when
+// it wrote one).
+void ToolCallParser::mistral_name(ReplyDelta& out) {
+  std::string t = name_buf_.substr(0, name_buf_.size() - 6);  // without [ARGS]
+  name_buf_.clear();
+  if (const size_t m = t.rfind("[TOOL_CALLS]"); m != std::string::npos) t = t.substr(m + 12);
+  std::string id;
+  if (const size_t m = t.find("[CALL_ID]"); m != std::string::npos) {
+    id = t.substr(m + 9);
+    t.resize(m);
+  }
+  while (!t.empty() && is_ws(t.front())) t.erase(t.begin());
+  while (!t.empty() && is_ws(t.back())) t.pop_back();
+  ToolCall call{id.empty() ? make_id_() : id, t, ""};
+  call_ = static_cast<int>(result_.calls.size());
+  out.calls.push_back(CallDelta{.index = call_, .start = true, .id = call.id, .name = call.name});
+  result_.calls.push_back(std::move(call));
+  expect_args_ = true;
+}
+
 void ToolCallParser::scan_char(char c, ReplyDelta& out) {
+  if (plan_.syntax == Syntax::kMistralArgs && stack_.empty() && !in_string_ && !in_args_) {
+    if (!(expect_args_ && c == '{')) {
+      if (!expect_args_) {
+        name_buf_ += c;
+        if (name_buf_.ends_with("[ARGS]")) mistral_name(out);
+      }
+      return;
+    }
+    expect_args_ = false;
+    in_args_ = true;
+    args_depth_ = 0;
+    args_scalar_ = false;
+    emit_args(c, out);
+    stack_.push_back(Frame{.object = true, .expect_key = true});
+    return;
+  }
   if (in_string_) {
     if (in_args_) emit_args(c, out);
     if (str_role_ != StrRole::kNone && !(c == '"' && !escape_)) str_ += c;
@@ -168,7 +206,7 @@ void ToolCallParser::scan_char(char c, ReplyDelta& out) {
     }
     return;
   }
-  if (stack_.empty()) {  // between calls: markers and whitespace
+  if (stack_.empty() && !in_args_) {  // between calls: markers and whitespace
     const char open = plan_.syntax == Syntax::kMistral ? '[' : '{';
     if (c != open) return;
   }
@@ -199,7 +237,10 @@ void ToolCallParser::scan_char(char c, ReplyDelta& out) {
         if (at_call_object()) call_ = -1;
         stack_.pop_back();
       }
-      if (in_args_ && !args_scalar_ && stack_.size() == args_depth_) in_args_ = false;
+      if (in_args_ && !args_scalar_ && stack_.size() == args_depth_) {
+        in_args_ = false;
+        if (plan_.syntax == Syntax::kMistralArgs) call_ = -1;
+      }
       break;
     case ',':
       if (top && top->object) top->expect_key = true;
@@ -253,10 +294,9 @@ ReplyDelta ToolCallParser::feed(std::string_view text) {
     scan(std::string_view(prose_).substr(hit->feed_from), out);
     return out;
   }
+  // Held back: what could grow into a marker, and the blank before it (dropped before a call).
   size_t hold = trigger_prefix_len(prose_, plan_.triggers);
-  size_t ws = 0;
-  while (ws < prose_.size() && is_ws(prose_[prose_.size() - 1 - ws])) ++ws;
-  hold = std::max(hold, ws);
+  while (hold < prose_.size() && is_ws(prose_[prose_.size() - 1 - hold])) ++hold;
   const size_t safe = prose_.size() - std::min(hold, prose_.size());
   if (safe > emitted_) {
     add_content(out, std::string_view(prose_).substr(emitted_, safe - emitted_));

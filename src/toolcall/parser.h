@@ -78,6 +78,9 @@ class ToolCallParser {
   bool in_args_ = false;
   size_t args_depth_ = 0;      // stack depth at which the arguments value sits
   bool args_scalar_ = false;   // the arguments value is not a container
+  std::string name_buf_;       // kMistralArgs: the text since the last call, up to [ARGS]
+  bool expect_args_ = false;   // kMistralArgs: [ARGS] seen, its object comes next
+  void mistral_name(ReplyDelta& out);
 
   size_t call_depth() const;
   bool at_call_object() const;

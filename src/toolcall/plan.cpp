@@ -11,7 +11,56 @@ namespace minfer::toolcall {
 namespace {
 
 // Rule names the converter must leave to us.
-const std::vector<std::string> kReserved = {"root", "tool-call", "tool-reply", "tool-sp", "tool-body"};
+const std::vector<std::string> kReserved = {"root", "tool-call", "tool-reply", "tool-sp", "tool-body", "tool-one", "tool-id"};
+
+// "json-schema #/$defs/<prefix>N/..." -> "tools[N].function.parameters: json-schema #/..."
+std::string name_the_tool(std::string msg, const std::string& prefix, const std::vector<size_t>& index) {
+  const std::string at_text = "#/$defs/" + prefix;
+  const size_t at = msg.find(at_text);
+  if (at == std::string::npos) return msg;
+  size_t i = at + at_text.size(), n = 0;
+  while (i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i]))) n = n * 10 + static_cast<size_t>(msg[i++] - '0');
+  const size_t tool = n < index.size() ? index[n] : n;
+  return fmt::format("tools[{}].function.parameters: {}", tool, msg.substr(0, at) + "#" + msg.substr(i));
+}
+
+// A GBNF literal of a tool name.
+std::string gbnf_quote(const std::string& s) {
+  std::string out = "\"";
+  for (const unsigned char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
+    else if (c < 0x20) out += fmt::format("\\x{:02X}", c);
+    else out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+json params_schema(const Tool& t) {
+  return t.parameters.is_null() || (t.parameters.is_object() && t.parameters.empty())
+             ? json{{"type", "object"}, {"properties", json::object()}}
+             : t.parameters;
+}
+
+// [TOOL_CALLS]NAME[ARGS]{...}: the names are not JSON, so each tool's arguments get their own rule.
+Expected<std::string> mistral_args_rules(const ToolRequest& req, bool id_marker) {
+  std::vector<std::string> schemas, roots;
+  std::vector<size_t> index;
+  std::string one = "tool-one ::= ";
+  for (size_t i = 0; i < req.tools.size(); ++i) {
+    const Tool& t = req.tools[i];
+    if (req.choice == ToolChoice::kNamed && t.name != req.named) continue;
+    schemas.push_back(params_schema(t).dump());
+    roots.push_back(fmt::format("tool-args-{}", i));
+    one += fmt::format("{}{} tool-id \"[ARGS]\" {}", index.empty() ? "" : " | ", gbnf_quote(t.name), roots.back());
+    index.push_back(i);
+  }
+  if (index.empty()) return make_error("tool_choice names '{}', which is not one of the tools", req.named);
+  std::vector<std::string> reserved = kReserved;
+  auto rules = json_schema_rules_many(schemas, roots, reserved);
+  if (!rules) return Error{name_the_tool(rules.error().message, "s", index)};
+  const std::string id = id_marker ? "tool-id ::= (\"[CALL_ID]\" [a-zA-Z0-9]{9})?\n" : "tool-id ::= \"\"\n";
+  return one + "\n" + id + *rules;
+}
 
 // Local references of a tool's schema, moved under #/$defs/<def>.
 void rebase_refs(json& s, const std::string& def) {
@@ -41,14 +90,15 @@ Expected<std::string> call_rules(Syntax syntax, const ToolRequest& req, bool cal
     const Tool& t = req.tools[i];
     if (req.choice == ToolChoice::kNamed && t.name != req.named) continue;
     const std::string def = fmt::format("tool{}", i);
-    json params = t.parameters.is_null() || (t.parameters.is_object() && t.parameters.empty())
-                      ? json{{"type", "object"}, {"properties", json::object()}}
-                      : t.parameters;
+    json params = params_schema(t);
     rebase_refs(params, def);
     defs[def] = params;
-    calls.push_back({{"type", "object"},
-                     {"properties", {{"name", {{"const", t.name}}}, {args_key(syntax), {{"$ref", "#/$defs/" + def}}}}},
-                     {"required", json::array({"name", args_key(syntax)})}});
+    json call = {{"type", "object"},
+                 {"properties", {{"name", {{"const", t.name}}}, {args_key(syntax), {{"$ref", "#/$defs/" + def}}}}},
+                 {"required", json::array({"name", args_key(syntax)})}};
+    // Mistral's templates write the call's id after its arguments: the model may too.
+    if (syntax == Syntax::kMistral) call["properties"]["id"] = {{"type", "string"}, {"pattern", "^[a-zA-Z0-9]{9}$"}};
+    calls.push_back(std::move(call));
   }
   if (calls.empty()) return make_error("tool_choice names '{}', which is not one of the tools", req.named);
   json call = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
@@ -66,17 +116,7 @@ Expected<std::string> call_rules(Syntax syntax, const ToolRequest& req, bool cal
   }
   schema["$defs"] = defs;
   auto rules = json_schema_rules(schema.dump(), root, kReserved);
-  if (!rules) {
-    // Name the tool whose schema failed: its pointer is #/$defs/toolN/...
-    std::string msg = rules.error().message;
-    const size_t at = msg.find("#/$defs/tool");
-    if (at != std::string::npos) {
-      size_t i = at + 12, n = 0;
-      while (i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i]))) n = n * 10 + static_cast<size_t>(msg[i++] - '0');
-      msg = fmt::format("tools[{}].function.parameters: {}", n, msg.substr(0, at) + "#" + msg.substr(i));
-    }
-    return Error{msg};
-  }
+  if (!rules) return Error{name_the_tool(rules.error().message, "tool", {})};  // defs are named by the tool's index
   return rules;
 }
 
@@ -91,8 +131,9 @@ Expected<ToolPlan> plan_tool_calls(const TemplateTools& tt, const ToolRequest& r
   ToolRequest r = req;
   r.parallel = p.parallel;
   const bool forced = req.choice == ToolChoice::kRequired || req.choice == ToolChoice::kNamed;
-  auto rules = call_rules(tt.syntax, r, forced);
+  auto rules = tt.syntax == Syntax::kMistralArgs ? mistral_args_rules(r, tt.call_id_marker) : call_rules(tt.syntax, r, forced);
   if (!rules) return rules.error();
+  p.call_id_marker = tt.call_id_marker;
   std::string root;
   const char* sp = "tool-sp ::= [ \\t\\n]{0,4}\n";
   switch (tt.syntax) {
@@ -105,6 +146,11 @@ Expected<ToolPlan> plan_tool_calls(const TemplateTools& tt, const ToolRequest& r
     case Syntax::kMistral:
       root = "root ::= tool-sp \"[\" tool-sp tool-call" + std::string(p.parallel ? " (tool-sp \",\" tool-sp tool-call)*" : "") +
              " tool-sp \"]\"\n";
+      if (forced) p.prompt_suffix = "[TOOL_CALLS]";
+      else p.triggers = {{.text = "[TOOL_CALLS]"}};
+      break;
+    case Syntax::kMistralArgs:
+      root = "root ::= tool-one" + std::string(p.parallel ? " (tool-sp \"[TOOL_CALLS]\" tool-one)*" : "") + "\n";
       if (forced) p.prompt_suffix = "[TOOL_CALLS]";
       else p.triggers = {{.text = "[TOOL_CALLS]"}};
       break;

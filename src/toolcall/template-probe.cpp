@@ -37,6 +37,7 @@ const char* syntax_name(Syntax s) {
     case Syntax::kHermes: return "hermes";
     case Syntax::kLlama3: return "llama3";
     case Syntax::kMistral: return "mistral";
+    case Syntax::kMistralArgs: return "mistral-args";
     case Syntax::kGeneric: return "generic";
   }
   return "?";
@@ -48,11 +49,12 @@ TemplateTools probe_template(std::string_view source) {
   if (has("<tool_call>")) {
     tt.syntax = Syntax::kHermes;
   } else if (has("[TOOL_CALLS]")) {
-    tt.syntax = Syntax::kMistral;
+    tt.syntax = has("[ARGS]") ? Syntax::kMistralArgs : Syntax::kMistral;
+    tt.call_id_marker = has("[CALL_ID]");
   } else if (has("<|start_header_id|>") && (has("\"parameters\"") || has("ipython"))) {
     tt.syntax = Syntax::kLlama3;
   }
-  tt.nine_char_ids = has("length != 9");
+  tt.nine_char_ids = has("length != 9") || has("length == 9");
   const json user = {{"role", "user"}, {"content", "minfer probe"}};
   tt.renders_tools = render(source, {{"messages", json::array({user})}, {"tools", probe_tools()}}).find(kProbeName) != std::string::npos;
   if (!tt.renders_tools) tt.syntax = Syntax::kGeneric;  // the model could not know the tools
@@ -60,7 +62,7 @@ TemplateTools probe_template(std::string_view source) {
                      {"type", "function"},
                      {"function", {{"name", kProbeName}, {"arguments", {{kProbeKey, "v"}}}}}};
   const json msgs = json::array({user,
-                                 {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}},
+                                 {{"role", "assistant"}, {"content", ""}, {"tool_calls", json::array({call})}},
                                  {{"role", "tool"}, {"tool_call_id", "probe0001"}, {"name", kProbeName}, {"content", "ok"}}});
   const std::string text = render(source, {{"messages", msgs}, {"tools", probe_tools()}});
   const std::string key = std::string("\"") + kProbeKey + "\"";

@@ -14,6 +14,8 @@
 //   kHermes   <tool_call>\n{"name": N, "arguments": {...}}\n</tool_call>   (Qwen 2.5/3, Hermes)
 //   kLlama3   {"name": N, "parameters": {...}}                             (Llama 3.1-3.3; one call)
 //   kMistral  [TOOL_CALLS][{"name": N, "arguments": {...}}, ...]           (Mistral Nemo and kin)
+//   kMistralArgs  [TOOL_CALLS]N[ARGS]{...}, each call so (Mistral Small 3.x, Devstral,
+//             Ministral 3; [TOOL_CALLS]N[CALL_ID]id[ARGS]{...} where the template writes ids)
 //   kGeneric  {"tool_calls": [{"name": N, "arguments": {...}}]} or {"response": "..."}, for a
 //             template without tool support: the tools and this format are described in a
 //             system message, and the whole reply is constrained (also in `auto` mode).
@@ -35,8 +37,8 @@ namespace minfer::toolcall {
 
 using json = nlohmann::ordered_json;
 
-enum class Syntax { kHermes, kLlama3, kMistral, kGeneric };
-const char* syntax_name(Syntax s);  // "hermes", "llama3", "mistral", "generic"
+enum class Syntax { kHermes, kLlama3, kMistral, kMistralArgs, kGeneric };
+const char* syntax_name(Syntax s);  // "hermes", "llama3", "mistral", "mistral-args", "generic"
 
 struct Tool {
   std::string name;
@@ -60,6 +62,7 @@ struct TemplateTools {
   bool renders_tools = false;     // the template writes the tools it is given
   bool object_arguments = false;  // history tool_calls need `arguments` as an object (tojson)
   bool nine_char_ids = false;     // the template refuses tool call ids that are not 9 characters (Mistral)
+  bool call_id_marker = false;    // kMistralArgs: the template writes [CALL_ID]id before [ARGS]
 };
 TemplateTools probe_template(std::string_view template_source);
 
@@ -72,6 +75,7 @@ struct ToolPlan {
   bool starts_in_calls = false;          // the reply starts inside the calls (after prompt_suffix)
   bool parallel = true;
   bool nine_char_ids = false;            // call ids of 9 letters and digits
+  bool call_id_marker = false;           // kMistralArgs: [CALL_ID]id may come before [ARGS]
 };
 // Errors name the tool and the schema pointer ("tools[1].function.parameters: json-schema
 // #/properties/x: unsupported keyword 'not'").
