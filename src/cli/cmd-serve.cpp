@@ -78,7 +78,12 @@ int cmd_serve(int argc, char** argv) {
       return 1;
     }
   }
-  if (sp.chat_template == "chatml") sp.chat_template = jinja::kChatmlTemplate;
+  if (sp.chat_template == "chatml") {
+    sp.chat_template = jinja::kChatmlTemplate;
+  } else if (!sp.chat_template.empty() && sp.chat_template.find('{') == std::string::npos) {
+    std::fprintf(stderr, "minfer: --chat-template '%s' is neither Jinja text nor a built-in name (chatml)\n", sp.chat_template.c_str());
+    return 1;
+  }
   if (!sp.chat_template.empty()) {
     if (auto t = jinja::Template::parse(sp.chat_template); !t) {
       std::fprintf(stderr, "minfer: chat template: %s\n", t.error().message.c_str());

@@ -489,7 +489,7 @@ struct Server {
           bool ok = true;
           if (chat)  // the first delta of each choice carries the role
             for (int i = 0; i < r->n && ok; ++i)
-              ok = send(chunk(i, {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}, nullptr, nullptr));
+              ok = send(chunk(i, {{"role", "assistant"}, {"content", nullptr}, {"refusal", nullptr}}, nullptr, nullptr));
           int n_gen = 0, n_cached = 0;
           std::vector<size_t> offsets(static_cast<size_t>(r->n), 0);
           std::vector<toolcall::ToolCallParser> parsers;

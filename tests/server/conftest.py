@@ -23,13 +23,15 @@ def free_port():
 
 
 class ServerProcess:
-    def __init__(self, *extra):
+    def __init__(self, *extra, model=None):
+        """`model`: another GGUF to serve (default: MODEL, SmolLM2)."""
+        model = model or MODEL
         assert os.path.exists(BIN), f"MINFER_BIN {BIN} does not exist"
-        assert os.path.exists(MODEL), f"model {MODEL} does not exist (run scripts/setup.sh)"
+        assert os.path.exists(model), f"model {model} does not exist (run scripts/setup.sh)"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(f"/tmp/minfer-serve-{self.port}.log", "w+")
-        self.proc = subprocess.Popen([BIN, "serve", MODEL, "--host", "127.0.0.1", "--port", str(self.port),
+        self.proc = subprocess.Popen([BIN, "serve", model, "--host", "127.0.0.1", "--port", str(self.port),
                                       "--alias", "smollm2", *extra], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:

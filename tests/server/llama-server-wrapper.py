@@ -18,7 +18,6 @@ MAPPED = {"--host": "--host", "--port": "--port", "--ctx-size": "-c", "-c": "-c"
 IGNORED_WITH_VALUE = {"--temp", "--seed", "--model", "-m", "--model-url", "--hf-repo", "--hf-file", "--model-draft",
                       "--ubatch-size", "-ub", "--n-gpu-layers", "-ngl", "--pooling", "--tags", "-ctk", "-ctv", "-fa",
                       "--slot-save-path", "--grp-attn-n", "--grp-attn-w", "--lora", "--spec-type",
-                      "--chat-template", "--chat-template-file",
                       "--reasoning-format", "--reasoning", "--mmproj-url", "--media-path", "--sleep-idle-seconds",
                       "--cache-ram", "--cors-origins", "--models-dir", "--models-max", "--models-preset", "--tools",
                       "--tools-runtime", "--mcp-servers-config", "--mcp-servers-json", "--draft",
@@ -36,6 +35,17 @@ def main(argv):
         elif a in ("--model-draft", "-md") and i + 1 < len(argv):  # their tiny draft: ours is SmolLM2 itself
             out += ["--spec-draft", os.environ.get("MINFER_SMOLLM2", os.path.expanduser(
                 "~/.cache/minfer/models/SmolLM2-135M-Instruct-Q4_1.gguf"))]
+            i += 2
+        elif a == "--chat-template-file" and i + 1 < len(argv):
+            # Their tests name templates relative to tools/server/tests of their checkout.
+            path = argv[i + 1]
+            if not os.path.exists(path):
+                here = os.path.dirname(os.path.abspath(__file__))
+                path = os.path.normpath(os.path.join(here, "../../.deps/llama.cpp/tools/server/tests", path))
+            out += ["--chat-template-file", path]
+            i += 2
+        elif a == "--chat-template" and i + 1 < len(argv):
+            out += ["--chat-template", argv[i + 1]]
             i += 2
         elif a in IGNORED_WITH_VALUE:
             i += 2
