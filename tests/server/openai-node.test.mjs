@@ -124,3 +124,61 @@ test('abort mid-stream frees the slot', async () => {
   assert.equal(await metric('minfer_jobs_cancelled_total'), before + 1);
   assert.equal(await metric('minfer_slots_busy'), 0);
 });
+
+// Tools: the client's own stream accumulator (chat.completions.stream -> finalChatCompletion)
+// must rebuild from delta.tool_calls the same call the non-streamed reply has.
+const WEATHER = [{
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'Weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+}];
+
+test('tool call: required, stream accumulated by the client equals non-stream', async () => {
+  const body = {
+    model: 'smollm2', messages: [{ role: 'user', content: 'What is the weather in Paris?' }], temperature: 0,
+    max_tokens: 40, tools: WEATHER, tool_choice: 'required',
+  };
+  const r = await client.chat.completions.create(body);
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  const calls = r.choices[0].message.tool_calls;
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].type, 'function');
+  assert.equal(calls[0].function.name, 'get_weather');
+  assert.equal(typeof JSON.parse(calls[0].function.arguments).city, 'string');
+  assert.ok(calls[0].id.length > 0);
+  const stream = client.chat.completions.stream(body);
+  const deltas = [];
+  stream.on('chunk', (c) => deltas.push(c));
+  const fin = await stream.finalChatCompletion();
+  const got = fin.choices[0].message.tool_calls;
+  assert.equal(got.length, 1);
+  assert.equal(got[0].function.name, 'get_weather');
+  assert.equal(got[0].function.arguments, calls[0].function.arguments);
+  assert.equal(fin.choices[0].finish_reason, 'tool_calls');
+  assert.ok(deltas.every((c) => !c.choices.length || !c.choices[0].delta.content), 'no content in a tool-call stream');
+});
+
+test('tool call: a named tool_choice and the reply to a tool result', async () => {
+  const first = await client.chat.completions.create({
+    model: 'smollm2', messages: [{ role: 'user', content: 'Weather in Rome?' }], temperature: 0, max_tokens: 40,
+    tools: WEATHER, tool_choice: { type: 'function', function: { name: 'get_weather' } },
+  });
+  const call = first.choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, 'get_weather');
+  const second = await client.chat.completions.create({
+    model: 'smollm2', temperature: 0, max_tokens: 16, tools: WEATHER, tool_choice: 'none',
+    messages: [{ role: 'user', content: 'Weather in Rome?' }, first.choices[0].message,
+      { role: 'tool', tool_call_id: call.id, content: '25 C and sunny' }],
+  });
+  assert.equal(second.choices[0].message.tool_calls, undefined);
+  assert.ok(second.choices[0].message.content.length > 0);
+  assert.ok(second.usage.prompt_tokens > first.usage.prompt_tokens);
+});
+
+test('tool call: bad tools are a 400 naming the field', async () => {
+  await assert.rejects(client.chat.completions.create({
+    model: 'smollm2', messages: MSG, tools: [{ type: 'function', function: { name: 'bad name!' } }],
+  }), (e) => e.status === 400 && e.error?.param === 'tools[0].function.name');
+});
