@@ -47,11 +47,13 @@ Status TokenStep::trigger(int32_t token) {
   return {};
 }
 
-// With a grammar: a greedy sampler's choice is kept when the grammar allows it (the argmax of
-// the masked row then is the same token); otherwise the row is masked and sampled again.
+// With a grammar: the sampler's choice from the whole row is kept when the grammar allows it;
+// otherwise the row is masked and sampled again (llama.cpp's scheme). Greedy, that is exactly
+// the argmax of the masked row; sampled, the first draw is kept when it fits. Either way a mask
+// is built only for states where the model's own choice does not fit.
 Expected<int32_t> TokenStep::sample(std::span<const float> logits) {
   if (!grammar_) return sampler_->sample(logits);
-  if (sampler_->params().temp < kGreedyTemp) {
+  {
     auto id = sampler_->sample(logits);
     if (id && grammar_->allows(*id)) return id;
   }

@@ -156,7 +156,11 @@ Expected<ToolPlan> plan_tool_calls(const TemplateTools& tt, const ToolRequest& r
       break;
     case Syntax::kLlama3:
       root = "root ::= tool-sp tool-call\n";
-      if (!forced) p.triggers = {{.text = "{", .at_start = true, .include = true}};
+      // A reply opening with {"name" (as the template asks; a few spacings) is a call; other
+      // JSON stays prose.
+      if (!forced)
+        for (const char* t : {"{\"name\"", "{ \"name\"", "{\n\"name\"", "{\n  \"name\"", "{\n    \"name\""})
+          p.triggers.push_back({.text = t, .at_start = true, .include = true});
       break;
     case Syntax::kGeneric:
       root = "root ::= tool-sp tool-reply\n";

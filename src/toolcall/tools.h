@@ -20,7 +20,7 @@
 //             template without tool support: the tools and this format are described in a
 //             system message, and the whole reply is constrained (also in `auto` mode).
 // tool_choice: auto (prose or calls: the grammar starts at the call marker; Llama 3: at a reply
-// that opens with '{'), required (calls only: the marker ends the prompt), a named function
+// that opens with {"name"), required (calls only: the marker ends the prompt), a named function
 // (required, that function only), none (no tools in the prompt, no grammar).
 #pragma once
 

@@ -31,12 +31,12 @@ TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city",
     "parameters": {"type": "object",
-                   "properties": {"city": {"type": "string", "description": "the city's name"},
+                   "properties": {"city": {"type": "string", "maxLength": 30, "description": "the city's name"},
                                   "unit": {"enum": ["celsius", "fahrenheit"]}},
                    "required": ["city", "unit"]}}}
 CLOCK = {"type": "function", "function": {
     "name": "get_time", "description": "Current local time in a time zone",
-    "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}}}
+    "parameters": {"type": "object", "properties": {"timezone": {"type": "string", "maxLength": 30}}, "required": ["timezone"]}}}
 SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, CLOCK)}
 
 # The call markup of each syntax: never in a reply's content.
@@ -54,7 +54,7 @@ SETUPS = {
     "qwen-random": ("Qwen-Qwen2.5-7B-Instruct.jinja", "hermes", True),
 }
 # The random model writes long strings: room for a call at temperature 1.
-MAX_TOKENS = {"qwen-random": 700}
+MAX_TOKENS = {"qwen-random": 300}
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ class Setup:
         self.name, self.server, self.syntax = name, server, syntax
         self.client = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=300)
         self.max_tokens = MAX_TOKENS.get(name, 200)
-        self.first = None  # test_required_call's reply, reused by the multi-turn test
+        self.first = None  # the forced call's reply (first_turn), reused by the multi-turn tests
 
 
 def start(name, qwen_model=None):
@@ -81,8 +81,9 @@ def start(name, qwen_model=None):
     return Setup(name, s, syntax)
 
 
-@pytest.fixture(scope="module", params=list(SETUPS))
+@pytest.fixture(scope="module")
 def setup(request):
+    """One server per setup name (tests parametrize it indirectly), kept for the module."""
     qwen = request.getfixturevalue("qwen_model") if SETUPS[request.param][2] else None
     st = start(request.param, qwen)
     yield st
@@ -90,13 +91,13 @@ def setup(request):
     assert rc == 0, f"exit code {rc} after SIGTERM: {st.server.read_log()[-2000:]}"
 
 
-@pytest.fixture(scope="module")
-def generic(request):
-    """The generic syntax (SmolLM2's own template): the lazy grammars and the 400s."""
-    st = start("generic")
-    yield st
-    rc = st.server.stop()
-    assert rc == 0, f"exit code {rc} after SIGTERM: {st.server.read_log()[-2000:]}"
+# The five syntaxes x models that every test covers; the other templates get the tests that
+# touch the template (the syntax it is read as, a forced call, the history of a tool turn).
+MAIN = ["generic", "qwen2.5", "llama3.1", "mistral-nemo", "qwen-random"]
+ALL = list(SETUPS)
+on_main = pytest.mark.parametrize("setup", MAIN, indirect=True)
+on_all = pytest.mark.parametrize("setup", ALL, indirect=True)
+on_generic = pytest.mark.parametrize("setup", ["generic"], indirect=True)
 
 
 def ask(content):
@@ -159,21 +160,31 @@ WEATHER_Q = ask("What is the weather in Paris?")
 TWO_CITIES = ask("What is the weather in Paris and in Rome, and what time is it there?")
 
 
+REQUIRED = dict(messages=WEATHER_Q, tools=[WEATHER], tool_choice="required", temperature=0, seed=1)
+
+
+def first_turn(st):
+    """The reply to REQUIRED, made once per server."""
+    if st.first is None:
+        st.first = create(st, **REQUIRED)
+    return st.first
+
+
+@on_all
 def test_startup_names_the_syntax(setup):
     assert f"[server] tool calls: {setup.syntax} syntax" in setup.server.read_log()
 
 
+@on_all
 def test_required_call_stream_and_not(setup):
-    kw = dict(messages=WEATHER_Q, tools=[WEATHER], tool_choice="required", temperature=0, seed=1)
-    r = create(setup, **kw)
+    r = first_turn(setup)
     c = r.choices[0]
     assert c.finish_reason == "tool_calls", c
     assert c.message.content in (None, ""), c.message
     assert len(c.message.tool_calls) == 1, c.message
     check_call(c.message.tool_calls[0], ["get_weather"])
     check_ids(setup, c.message.tool_calls)
-    setup.first = r
-    content, calls, finish = stream(setup, **kw)
+    content, calls, finish = stream(setup, **REQUIRED)
     assert content == "" and finish == "tool_calls", (content, finish)
     assert [(n, a) for _, n, a in calls] == calls_of(c.message)
     assert calls[0][0] != c.message.tool_calls[0].id  # a fresh id per reply
@@ -181,6 +192,7 @@ def test_required_call_stream_and_not(setup):
         assert re.fullmatch(r"[A-Za-z0-9]{9}", calls[0][0]), calls
 
 
+@on_main
 def test_named_tool_choice(setup):
     for name in ("get_time", "get_weather"):
         for seed in (1, 2, 3):
@@ -192,29 +204,36 @@ def test_named_tool_choice(setup):
             check_call(c.message.tool_calls[0], [name])
 
 
+@on_main
 def test_parallel_tool_calls(setup):
-    counts = []
+    counts, ended = [], 0
     for seed in (0, 1, 2, 3):
         r = create(setup, messages=TWO_CITIES, tools=[WEATHER, CLOCK], tool_choice="required", parallel_tool_calls=True,
-                   temperature=1, seed=seed, max_tokens=max(setup.max_tokens, 400))
+                   temperature=0.8, seed=seed, max_tokens=300)
         c = r.choices[0]
-        assert c.finish_reason == "tool_calls" and c.message.content in (None, ""), c
-        for t in c.message.tool_calls:
+        assert c.finish_reason in ("tool_calls", "length") and c.message.content in (None, ""), c
+        calls = c.message.tool_calls
+        # Cut by max_tokens (a small model may go on calling): all but the last call are whole.
+        for t in calls if c.finish_reason == "tool_calls" else calls[:-1]:
             check_call(t)
-        check_ids(setup, c.message.tool_calls)
-        counts.append(len(c.message.tool_calls))
+        check_ids(setup, calls)
+        counts.append(len(calls) if c.finish_reason == "tool_calls" else len(calls) - 1)
+        ended += c.finish_reason == "tool_calls"
         r = create(setup, messages=TWO_CITIES, tools=[WEATHER, CLOCK], tool_choice="required", parallel_tool_calls=False,
                    temperature=1, seed=seed)
         c = r.choices[0]
         assert c.finish_reason == "tool_calls" and len(c.message.tool_calls) == 1, c
         check_call(c.message.tool_calls[0])
-    assert min(counts) >= 1
+    assert min(counts) >= 1, counts  # at least one whole call in every reply
+    if setup.name != "qwen-random":  # random weights may go on calling until max_tokens
+        assert ended >= 2, (ended, counts)
     if setup.syntax == "llama3":  # one call per reply in Llama 3's format
-        assert counts == [1] * 4, counts
+        assert counts == [1] * 4 and ended == 4, counts
     elif setup.name != "qwen-random":  # SmolLM2 asks for both cities with some seed
         assert max(counts) >= 2, counts
 
 
+@on_main
 def test_tool_choice_none_is_a_plain_reply(setup):
     plain = create(setup, messages=WEATHER_Q, temperature=0, max_tokens=24)
     r = create(setup, messages=WEATHER_Q, tools=[WEATHER, CLOCK], tool_choice="none", temperature=0, max_tokens=24)
@@ -227,11 +246,12 @@ def test_tool_choice_none_is_a_plain_reply(setup):
     assert with_tools.usage.prompt_tokens > r.usage.prompt_tokens
 
 
+@on_main
 def test_auto_stream_equals_non_stream(setup):
     kinds = set()
-    for seed in range(6):
+    for seed in range(4):
         kw = dict(messages=TWO_CITIES if seed % 2 else WEATHER_Q, tools=[WEATHER, CLOCK], tool_choice="auto",
-                  temperature=1 if seed else 0, seed=seed, max_tokens=max(setup.max_tokens, 300))
+                  temperature=1 if seed else 0, seed=seed, max_tokens=100)
         r = create(setup, **kw)
         c = r.choices[0]
         no_markup(c.message.content)
@@ -249,13 +269,13 @@ def test_auto_stream_equals_non_stream(setup):
         content, calls, finish = stream(setup, **kw)
         assert content == (c.message.content or "") and finish == c.finish_reason, (content, finish, c)
         assert [(n, a) for _, n, a in calls] == calls_of(c.message)
-    if setup.syntax == "generic" and setup.name != "qwen-random":
+    if setup.syntax == "generic":
         assert kinds == {"calls", "content"}, kinds  # auto: SmolLM2 does both over these seeds
 
 
+@on_all
 def test_tool_result_turn(setup):
-    first = setup.first
-    assert first is not None, "test_required_call_stream_and_not did not run"
+    first = first_turn(setup)
     m = first.choices[0].message
     history = WEATHER_Q + [m, {"role": "tool", "tool_call_id": m.tool_calls[0].id, "content": "22 C"}]
     r = create(setup, messages=history, tools=[WEATHER], temperature=0, max_tokens=16)
@@ -275,10 +295,12 @@ def test_tool_result_turn(setup):
     assert r3.usage.prompt_tokens == r.usage.prompt_tokens and r3.choices[0].message.content == c.message.content
 
 
+@on_all
 def test_tool_result_turn_without_tools(setup):
     """The last turn of a tool conversation often drops `tools`: the history still renders."""
-    first = setup.first
-    assert first is not None, "test_required_call_stream_and_not did not run"
+    if setup.name == "hermes3":
+        pytest.skip("Hermes 3's tool_use template iterates `tools` unconditionally: it cannot render without them")
+    first = first_turn(setup)
     m = first.choices[0].message
     history = WEATHER_Q + [m, {"role": "tool", "tool_call_id": m.tool_calls[0].id, "content": "22 C"}]
     r = create(setup, messages=history, temperature=0, max_tokens=16)
@@ -315,40 +337,42 @@ def lazy(word):
             "grammar_triggers": [{"type": 1, "value": word}]}
 
 
-def test_lazy_grammar_on_completions(generic):
+@on_generic
+def test_lazy_grammar_on_completions(setup):
     base = {"prompt": "The capital of France is", "max_tokens": 40, "temperature": 0}
-    st, free = post(generic, "/v1/completions", base)
+    st, free = post(setup, "/v1/completions", base)
     assert st == 200, free
     free = free["choices"][0]["text"]
     word = "United"  # SmolLM2's greedy text: " Paris.\n\nThe United States ..."; " United" is one token
     assert word in free and not free.startswith(word), free
     want = free[:free.index(word)] + word + " is lovely."
-    st, got = post(generic, "/v1/completions", {**base, **lazy(word)})
+    st, got = post(setup, "/v1/completions", {**base, **lazy(word)})
     assert st == 200, got
     assert got["choices"][0]["text"] == want and got["choices"][0]["finish_reason"] == "stop", got
-    events = sse(generic, "/v1/completions", {**base, **lazy(word)})
+    events = sse(setup, "/v1/completions", {**base, **lazy(word)})
     assert "".join(e["choices"][0]["text"] for e in events) == want
     # Not lazy: constrained from the first token.
     body = {**base, **lazy(word)}
     del body["grammar_lazy"], body["grammar_triggers"]
-    st, eager = post(generic, "/v1/completions", body)
+    st, eager = post(setup, "/v1/completions", body)
     assert st == 200 and eager["choices"][0]["text"] == word + " is lovely." != want, eager
     # A trigger word that never appears: the free text, untouched.
-    st, never = post(generic, "/v1/completions", {**base, **lazy("Zanzibar")})
+    st, never = post(setup, "/v1/completions", {**base, **lazy("Zanzibar")})
     assert st == 200 and never["choices"][0]["text"] == free, never
     # A trigger ending inside a token (" United" goes on past "Unit"): the reply is an error.
-    st, mid = post(generic, "/v1/completions", {**base, **lazy("Unit")})
+    st, mid = post(setup, "/v1/completions", {**base, **lazy("Unit")})
     assert "error" in mid and "trigger" in mid["error"]["message"], (st, mid)
 
 
-def test_lazy_grammar_on_chat(generic):
+@on_generic
+def test_lazy_grammar_on_chat(setup):
     base = {"messages": ask("What is the capital of France?"), "max_tokens": 30, "temperature": 0}
-    st, free = post(generic, "/v1/chat/completions", base)
+    st, free = post(setup, "/v1/chat/completions", base)
     assert st == 200, free
     free = free["choices"][0]["message"]["content"]
     word = "Paris"
     assert word in free and not free.startswith(word), free
-    st, got = post(generic, "/v1/chat/completions", {**base, **lazy(word)})
+    st, got = post(setup, "/v1/chat/completions", {**base, **lazy(word)})
     assert st == 200, got
     assert got["choices"][0]["message"]["content"] == free[:free.index(word)] + word + " is lovely.", (free, got)
 
@@ -397,10 +421,11 @@ BAD = [
 ]
 
 
+@on_generic
 @pytest.mark.parametrize("body,param", BAD, ids=[p + ":" + json.dumps(b)[:40] for b, p in BAD])
-def test_bad_tool_fields_are_400_before_any_slot(generic, body, param):
-    steps0 = metric(generic.server.url, "minfer_batch_steps_total")
-    st, out = post(generic, "/v1/chat/completions", {"messages": ask("Hi"), "max_tokens": 4, **body})
+def test_bad_tool_fields_are_400_before_any_slot(setup, body, param):
+    steps0 = metric(setup.server.url, "minfer_batch_steps_total")
+    st, out = post(setup, "/v1/chat/completions", {"messages": ask("Hi"), "max_tokens": 4, **body})
     assert st == 400, out
     err = out["error"]
     assert err["type"] == "invalid_request_error" and err["message"] and "code" in err, out
@@ -408,16 +433,17 @@ def test_bad_tool_fields_are_400_before_any_slot(generic, body, param):
     if param.endswith(".parameters") and isinstance(body["tools"][-1]["function"]["parameters"], dict):
         assert param in err["message"], out  # the message names the tool and the keyword's place
     with pytest.raises(openai.BadRequestError):
-        generic.client.chat.completions.create(model="smollm2", messages=ask("Hi"), max_tokens=4, extra_body=body)
+        setup.client.chat.completions.create(model="smollm2", messages=ask("Hi"), max_tokens=4, extra_body=body)
     if "grammar_lazy" in body:  # the same on /v1/completions
-        st, out = post(generic, "/v1/completions", {"prompt": "Hi", "max_tokens": 4, **body})
+        st, out = post(setup, "/v1/completions", {"prompt": "Hi", "max_tokens": 4, **body})
         assert st == 400 and out["error"]["param"] == param, out
-    assert metric(generic.server.url, "minfer_batch_steps_total") == steps0  # no slot ran
+    assert metric(setup.server.url, "minfer_batch_steps_total") == steps0  # no slot ran
 
 
-def test_allowed_combinations(generic):
+@on_generic
+def test_allowed_combinations(setup):
     """Not 400: JSON output with tools when tool_choice is none; a 64-character name; no tools."""
-    r = create(generic, messages=ask("Describe a cat as JSON."), tools=[WEATHER], tool_choice="none",
+    r = create(setup, messages=ask("Describe a cat as JSON."), tools=[WEATHER], tool_choice="none",
                response_format={"type": "json_object"}, max_tokens=40, seed=1)
     assert not r.choices[0].message.tool_calls
     if r.choices[0].finish_reason == "stop":
@@ -425,7 +451,7 @@ def test_allowed_combinations(generic):
     else:
         assert r.choices[0].message.content.lstrip().startswith("{"), r
     long_name = {"type": "function", "function": {**WEATHER["function"], "name": "w" * 64}}
-    r = create(generic, messages=WEATHER_Q, tools=[long_name], tool_choice="required", temperature=0, max_tokens=80)
+    r = create(setup, messages=WEATHER_Q, tools=[long_name], tool_choice="required", temperature=0, max_tokens=80)
     assert r.choices[0].message.tool_calls[0].function.name == "w" * 64
-    r = create(generic, messages=WEATHER_Q, tools=[], max_tokens=4)
+    r = create(setup, messages=WEATHER_Q, tools=[], max_tokens=4)
     assert not r.choices[0].message.tool_calls
