@@ -111,6 +111,10 @@ std::optional<ApiError> normalize_messages(const json& in, json& out) {
       msg["content"] = text;
     } else if (content != m.end() && !content->is_string() && !content->is_null()) {
       return bad(where + ".content", fmt::format("'{}.content' must be a string, an array of text parts or null", where));
+    } else if (content == m.end() || content->is_null()) {
+      // An assistant turn that only called tools has content null: templates concatenate and
+      // search it as a string (as llama-server does, it becomes "").
+      msg["content"] = "";
     }
     out.push_back(std::move(msg));
   }
@@ -389,7 +393,11 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
       if (r.grammar && treq.choice != toolcall::ToolChoice::kNone)
         return bad("tools", "'tools' cannot be combined with 'grammar', 'json_schema' or a JSON 'response_format' (unless tool_choice is 'none')");
       auto plan = toolcall::plan_tool_calls(tt, treq);
-      if (!plan) return bad("tools", plan.error().message);
+      if (!plan) {
+        const std::string& m = plan.error().message;  // "tools[i].function.parameters: ..." names its field
+        const size_t colon = m.find(": ");
+        return bad(m.starts_with("tools[") && colon != std::string::npos ? m.substr(0, colon) : "tools", m);
+      }
       if (!plan->gbnf.empty()) {
         auto g = parse_gbnf(plan->gbnf);
         if (!g) return bad("tools", "tool-call grammar: " + g.error().message);
