@@ -6,8 +6,8 @@ sampler in the sampler chain) side by side, interleaved repetitions, medians.
 Rows: llama.cpp's json.gbnf and a grammar minfer makes from a JSON Schema (the same GBNF text
 goes to both engines), greedy and sampled (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8).
 Constrained runs end when the grammar completes (at most -n tokens); each is set against an
-unconstrained run of the same engine and the same number of tokens (end-of-generation ignored). Greedy minfer checks the argmax first and masks only when it is
-refused; sampled runs build the mask every step (cached per grammar state).
+unconstrained run of the same engine and the same number of tokens (end-of-generation ignored). minfer checks the sampler's choice first and masks only when it is
+refused (masks cached per grammar state).
 
   python3 bench/grammar.py [--build build] [-t 2] [--reps 3] [-n 128] [--json out.json]
 """
