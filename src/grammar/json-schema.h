@@ -17,7 +17,7 @@
 // are skipped. Any other keyword is an error naming it and its JSON pointer: a schema is never
 // silently loosened.
 //
-// Numbers are kept to at most 16 integer digits; whitespace between tokens to 22 characters (a blank line and an indent of 20);
+// Numbers are kept to at most 16 integer digits and 3 exponent digits; whitespace between tokens to 22 characters (a blank line and an indent of 20);
 // strings are written with raw characters or the escapes JSON defines. Generated keys for
 // additionalProperties are never one of the listed names.
 #pragma once
