@@ -660,10 +660,7 @@ Expected<std::string> json_schema_rules(std::string_view schema_json, const std:
   return text;
 }
 
-namespace {
-
-// Local references of a schema moved under #/$defs/<def>.
-void rebase_refs(json& s, const std::string& def) {
+void rebase_schema_refs(nlohmann::ordered_json& s, const std::string& def) {
   if (s.is_object()) {
     for (auto it = s.begin(); it != s.end(); ++it) {
       if (it.key() == "$ref" && it.value().is_string()) {
@@ -671,15 +668,13 @@ void rebase_refs(json& s, const std::string& def) {
         if (ref == "#") it.value() = "#/$defs/" + def;
         else if (ref.starts_with("#/")) it.value() = "#/$defs/" + def + ref.substr(1);
       } else {
-        rebase_refs(it.value(), def);
+        rebase_schema_refs(it.value(), def);
       }
     }
   } else if (s.is_array()) {
-    for (auto& v : s) rebase_refs(v, def);
+    for (auto& v : s) rebase_schema_refs(v, def);
   }
 }
-
-}  // namespace
 
 Expected<std::string> json_schema_rules_many(const std::vector<std::string>& schemas_json, const std::vector<std::string>& roots,
                                              const std::vector<std::string>& reserved) {
@@ -694,7 +689,7 @@ Expected<std::string> json_schema_rules_many(const std::vector<std::string>& sch
       return make_error("json-schema {}: not valid JSON: {}", i, e.what());
     }
     keys.push_back(fmt::format("s{}", i));
-    rebase_refs(schema, keys.back());
+    rebase_schema_refs(schema, keys.back());
     all["$defs"][keys.back()] = std::move(schema);
     names.push_back(roots[i]);
   }

@@ -22,6 +22,8 @@
 // additionalProperties are never one of the listed names.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +46,10 @@ Expected<std::string> json_schema_rules(std::string_view schema_json, const std:
 // "#/$defs/s<i>/...".
 Expected<std::string> json_schema_rules_many(const std::vector<std::string>& schemas_json, const std::vector<std::string>& roots,
                                              const std::vector<std::string>& reserved);
+
+// Moves a schema's local references ("#", "#/...") under "#/$defs/<def>", for placing it
+// inside a larger schema at that key.
+void rebase_schema_refs(nlohmann::ordered_json& schema, const std::string& def);
 
 // Any JSON value (object_only: any JSON object), for response_format {"type": "json_object"}.
 std::string json_value_gbnf(bool object_only);

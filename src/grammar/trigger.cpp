@@ -15,7 +15,8 @@ size_t leading_ws(std::string_view text) {
 
 }  // namespace
 
-std::optional<TriggerHit> find_grammar_trigger(std::string_view text, const std::vector<GrammarTrigger>& triggers) {
+std::optional<TriggerHit> find_grammar_trigger(std::string_view text, const std::vector<GrammarTrigger>& triggers,
+                                               size_t grown_from) {
   std::optional<TriggerHit> best;
   for (const GrammarTrigger& t : triggers) {
     if (t.text.empty()) continue;
@@ -24,7 +25,8 @@ std::optional<TriggerHit> find_grammar_trigger(std::string_view text, const std:
       const size_t ws = leading_ws(text);
       if (text.substr(ws).starts_with(t.text)) at = ws;
     } else {
-      at = text.find(t.text);
+      const size_t from = grown_from >= t.text.size() ? grown_from - (t.text.size() - 1) : 0;
+      at = text.find(t.text, std::min(from, text.size()));
     }
     if (at == std::string_view::npos || (best && best->begin <= at)) continue;
     best = TriggerHit{at, t.include ? at : at + t.text.size()};

@@ -28,8 +28,11 @@ struct TriggerHit {
   size_t feed_from = 0;  // where the grammar's text starts
 };
 
-// The earliest trigger in `text`, or nullopt.
-std::optional<TriggerHit> find_grammar_trigger(std::string_view text, const std::vector<GrammarTrigger>& triggers);
+// The earliest trigger in `text`, or nullopt. A caller that appends to `text` and searched it
+// before passes the old size as `grown_from`: only triggers that end in the new bytes are
+// looked for (no rescan of a long reply on every token).
+std::optional<TriggerHit> find_grammar_trigger(std::string_view text, const std::vector<GrammarTrigger>& triggers,
+                                               size_t grown_from = 0);
 
 // How many bytes at the end of `text` could still grow into a trigger (text that must be held
 // back before it is shown as prose). 0 when no trigger can start there; for an at_start trigger

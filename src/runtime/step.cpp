@@ -35,8 +35,9 @@ TokenStep::TokenStep(const Tokenizer& tok, Sampler& sampler, StepParams p)
 // A lazy grammar not triggered yet: the token's bytes join the output; once a trigger is in
 // it, the grammar starts and takes the text from the trigger on (the rest of this token).
 Status TokenStep::trigger(int32_t token) {
+  const size_t before = raw_.size();
   raw_ += tok_->piece(token);
-  const auto hit = find_grammar_trigger(raw_, p_.grammar_triggers);
+  const auto hit = find_grammar_trigger(raw_, p_.grammar_triggers, before);
   if (!hit) return {};
   grammar_ = std::make_unique<GrammarConstraint>(p_.grammar, p_.grammar_tokens);
   const std::string_view rest = std::string_view(raw_).substr(hit->feed_from);

@@ -131,7 +131,10 @@ void ToolCallParser::emit_args(char c, ReplyDelta& out) {
 }
 
 void ToolCallParser::send_response(ReplyDelta& out, bool all) {
-  if (str_role_ != StrRole::kResponse) return;
+  if (str_role_ == StrRole::kResponse) flush_response(out, all);
+}
+
+void ToolCallParser::flush_response(ReplyDelta& out, bool all) {
   size_t used = 0;
   add_content(out, decode_json_chars(str_, response_sent_, all, used));
   response_sent_ += used;
@@ -148,9 +151,7 @@ void ToolCallParser::end_string(ReplyDelta& out) {
     out.calls.push_back(CallDelta{.index = call_, .start = true, .id = call.id, .name = call.name});
     result_.calls.push_back(std::move(call));
   } else if (role == StrRole::kResponse) {
-    str_role_ = StrRole::kResponse;
-    send_response(out, true);
-    str_role_ = StrRole::kNone;
+    flush_response(out, true);
   }
   str_.clear();
 }
@@ -279,13 +280,14 @@ ReplyDelta ToolCallParser::feed(std::string_view text) {
     scan(text, out);
     return out;
   }
+  const size_t before = prose_.size();
   prose_ += text;
   if (plan_.triggers.empty() || plan_.gbnf.empty()) {
     add_content(out, std::string_view(prose_).substr(emitted_));
     emitted_ = prose_.size();
     return out;
   }
-  if (auto hit = find_grammar_trigger(prose_, plan_.triggers)) {
+  if (auto hit = find_grammar_trigger(prose_, plan_.triggers, before)) {
     size_t end = hit->begin;
     while (end > emitted_ && is_ws(prose_[end - 1])) --end;  // no trailing blank before a call
     if (end > emitted_) add_content(out, std::string_view(prose_).substr(emitted_, end - emitted_));

@@ -88,7 +88,8 @@ class ToolCallParser {
   void scan_char(char c, ReplyDelta& out);
   void end_string(ReplyDelta& out);
   void emit_args(char c, ReplyDelta& out);
-  void send_response(ReplyDelta& out, bool all);
+  void send_response(ReplyDelta& out, bool all);   // the response string's decoded new bytes, if in it
+  void flush_response(ReplyDelta& out, bool all);
   void add_content(ReplyDelta& out, std::string_view s);
 };
 

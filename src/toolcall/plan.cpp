@@ -62,23 +62,6 @@ Expected<std::string> mistral_args_rules(const ToolRequest& req, bool id_marker)
   return one + "\n" + id + *rules;
 }
 
-// Local references of a tool's schema, moved under #/$defs/<def>.
-void rebase_refs(json& s, const std::string& def) {
-  if (s.is_object()) {
-    for (auto it = s.begin(); it != s.end(); ++it) {
-      if (it.key() == "$ref" && it.value().is_string()) {
-        const std::string ref = it.value().get<std::string>();
-        if (ref == "#") it.value() = "#/$defs/" + def;
-        else if (ref.starts_with("#/")) it.value() = "#/$defs/" + def + ref.substr(1);
-      } else {
-        rebase_refs(it.value(), def);
-      }
-    }
-  } else if (s.is_array()) {
-    for (auto& v : s) rebase_refs(v, def);
-  }
-}
-
 std::string args_key(Syntax s) { return s == Syntax::kLlama3 ? "parameters" : "arguments"; }
 
 // {"anyOf": [{"name": const, <args>: $ref}...], "$defs": {...}} -> the rules of `tool-call`,
@@ -91,7 +74,7 @@ Expected<std::string> call_rules(Syntax syntax, const ToolRequest& req, bool cal
     if (req.choice == ToolChoice::kNamed && t.name != req.named) continue;
     const std::string def = fmt::format("tool{}", i);
     json params = params_schema(t);
-    rebase_refs(params, def);
+    rebase_schema_refs(params, def);
     defs[def] = params;
     json call = {{"type", "object"},
                  {"properties", {{"name", {{"const", t.name}}}, {args_key(syntax), {{"$ref", "#/$defs/" + def}}}}},
