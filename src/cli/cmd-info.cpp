@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "gguf/reader.h"
+#include "runtime/chat-prompt.h"
 
 namespace minfer::cli {
 namespace {
@@ -129,6 +130,7 @@ int cmd_info(int argc, char** argv) {
   }
   const GgufFile& f = *file;
   const Summary s = summarize(f);
+  const ChatTemplateChoice tmpl = choose_chat_template(f);  // the GGUF's template or the built-in fallback
   const uint64_t kv_elem = kv_type == "f32" ? 4 : 2;
   const uint64_t kv_bytes = static_cast<uint64_t>(s.n_layer) * static_cast<uint64_t>(n_ctx) *
                             static_cast<uint64_t>(s.n_head_kv) *
@@ -166,7 +168,8 @@ int cmd_info(int argc, char** argv) {
                     {"n_layer", s.n_layer}, {"n_ff", s.n_ff}, {"n_head", s.n_head},
                     {"n_head_kv", s.n_head_kv}, {"head_dim_k", s.head_dim_k},
                     {"head_dim_v", s.head_dim_v}, {"types", types},
-                    {"chat_template", f.find("tokenizer.chat_template") != nullptr}};
+                    {"chat_template", tmpl.fallback == nullptr},
+                    {"chat_template_fallback", tmpl.fallback ? json(std::string(tmpl.fallback->name)) : json(nullptr)}};
     j["memory"] = {{"n_ctx", n_ctx}, {"kv_type", kv_type}, {"weights_bytes", s.weight_bytes},
                    {"kv_bytes", kv_bytes}, {"total_bytes", s.weight_bytes + kv_bytes}};
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
@@ -207,10 +210,10 @@ int cmd_info(int argc, char** argv) {
     if (const GgufValue* v = f.find("tokenizer.ggml.add_bos_token"))
       line("add bos", v->as_bool().value_or(false) ? "yes" : "no");
   }
-  if (const GgufValue* t = f.find("tokenizer.chat_template"); t && t->as_string())
-    line("chat template", fmt::format("present ({} bytes)", t->as_string()->size()));
+  if (!tmpl.fallback)
+    line("chat template", fmt::format("present ({} bytes)", tmpl.source.size()));
   else
-    line("chat template", "absent (ChatML will be used)");
+    line("chat template", fmt::format("absent (the built-in {} template will be used)", tmpl.fallback->title));
   std::string types;
   for (const auto& [name, e] : s.types)
     types += fmt::format("{}{}: {} tensors, {}", types.empty() ? "" : "; ", name, e.first,

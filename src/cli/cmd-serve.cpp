@@ -56,7 +56,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--watchdog", ep.watchdog_s, "seconds without a finished step, while there is work, before /health says 503")
       ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
   std::string template_file;
-  app.add_option("--chat-template", sp.chat_template, "Jinja chat template to use instead of the model's ('chatml' for ChatML)");
+  app.add_option("--chat-template", sp.chat_template,
+                 "Jinja chat template to use instead of the model's, or a built-in one by name ('chatml' for ChatML, "
+                 "'gemma' for Gemma's turn format)");
   app.add_option("--chat-template-file", template_file, "file with the Jinja chat template to use instead of the model's")
       ->excludes(app.get_option("--chat-template"));
   add_spec_options(app, spo);
@@ -78,10 +80,13 @@ int cmd_serve(int argc, char** argv) {
       return 1;
     }
   }
-  if (sp.chat_template == "chatml") {
-    sp.chat_template = jinja::kChatmlTemplate;
+  if (const jinja::BuiltinTemplate* b = template_file.empty() ? jinja::find_builtin_template(sp.chat_template) : nullptr) {
+    std::fprintf(stderr, "[server] chat template: the built-in %.*s template (--chat-template %.*s)\n",
+                 static_cast<int>(b->title.size()), b->title.data(), static_cast<int>(b->name.size()), b->name.data());
+    sp.chat_template = b->source;
   } else if (!sp.chat_template.empty() && sp.chat_template.find('{') == std::string::npos) {
-    std::fprintf(stderr, "minfer: --chat-template '%s' is neither Jinja text nor a built-in name (chatml)\n", sp.chat_template.c_str());
+    std::fprintf(stderr, "minfer: --chat-template '%s' is neither Jinja text nor a built-in name (%s)\n", sp.chat_template.c_str(),
+                 jinja::builtin_template_names().c_str());
     return 1;
   }
   if (!sp.chat_template.empty()) {

@@ -107,6 +107,63 @@ int GraphBuilder::swiglu(std::string name, int gate, int up) {
   return push(std::move(n));
 }
 
+int GraphBuilder::gelu(std::string name, int x) {
+  return push(make(std::move(name), Op::kGelu, DType::F32, node(x).ne, {x}));
+}
+
+int GraphBuilder::geglu(std::string name, int gate, int up) {
+  MINFER_ASSERT(node(gate).ne == node(up).ne);
+  Node n = make(std::move(name), Op::kGeglu, DType::F32, node(gate).ne, {gate, up});
+  n.fused = true;
+  return push(std::move(n));
+}
+
+int GraphBuilder::scale(std::string name, int x, float c) {
+  Node n = make(std::move(name), Op::kScale, DType::F32, node(x).ne, {x});
+  n.params.scale = c;
+  return push(std::move(n));
+}
+
+int GraphBuilder::softcap(std::string name, int x, float c) {
+  MINFER_ASSERT(c > 0.0f);
+  Node n = make(std::move(name), Op::kSoftcap, DType::F32, node(x).ne, {x});
+  n.params.scale = c;
+  return push(std::move(n));
+}
+
+int GraphBuilder::top_k(std::string name, int x, int k) {
+  const Node& xn = node(x);
+  MINFER_ASSERT(xn.type == DType::F32 && k >= 1 && k <= xn.ne[0] && xn.ne[2] == 1);
+  Node n = make(std::move(name), Op::kTopK, DType::I32, Shape{k, xn.ne[1], 1, 1}, {x});
+  n.params.top_k = k;
+  return push(std::move(n));
+}
+
+int GraphBuilder::moe_weights(std::string name, int logits, int ids, bool norm) {
+  const Node& l = node(logits);
+  const Node& i = node(ids);
+  MINFER_ASSERT(l.type == DType::F32 && i.type == DType::I32 && i.ne[1] == l.ne[1] && l.ne[2] == 1);
+  Node n = make(std::move(name), Op::kMoeWeights, DType::F32, i.ne, {logits, ids});
+  n.params.moe_norm = norm;
+  return push(std::move(n));
+}
+
+int GraphBuilder::matmul_id(std::string name, int w, int x, int ids) {
+  const Node& wn = node(w);
+  const Node& xn = node(x);
+  const Node& in = node(ids);
+  MINFER_ASSERT(wn.ne[0] == xn.ne[0] && wn.ne[3] == 1 && xn.type == DType::F32 && in.type == DType::I32);
+  MINFER_ASSERT(xn.ne[2] == in.ne[1] && (xn.ne[1] == 1 || xn.ne[1] == in.ne[0]) && xn.ne[3] == 1);
+  return push(make(std::move(name), Op::kMatmulId, DType::F32, Shape{wn.ne[1], in.ne[0], in.ne[1], 1}, {w, x, ids}));
+}
+
+int GraphBuilder::moe_sum(std::string name, int experts, int weights) {
+  const Node& e = node(experts);
+  const Node& w = node(weights);
+  MINFER_ASSERT(e.type == DType::F32 && w.type == DType::F32 && w.ne[0] == e.ne[1] && w.ne[1] == e.ne[2]);
+  return push(make(std::move(name), Op::kMoeSum, DType::F32, Shape{e.ne[0], e.ne[2], 1, 1}, {experts, weights}));
+}
+
 int GraphBuilder::matmul(std::string name, int w, int x) {
   const Node& wn = node(w);
   const Node& xn = node(x);
@@ -142,11 +199,11 @@ int GraphBuilder::kv_store(std::string name, int cache, int x, int pos) {
   return push(std::move(n));
 }
 
-int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_head_kv, float scale) {
-  return attn(std::move(name), q, k, v, pos, n_head_kv, scale, true);
+int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_head_kv, AttnOpts o) {
+  return attn(std::move(name), q, k, v, pos, n_head_kv, o, true);
 }
 
-int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_head_kv, float scale, bool check_pos) {
+int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_head_kv, AttnOpts o, bool check_pos) {
   const Node& qn = node(q);
   const Node& kn = node(k);
   const Node& vn = node(v);
@@ -157,17 +214,20 @@ int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_hea
   const int64_t hd_v = vn.ne[0] / n_head_kv;
   Node n = make(std::move(name), Op::kAttn, DType::F32, Shape{hd_v * n_head, n_tokens, 1, 1}, {q, k, v, pos});
   n.params.n_head_kv = n_head_kv;
-  n.params.attn_scale = scale;
+  MINFER_ASSERT(o.window >= 0 && o.softcap >= 0.0f);
+  n.params.attn_scale = o.scale;
+  n.params.attn_window = o.window;
+  n.params.attn_softcap = o.softcap;
   n.params.layer = kn.params.layer;
   return push(std::move(n));
 }
 
-int GraphBuilder::attn_ranges(std::string name, int q, int k, int v, int ranges, int n_head_kv, float scale) {
+int GraphBuilder::attn_ranges(std::string name, int q, int k, int v, int ranges, int n_head_kv, AttnOpts o) {
   const Node& rn = node(ranges);
   const int64_t n_tokens = node(q).ne[2];
   MINFER_ASSERT(rn.type == DType::I32 && rn.ne[0] == 3 && rn.ne[1] == n_tokens);
   // Built as the single-sequence node over a stand-in pos (same checks), then re-pointed.
-  const int id = attn(std::move(name), q, k, v, q, n_head_kv, scale, /*check_pos=*/false);
+  const int id = attn(std::move(name), q, k, v, q, n_head_kv, o, /*check_pos=*/false);
   Node& n = g_.nodes[static_cast<size_t>(id)];
   n.src[3] = ranges;
   n.params.attn_ranges = true;

@@ -78,7 +78,16 @@ std::string params_json(const Node& n) {
       return fmt::format("\"mode\":\"{}\",\"n_rot\":{},\"freq_base\":{},\"freq_scale\":{}",
                          p.rope_mode == RopeMode::kNeox ? "neox" : "norm", p.n_rot, p.rope_freq_base,
                          p.rope_freq_scale);
-    case Op::kAttn: return fmt::format("\"layer\":{},\"n_head_kv\":{},\"scale\":{}", p.layer, p.n_head_kv, p.attn_scale);
+    case Op::kAttn: {
+      std::string o = fmt::format("\"layer\":{},\"n_head_kv\":{},\"scale\":{}", p.layer, p.n_head_kv, p.attn_scale);
+      if (p.attn_window > 0) o += fmt::format(",\"window\":{}", p.attn_window);
+      if (p.attn_softcap > 0) o += fmt::format(",\"softcap\":{}", p.attn_softcap);
+      return o;
+    }
+    case Op::kScale: return fmt::format("\"scale\":{}", p.scale);
+    case Op::kSoftcap: return fmt::format("\"cap\":{}", p.scale);
+    case Op::kTopK: return fmt::format("\"k\":{}", p.top_k);
+    case Op::kMoeWeights: return fmt::format("\"norm\":{}", p.moe_norm ? "true" : "false");
     case Op::kKvCache:
     case Op::kKvStore: return fmt::format("\"layer\":{},\"kv\":\"{}\"", p.layer, p.is_value ? "v" : "k");
     default: return "";

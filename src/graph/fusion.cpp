@@ -15,24 +15,36 @@ bool absorbable(const Graph& g, const std::vector<int>& uses, int p, int c) {
 
 }  // namespace
 
-std::optional<FusionMatch> match_swiglu(const Graph& g, const std::vector<int>& uses, int root) {
+namespace {
+// mul(act(x), y) or mul(y, act(x)) -> fused(x, y): swiglu and geglu.
+std::optional<FusionMatch> match_gated(const Graph& g, const std::vector<int>& uses, int root, Op act, Op fused,
+                                       FusionRule rule) {
   const Node& m = at(g, root);
   if (m.dead || m.op != Op::kMul || m.src.size() != 2) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const int s = m.src[static_cast<size_t>(side)];
     const int other = m.src[static_cast<size_t>(1 - side)];
-    const Node& silu = at(g, s);
-    if (silu.op != Op::kSilu || s == other || !absorbable(g, uses, s, root)) continue;
-    const Node& x = at(g, silu.src[0]);
+    const Node& a = at(g, s);
+    if (a.op != act || s == other || !absorbable(g, uses, s, root)) continue;
+    const Node& x = at(g, a.src[0]);
     const Node& y = at(g, other);
     if (x.ne != m.ne || y.ne != m.ne || x.type != DType::F32 || y.type != DType::F32) continue;
-    FusionMatch r{FusionRule::kSwiglu, root, s, m};
-    r.fused.op = Op::kSwiglu;
-    r.fused.src = {silu.src[0], other};
+    FusionMatch r{rule, root, s, m};
+    r.fused.op = fused;
+    r.fused.src = {a.src[0], other};
     r.fused.fused = true;
     return r;
   }
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<FusionMatch> match_swiglu(const Graph& g, const std::vector<int>& uses, int root) {
+  return match_gated(g, uses, root, Op::kSilu, Op::kSwiglu, FusionRule::kSwiglu);
+}
+
+std::optional<FusionMatch> match_geglu(const Graph& g, const std::vector<int>& uses, int root) {
+  return match_gated(g, uses, root, Op::kGelu, Op::kGeglu, FusionRule::kGeglu);
 }
 
 std::optional<FusionMatch> match_rms_norm_mul(const Graph& g, const std::vector<int>& uses, int root) {
@@ -62,7 +74,7 @@ void apply_fusion(Graph& g, const FusionMatch& m) {
 
 int fuse_graph(Graph& g, const std::function<bool(const Node&)>& allowed) {
   using Rule = std::optional<FusionMatch> (*)(const Graph&, const std::vector<int>&, int);
-  constexpr Rule kRules[] = {match_swiglu, match_rms_norm_mul};
+  constexpr Rule kRules[] = {match_swiglu, match_geglu, match_rms_norm_mul};
   int n = 0;
   std::vector<int> uses = use_counts(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

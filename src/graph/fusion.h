@@ -20,6 +20,7 @@ namespace minfer {
 
 #define MINFER_FUSION_RULES(X)                                          \
   X(kSwiglu, "swiglu", "mul(silu(x), y) -> swiglu(x, y)")                \
+  X(kGeglu, "geglu", "mul(gelu(x), y) -> geglu(x, y)")                    \
   X(kRmsNormMul, "rms_norm_mul", "mul(rms_norm(x), w) -> rms_norm_mul(x, w)")
 
 enum class FusionRule : uint8_t {
@@ -38,6 +39,8 @@ struct FusionMatch {
 // mul(silu(x), y) or mul(y, silu(x)) where the silu has no other use, is not an output, runs
 // on the same backend, and x, y and the product all have one shape (no broadcast).
 std::optional<FusionMatch> match_swiglu(const Graph& g, const std::vector<int>& uses, int root);
+// The same for mul(gelu(x), y) -> geglu(x, y).
+std::optional<FusionMatch> match_geglu(const Graph& g, const std::vector<int>& uses, int root);
 // mul(rms_norm(x), w) where the norm has no other use, is not an output, runs on the same
 // backend, and w is a single f32 row of x's width.
 std::optional<FusionMatch> match_rms_norm_mul(const Graph& g, const std::vector<int>& uses, int root);

@@ -39,6 +39,12 @@ struct OpParams {
   bool is_value = false;       // kKvCache: V region (else K)
   bool attn_ranges = false;    // kAttn: src3 is I32 [3, n_tokens] (first cache row, rows to read,
                                // query rows of this token's sequence in the batch) instead of pos
+  int32_t attn_window = 0;     // kAttn: sliding window: a query at position p reads positions
+                               // p - window + 1 .. p only (0: every earlier position)
+  float attn_softcap = 0.0f;   // kAttn: scores become c * tanh(score / c) before the softmax (0: off)
+  float scale = 1.0f;          // kScale: the factor; kSoftcap: the cap c
+  int32_t top_k = 0;           // kTopK: k
+  bool moe_norm = false;       // kMoeWeights: divide the selected weights by their sum
 
   bool operator==(const OpParams&) const = default;
 };

@@ -29,10 +29,18 @@ namespace minfer {
   X(kMul, "mul", true, false, "src0 * src1 (src1 broadcast over rows when it has one row)")          \
   X(kSilu, "silu", true, false, "x * sigmoid(x)")                                                   \
   X(kSwiglu, "swiglu", true, false, "fused silu(src0) * src1")                                       \
+  X(kGelu, "gelu", true, false, "GELU, tanh approximation (Gemma's FFN)")                            \
+  X(kGeglu, "geglu", true, false, "fused gelu(src0) * src1")                                         \
+  X(kScale, "scale", true, false, "x * c (Gemma's embedding and query scales)")                      \
+  X(kSoftcap, "softcap", true, false, "c * tanh(x / c): logit soft-capping (Gemma 2)")               \
+  X(kTopK, "top_k", false, false, "I32 indices of the k largest values of each row, largest first")  \
+  X(kMoeWeights, "moe_weights", false, false, "softmax(src0 row) at the experts src1 (renormalised)")  \
+  X(kMatmulId, "matmul_id", false, false, "out[t][j] = expert src2[t][j] of weight src0 times x row")  \
+  X(kMoeSum, "moe_sum", false, false, "out[t] = sum_j src1[t][j] * src0[t][j] (experts' outputs)")    \
   X(kMatmul, "matmul", false, false, "out[t][o] = sum_i src0[o][i] * src1[t][i] (src0 = weight)")    \
   X(kRope, "rope", true, false, "rotary position embedding of src0 at positions src1")              \
   X(kKvStore, "kv_store", false, true, "writes rows of src1 into cache src0 at positions src2")     \
-  X(kAttn, "attn", false, false, "causal GQA attention of q=src0 over caches src1 (K), src2 (V)")   \
+  X(kAttn, "attn", false, false, "causal GQA attention of q=src0 over caches src1 (K), src2 (V)")    \
   X(kReshape, "reshape", false, true, "same bytes, new shape")                                      \
   X(kCopy, "copy", false, false, "copy of src0 onto this node's backend (split boundary)")
 

@@ -16,6 +16,15 @@ Expected<int64_t> opt_int(const GgufFile& f, const std::string& key, int64_t def
   return *i;
 }
 
+// The same with 0 allowed (a sliding window of 0 means none).
+Expected<int64_t> opt_int_or_zero(const GgufFile& f, const std::string& key, int64_t def) {
+  const GgufValue* v = f.find(key);
+  if (!v) return def;
+  auto i = v->as_int();
+  if (!i || *i < 0) return make_error("model: '{}' = {} is not a non-negative integer", key, v->to_display());
+  return *i;
+}
+
 Expected<int64_t> req_int(const GgufFile& f, const std::string& key) {
   if (!f.find(key)) return make_error("model: required key '{}' is missing", key);
   return opt_int(f, key, 0);
@@ -135,9 +144,25 @@ Status TensorBinder::status() const {
   return Error{error_};
 }
 
-Status bind_decoder_weights(const GgufFile& f, const ModelHparams& hp, ModelWeights& w,
-                            void (*extra)(TensorBinder&, const ModelHparams&, int, LayerWeights&)) {
-  TensorBinder b(f);
+void TensorBinder::fail(std::string message) {
+  if (error_.empty()) error_ = std::move(message);
+}
+
+const GgufTensor* row_view(ModelWeights& w, const GgufTensor* t, const std::string& part, int64_t row0, int64_t n_rows) {
+  if (!t) return nullptr;
+  MINFER_ASSERT(t->shape.size() == 2 && row0 >= 0 && n_rows >= 1 && row0 + n_rows <= t->shape[1]);
+  const size_t rb = row_bytes(t->type, t->shape[0]);
+  GgufTensor v = *t;
+  v.name = t->name + "#" + part;
+  v.shape = {t->shape[0], n_rows};
+  v.offset = t->offset + static_cast<uint64_t>(row0) * rb;
+  v.data = t->data + static_cast<size_t>(row0) * rb;
+  v.n_bytes = static_cast<size_t>(n_rows) * rb;
+  w.views.push_back(std::move(v));
+  return &w.views.back();
+}
+
+void bind_output_weights(TensorBinder& b, const ModelHparams& hp, ModelWeights& w) {
   const int64_t e = hp.n_embd;
   w.tok_embd = b.require("token_embd.weight", {e, hp.n_vocab});
   w.output_norm = b.require("output_norm.weight", {e});
@@ -145,20 +170,28 @@ Status bind_decoder_weights(const GgufFile& f, const ModelHparams& hp, ModelWeig
   w.output_bias = b.optional("output.bias", {hp.n_vocab});
   w.rope_freqs = b.optional("rope_freqs.weight", {hp.n_rot / 2});
   w.layers.resize(static_cast<size_t>(hp.n_layer));
-  for (int il = 0; il < hp.n_layer; ++il) {
-    LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const std::string p = fmt::format("blk.{}.", il);
-    l.attn_norm = b.require(p + "attn_norm.weight", {e});
-    l.wq = b.require(p + "attn_q.weight", {e, hp.n_embd_q()});
-    l.wk = b.require(p + "attn_k.weight", {e, hp.n_embd_k()});
-    l.wv = b.require(p + "attn_v.weight", {e, hp.n_embd_v()});
-    l.wo = b.require(p + "attn_output.weight", {hp.n_head * hp.head_dim_v, e});
-    l.ffn_norm = b.require(p + "ffn_norm.weight", {e});
-    l.ffn_gate = b.require(p + "ffn_gate.weight", {e, hp.n_ff});
-    l.ffn_up = b.require(p + "ffn_up.weight", {e, hp.n_ff});
-    l.ffn_down = b.require(p + "ffn_down.weight", {hp.n_ff, e});
-    if (extra) extra(b, hp, il, l);
-  }
+}
+
+void bind_attention_weights(TensorBinder& b, const ModelHparams& hp, int il, LayerWeights& l) {
+  const int64_t e = hp.n_embd;
+  const std::string p = fmt::format("blk.{}.", il);
+  l.attn_norm = b.require(p + "attn_norm.weight", {e});
+  l.wq = b.require(p + "attn_q.weight", {e, hp.n_embd_q()});
+  l.wk = b.require(p + "attn_k.weight", {e, hp.n_embd_k()});
+  l.wv = b.require(p + "attn_v.weight", {e, hp.n_embd_v()});
+  l.wo = b.require(p + "attn_output.weight", {hp.n_head * hp.head_dim_v, e});
+}
+
+void bind_ffn_weights(TensorBinder& b, const ModelHparams& hp, int il, LayerWeights& l) {
+  const int64_t e = hp.n_embd;
+  const std::string p = fmt::format("blk.{}.", il);
+  l.ffn_norm = b.require(p + "ffn_norm.weight", {e});
+  l.ffn_gate = b.require(p + "ffn_gate.weight", {e, hp.n_ff});
+  l.ffn_up = b.require(p + "ffn_up.weight", {e, hp.n_ff});
+  l.ffn_down = b.require(p + "ffn_down.weight", {hp.n_ff, e});
+}
+
+Status finish_weights(const TensorBinder& b, ModelWeights& w) {
   MINFER_TRY(b.status());
   // Norms, biases and rope factors are read as f32 rows.
   auto check_f32 = [](const GgufTensor* t) -> Status {
@@ -171,9 +204,75 @@ Status bind_decoder_weights(const GgufFile& f, const ModelHparams& hp, ModelWeig
   MINFER_TRY(check_f32(w.output_bias));
   MINFER_TRY(check_f32(w.rope_freqs));
   for (const LayerWeights& l : w.layers) {
-    for (const GgufTensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.q_norm, l.k_norm}) MINFER_TRY(check_f32(t));
+    for (const GgufTensor* t : {l.attn_norm, l.ffn_norm, l.bq, l.bk, l.bv, l.q_norm, l.k_norm, l.attn_post_norm,
+                                l.ffn_post_norm})
+      MINFER_TRY(check_f32(t));
   }
   if (!w.output) w.output = w.tok_embd;
+  return Status::ok();
+}
+
+void bind_moe_weights(TensorBinder& b, const ModelHparams& hp, int il, LayerWeights& l) {
+  const int64_t e = hp.n_embd, f = hp.n_ff_exp, n = hp.n_expert;
+  const std::string p = fmt::format("blk.{}.", il);
+  l.ffn_norm = b.require(p + "ffn_norm.weight", {e});
+  l.ffn_gate_inp = b.require(p + "ffn_gate_inp.weight", {e, n});
+  l.ffn_gate_exps = b.require(p + "ffn_gate_exps.weight", {e, f, n});
+  l.ffn_up_exps = b.require(p + "ffn_up_exps.weight", {e, f, n});
+  l.ffn_down_exps = b.require(p + "ffn_down_exps.weight", {f, e, n});
+}
+
+Status read_moe_hparams(const GgufFile& f, ModelHparams& hp, int64_t default_ff) {
+  const std::string a = hp.arch + ".";
+  auto count = opt_int_or_zero(f, a + "expert_count", 0);
+  auto used = opt_int_or_zero(f, a + "expert_used_count", 0);
+  if (!count) return count.error();
+  if (!used) return used.error();
+  hp.n_expert = *count;
+  hp.n_expert_used = *used;
+  if ((hp.n_expert == 0) != (hp.n_expert_used == 0) || hp.n_expert_used > hp.n_expert || hp.n_expert > 4096)
+    return make_error("model: {}expert_count {} and {}expert_used_count {} do not describe a mixture of experts "
+                      "(both > 0, used <= count <= 4096)", a, hp.n_expert, a, hp.n_expert_used);
+  if (hp.n_expert == 0) return Status::ok();
+  auto ff = opt_int(f, a + "expert_feed_forward_length", default_ff);
+  if (!ff) return ff.error();
+  hp.n_ff_exp = *ff;
+  return Status::ok();
+}
+
+Expected<float> read_opt_float(const GgufFile& f, const std::string& key, float def) { return opt_float(f, key, def); }
+
+Status read_swa_hparams(const GgufFile& f, ModelHparams& hp, int64_t default_window, int64_t default_period) {
+  const std::string a = hp.arch + ".";
+  auto window = opt_int_or_zero(f, a + "attention.sliding_window", default_window);
+  if (!window) return window.error();
+  hp.n_swa = *window;
+  hp.swa_layers.clear();
+  if (hp.n_swa == 0) return Status::ok();
+  hp.swa_layers.assign(static_cast<size_t>(hp.n_layer), 0);
+  const std::string pkey = a + "attention.sliding_window_pattern";
+  const GgufValue* pv = f.find(pkey);
+  if (const GgufArray* arr = pv ? pv->as_array() : nullptr) {
+    if (static_cast<int64_t>(arr->size()) != hp.n_layer)
+      return make_error("model: '{}' has {} entries for {} layers", pkey, arr->size(), hp.n_layer);
+    for (size_t i = 0; i < arr->size(); ++i) {
+      const GgufValue item = arr->at(i);
+      std::optional<bool> b = item.as_bool();
+      if (!b)
+        if (auto n = item.as_int(); n && (*n == 0 || *n == 1)) b = *n == 1;
+      if (!b) return make_error("model: '{}'[{}] = {} is not a bool", pkey, i, item.to_display());
+      hp.swa_layers[i] = *b ? 1 : 0;
+    }
+  } else {
+    auto period = opt_int(f, pkey, default_period);
+    if (!period) return period.error();
+    // Every layer but each period-th one is local (period 1: all local).
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+      hp.swa_layers[static_cast<size_t>(il)] = *period == 1 || il % *period < *period - 1;
+  }
+  auto base = opt_float(f, a + "rope.freq_base_swa", hp.rope_freq_base_swa);
+  if (!base) return base.error();
+  hp.rope_freq_base_swa = *base;
   return Status::ok();
 }
 

@@ -1,6 +1,7 @@
 // A loaded model: hyperparameters and weights (zero-copy views into the mmap'd GGUF), checked
 // at load, and the forward graph for given shape parameters. One file per architecture
-// (llama.cpp, qwen2.cpp, qwen3.cpp) plus one line in registry.cpp.
+// (llama.cpp, qwen2.cpp, qwen3.cpp with qwen3moe, gemma2.cpp, gemma3.cpp, phi3.cpp) plus one line in
+// registry.cpp; docs/adding-a-model.md is the recipe.
 //
 //   auto m = Model::load("SmolLM2-135M-Instruct-Q4_1.gguf");
 //   if (!m) { fprintf(stderr, "%s\n", m.error().message.c_str()); return 1; }
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +41,22 @@ struct ModelHparams {
   RopeMode rope_mode = RopeMode::kNorm;
   bool tied_output = false;  // no output.weight: the projection reuses token_embd
 
+  // Family extras; the defaults mean "none".
+  float embd_scale = 0.0f;     // token embeddings times this (Gemma: sqrt(n_embd)); 0: not scaled
+  float attn_scale = 0.0f;     // query scale before the scores (0: 1 / sqrt(head_dim_k))
+  float attn_softcap = 0.0f;   // attention scores c * tanh(s / c) (Gemma 2); 0: off
+  float final_softcap = 0.0f;  // logits c * tanh(x / c) (Gemma 2); 0: off
+  int64_t n_swa = 0;           // sliding window of the local layers (0: none)
+  std::vector<uint8_t> swa_layers;  // [n_layer] 1 = sliding-window layer (empty: none)
+  float rope_freq_base_swa = 10000.0f;  // RoPE of the sliding-window layers
+  float rope_freq_scale_swa = 1.0f;
+  int64_t n_expert = 0;        // mixture of experts: experts per layer (0: a dense FFN)
+  int64_t n_expert_used = 0;   // experts each token is routed to
+  int64_t n_ff_exp = 0;        // an expert's FFN width
+
+  bool is_swa(int64_t il) const { return n_swa > 0 && !swa_layers.empty() && swa_layers[static_cast<size_t>(il)]; }
+  float rope_base(int64_t il) const { return is_swa(il) ? rope_freq_base_swa : rope_freq_base; }
+  float rope_scale(int64_t il) const { return is_swa(il) ? rope_freq_scale_swa : rope_freq_scale; }
   int64_t n_embd_q() const { return n_head * head_dim_k; }
   int64_t n_embd_k() const { return n_head_kv * head_dim_k; }
   int64_t n_embd_v() const { return n_head_kv * head_dim_v; }
@@ -55,10 +73,16 @@ struct LayerWeights {
   const GgufTensor* q_norm = nullptr;  // qwen3: per-head RMSNorm weights [head_dim_k]
   const GgufTensor* k_norm = nullptr;
   const GgufTensor* wo = nullptr;
+  const GgufTensor* attn_post_norm = nullptr;  // gemma: norm of the attention output
   const GgufTensor* ffn_norm = nullptr;
   const GgufTensor* ffn_gate = nullptr;
   const GgufTensor* ffn_up = nullptr;
   const GgufTensor* ffn_down = nullptr;
+  const GgufTensor* ffn_post_norm = nullptr;   // gemma: norm of the FFN output
+  const GgufTensor* ffn_gate_inp = nullptr;    // MoE router [n_embd, n_expert]
+  const GgufTensor* ffn_gate_exps = nullptr;   // MoE experts [n_embd, n_ff_exp, n_expert]
+  const GgufTensor* ffn_up_exps = nullptr;     //             [n_embd, n_ff_exp, n_expert]
+  const GgufTensor* ffn_down_exps = nullptr;   //             [n_ff_exp, n_embd, n_expert]
 };
 
 struct ModelWeights {
@@ -68,6 +92,9 @@ struct ModelWeights {
   const GgufTensor* output_bias = nullptr;  // optional
   const GgufTensor* rope_freqs = nullptr;   // optional per-pair frequency divisors [n_rot/2]
   std::vector<LayerWeights> layers;
+  // Row ranges of fused tensors (phi3's attn_qkv, its gate|up ffn_up) bound as tensors of their
+  // own: same type, data pointing into the parent's rows (arch.h, row_view). Stable addresses.
+  std::deque<GgufTensor> views;
 };
 
 // The shape parameters of a forward graph: the graph is a function of these only.
@@ -135,7 +162,7 @@ class Model {
   ModelWeights w_;
 };
 
-// Architectures this build can run ("llama", "qwen2", "qwen3").
+// Architectures this build can run ("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen3moe").
 std::vector<std::string> supported_architectures();
 
 }  // namespace minfer

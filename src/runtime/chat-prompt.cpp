@@ -6,23 +6,48 @@
 
 namespace minfer {
 
-std::string chat_template_source(const GgufFile& file, bool* fallback) {
+namespace {
+
+std::string architecture(const GgufFile& file) {
+  auto arch = file.get_string("general.architecture");
+  return arch ? std::string(*arch) : std::string();
+}
+
+}  // namespace
+
+ChatTemplateChoice choose_chat_template(const GgufFile& file) {
   if (const GgufValue* v = file.find("tokenizer.chat_template"))
-    if (const std::string* s = v->as_string(); s && !s->empty()) {
-      if (fallback) *fallback = false;
-      return *s;
-    }
-  if (fallback) *fallback = true;
-  return jinja::kChatmlTemplate;
+    if (const std::string* s = v->as_string(); s && !s->empty()) return {*s, nullptr};
+  const jinja::BuiltinTemplate& b = jinja::fallback_template_for_arch(architecture(file));
+  return {b.source, &b};
+}
+
+std::string chat_template_source(const GgufFile& file, bool* fallback) {
+  ChatTemplateChoice c = choose_chat_template(file);
+  if (fallback) *fallback = c.fallback != nullptr;
+  return std::move(c.source);
+}
+
+std::string chat_template_notice(const GgufFile& file, const ChatTemplateChoice& choice) {
+  if (!choice.fallback) return {};
+  const std::string arch = architecture(file);
+  std::string n = "'" + file.path() + "' has no tokenizer.chat_template; using the built-in " +
+                  std::string(choice.fallback->title) + " template";
+  n += arch.empty() ? std::string(" (no general.architecture)") : " (architecture " + arch + ")";
+  return n;
 }
 
 Expected<std::string> render_chat_prompt(const GgufFile& file, const Tokenizer& tok,
                                          const nlohmann::ordered_json& messages,
                                          const ChatRenderOptions& opt) {
-  bool fallback = false;
-  const std::string source = opt.template_source.empty() ? chat_template_source(file, &fallback) : opt.template_source;
-  if (fallback && !opt.quiet)
-    std::fprintf(stderr, "[template] '%s' has no tokenizer.chat_template; using ChatML\n", file.path().c_str());
+  ChatTemplateChoice choice;
+  if (opt.template_source.empty()) {
+    choice = choose_chat_template(file);
+    if (choice.fallback && !opt.quiet) std::fprintf(stderr, "[template] %s\n", chat_template_notice(file, choice).c_str());
+  } else {
+    choice.source = opt.template_source;
+  }
+  const std::string& source = choice.source;
   nlohmann::ordered_json args = opt.extra;
   args["messages"] = messages;
   args["add_generation_prompt"] = opt.add_generation_prompt;

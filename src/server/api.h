@@ -71,7 +71,7 @@ struct ParseContext {
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat,
                                                                    const ParseContext& ctx);
 
-// Renders chat messages with the model's template (ChatML when the GGUF has none).
+// Renders chat messages with the model's template (the built-in fallback for its architecture when the GGUF has none).
 Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages,
                                   const json& extra, const std::string& template_source = {});
 

@@ -584,7 +584,13 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   s.model = model;
   s.tok = &tok;
   s.sp = sp_in;
-  s.chat_template = s.sp.chat_template.empty() ? chat_template_source(model->file()) : s.sp.chat_template;
+  if (s.sp.chat_template.empty()) {  // the model's, or the built-in fallback for its architecture
+    ChatTemplateChoice choice = choose_chat_template(model->file());
+    if (choice.fallback) std::fprintf(stderr, "[server] %s\n", chat_template_notice(model->file(), choice).c_str());
+    s.chat_template = std::move(choice.source);
+  } else {
+    s.chat_template = s.sp.chat_template;
+  }
   s.template_tools = toolcall::probe_template(s.chat_template);
   auto engine = Engine::create(model, tok, ep, draft);
   if (!engine) {

@@ -8,6 +8,66 @@ const char* const kChatmlTemplate =
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
+// Every tag strips the whitespace around it, so the layout below renders nothing by itself.
+// The oracle test (tests/oracle/template/test_builtin_templates_vs_jinja2.py) renders this
+// text with jinja2 too.
+const char* const kGemmaTemplate = R"jinja({#- minfer's built-in Gemma template (Gemma's turn format). -#}
+{%- macro gemma_text(content) -%}
+  {%- if content is string -%}
+    {{- content | trim -}}
+  {%- elif content is iterable and content is not mapping -%}
+    {%- set parts = namespace(text='') -%}
+    {%- for part in content -%}
+      {%- if part is mapping and part['type'] == 'text' and part['text'] is string -%}
+        {%- set parts.text = parts.text + part['text'] -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {{- parts.text | trim -}}
+  {%- endif -%}
+{%- endmacro -%}
+{{- bos_token -}}
+{%- set fold_system = messages | length > 1 and messages[0]['role'] == 'system' and messages[1]['role'] == 'user' -%}
+{%- for message in (messages[1:] if fold_system else messages) -%}
+  {{- '<start_of_turn>' + ('model' if message['role'] == 'assistant' else 'user') + '\n' -}}
+  {%- if loop.first and fold_system -%}
+    {{- gemma_text(messages[0]['content']) + '\n\n' -}}
+  {%- endif -%}
+  {{- gemma_text(message['content']) + '<end_of_turn>\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<start_of_turn>model\n' -}}
+{%- endif -%})jinja";
+
+namespace {
+
+const BuiltinTemplate kBuiltins[] = {
+    {"chatml", "ChatML", kChatmlTemplate},
+    {"gemma", "Gemma", kGemmaTemplate},
+};
+
+}  // namespace
+
+const BuiltinTemplate* find_builtin_template(std::string_view name) {
+  for (const BuiltinTemplate& b : kBuiltins)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::string builtin_template_names() {
+  std::string names;
+  for (const BuiltinTemplate& b : kBuiltins) {
+    if (!names.empty()) names += ", ";
+    names += b.name;
+  }
+  return names;
+}
+
+const BuiltinTemplate& fallback_template_for_arch(std::string_view architecture) {
+  for (std::string_view gemma : {"gemma", "gemma2", "gemma3", "gemma3n"})
+    if (architecture == gemma) return *find_builtin_template("gemma");
+  return *find_builtin_template("chatml");
+}
+
 Expected<Value> chat_inputs_from_json(std::string_view json_text) {
   auto parsed = value_from_json(json_text);
   if (!parsed) return make_error("chat input: {}", parsed.error().message);

@@ -1,5 +1,5 @@
 // Chat rendering: the arguments of transformers' apply_chat_template turned into template
-// variables, and the ChatML fallback for models without a template.
+// variables, and the built-in templates (ChatML, Gemma) for models without a template.
 //
 //   auto in = jinja::chat_inputs_from_json(R"({"messages": [{"role": "user", "content": "Hi"}],
 //                                             "add_generation_prompt": true})");
@@ -22,8 +22,33 @@
 
 namespace minfer::jinja {
 
-// ChatML, for a model file without `tokenizer.chat_template`.
+// ChatML, for a model file without `tokenizer.chat_template` (other than the Gemma family).
 extern const char* const kChatmlTemplate;
+
+// Gemma's turn format (written for minfer, not copied from a model): `bos_token`, then
+// `<start_of_turn>user\n...<end_of_turn>\n` / `<start_of_turn>model\n...<end_of_turn>\n`
+// turns (assistant is rendered as `model`, every other role as `user`), a leading system
+// message folded into the first user turn as Gemma 3's template does (system text, a blank
+// line, the user text), each content trimmed (a string, or the texts of a list of
+// {type: text} parts joined as they are; other parts are left out), and
+// `<start_of_turn>model\n` for add_generation_prompt.
+extern const char* const kGemmaTemplate;
+
+// A template minfer ships: `name` is what `serve --chat-template NAME` and
+// `chat-template --builtin NAME` take, `title` what notices print ("the built-in Gemma template").
+struct BuiltinTemplate {
+  std::string_view name;   // "chatml", "gemma"
+  std::string_view title;  // "ChatML", "Gemma"
+  const char* source;
+};
+
+// The built-in called `name`, or nullptr.
+const BuiltinTemplate* find_builtin_template(std::string_view name);
+// "chatml, gemma": the names find_builtin_template knows, for help and error texts.
+std::string builtin_template_names();
+// The one rule for a GGUF without `tokenizer.chat_template`, by general.architecture:
+// gemma, gemma2, gemma3, gemma3n get Gemma; every other architecture (or none) ChatML.
+const BuiltinTemplate& fallback_template_for_arch(std::string_view architecture);
 
 // CASE.json: a JSON object with the render arguments (see above). `messages` must be a list
 // of objects with a string `role`.

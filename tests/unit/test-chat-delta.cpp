@@ -112,6 +112,13 @@ TEST(ChatDelta, RealTemplates) {
   }
 }
 
+// The built-in Gemma fallback (system folded into the first user turn): both incremental.
+TEST(ChatDelta, BuiltinGemmaTemplate) {
+  const Behaviour b = behaviour(jinja::kGemmaTemplate, true);
+  EXPECT_TRUE(b.closes);
+  EXPECT_TRUE(b.extends);
+}
+
 TEST(ChatDelta, TokenCutRemovesWholeTokens) {
   // Tokens: "<S>" "sys" "|" "<U>" "q1" "|" "<A>" "a1" "|" "<U>" "q2" "|"
   const std::vector<std::string> pieces = {"<S>", "sys", "|", "<U>", "q1", "|", "<A>", "a1", "|", "<U>", "q2", "|"};

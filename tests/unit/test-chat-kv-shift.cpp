@@ -121,10 +121,8 @@ TEST_P(KvShift, MatchesFreshPrefillOfTheKeptTokens) {
   const DType kv = std::get<1>(GetParam());
   const std::vector<int32_t> toks = some_tokens(40, 96);
   for (int n_layer : {1, 2}) {
-    Tiny t;
-    t.arch = std::get<0>(GetParam());
+    Tiny t = test::tiny_for(std::get<0>(GetParam()));
     t.n_layer = n_layer;
-    if (t.arch == "qwen3") t.head_dim = 32;
     auto m = load(t, "kvshift-" + t.arch + std::to_string(n_layer));
     ASSERT_TRUE(m);
     for (auto [p0, p1] : {std::pair{5, 17}, std::pair{0, 10}, std::pair{20, 21}, std::pair{30, 40}}) {
@@ -142,10 +140,8 @@ TEST_P(KvShift, MatchesFreshPrefillOfTheKeptTokens) {
     }
   }
   // Without the re-rotation the rows would be off by far more than the bound: the test has teeth.
-  Tiny t;
-  t.arch = std::get<0>(GetParam());
+  Tiny t = test::tiny_for(std::get<0>(GetParam()));
   t.n_layer = 1;
-  if (t.arch == "qwen3") t.head_dim = 32;
   auto m = load(t, "kvshift-neg-" + t.arch);
   auto a = make_session(m, kv, 64), b = make_session(m, kv, 64);
   ASSERT_TRUE(a->decode(std::span<const int32_t>(toks).subspan(5, 10), 1));  // tokens 5..14 at 0..9
@@ -171,9 +167,7 @@ TEST_P(KvShift, MatchesFreshPrefillOfTheKeptTokens) {
 }
 
 TEST_P(KvShift, ExportImportRoundTripsExactly) {
-  Tiny t;
-  t.arch = std::get<0>(GetParam());
-  if (t.arch == "qwen3") t.head_dim = 32;
+  Tiny t = test::tiny_for(std::get<0>(GetParam()));
   auto m = load(t, "kvio-" + t.arch);
   ASSERT_TRUE(m);
   const DType kv = std::get<1>(GetParam());
@@ -198,7 +192,7 @@ TEST_P(KvShift, ExportImportRoundTripsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, KvShift,
-                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3"),
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen3moe", "mixtral"),
                                             ::testing::Values(DType::F16, DType::F32)));
 
 // The real model: a chat-sized cut in the middle of a conversation-like text.

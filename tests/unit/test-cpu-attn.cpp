@@ -118,6 +118,8 @@ struct AttnCase {
   std::vector<int32_t> pos;
   DType cache;
   float score_scale;  // inflates q so softmax is peaked (online-softmax rescaling path)
+  int32_t window = 0;    // sliding window (0: none)
+  float softcap = 0.0f;  // score soft-cap (0: none)
 };
 
 // Runs op_attn; returns y [hd * n_head, n_tokens] (and checks for overruns).
@@ -143,6 +145,8 @@ std::vector<float> check_attention(const AttnCase& c, const CpuKernels& kern) {
   Node yn = make_node(Op::kAttn, DType::F32, {c.hd * c.n_head, n_tok, 1, 1});
   yn.params.n_head_kv = static_cast<int32_t>(c.n_head_kv);
   yn.params.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+  yn.params.attn_window = c.window;
+  yn.params.attn_softcap = c.softcap;
   std::vector<float> y(static_cast<size_t>(c.hd * c.n_head * n_tok) + 16, -7.0f);
   OpArgs a;
   a.dst = {&yn, y.data()};
@@ -162,23 +166,28 @@ std::vector<float> check_attention(const AttnCase& c, const CpuKernels& kern) {
   double err = 0, mag = 0;
   for (int64_t t = 0; t < n_tok; ++t)
     for (int64_t h = 0; h < c.n_head; ++h) {
-      const int64_t kvh = h / group, n_kv = c.pos[static_cast<size_t>(t)] + 1;
+      const int64_t kvh = h / group, p = c.pos[static_cast<size_t>(t)];
+      // Positions p - window + 1 .. p with a window, else 0 .. p.
+      const int64_t j0 = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : 0, n_kv = p + 1 - j0;
       std::vector<double> s(static_cast<size_t>(n_kv));
       double mx = -1e300;
       for (int64_t j = 0; j < n_kv; ++j) {
         double d = 0;
         for (int64_t i = 0; i < c.hd; ++i) {
           const float qv = q[static_cast<size_t>((t * c.n_head + h) * c.hd + i)];
-          d += qv * kv_at(k, k16, static_cast<size_t>(j * row + kvh * c.hd + i));
+          d += qv * kv_at(k, k16, static_cast<size_t>((j0 + j) * row + kvh * c.hd + i));
         }
-        s[static_cast<size_t>(j)] = d / std::sqrt(double(c.hd));
+        double sc = d / std::sqrt(double(c.hd));
+        if (c.softcap > 0) sc = c.softcap * std::tanh(sc / c.softcap);
+        s[static_cast<size_t>(j)] = sc;
         mx = std::max(mx, s[static_cast<size_t>(j)]);
       }
       double sum = 0;
       for (double& e : s) sum += (e = std::exp(e - mx));
       for (int64_t i = 0; i < c.hd; ++i) {
         double o = 0;
-        for (int64_t j = 0; j < n_kv; ++j) o += s[static_cast<size_t>(j)] / sum * kv_at(v, v16, static_cast<size_t>(j * row + kvh * c.hd + i));
+        for (int64_t j = 0; j < n_kv; ++j)
+          o += s[static_cast<size_t>(j)] / sum * kv_at(v, v16, static_cast<size_t>((j0 + j) * row + kvh * c.hd + i));
         const double got = y[static_cast<size_t>(t * c.n_head * c.hd + h * c.hd + i)];
         err = std::max(err, std::fabs(got - o));
         mag = std::max(mag, std::fabs(o));
@@ -210,6 +219,13 @@ TEST(CpuAttention, MatchesNaiveSoftmaxAttentionOnEveryIsa) {
     check_attention({72, 2, 1, 70, iota_pos(0, 64), DType::F32, 4.0f}, k);
     check_attention({64, 3, 1, 90, iota_pos(20, 64), DType::F16, 2.0f}, k);   // odd GQA group
     check_attention({128, 14, 2, 70, iota_pos(3, 65), DType::F32, 1.0f}, k);  // Qwen-like 7:1
+    // Sliding windows (Gemma's local layers) and score soft-capping (Gemma 2), narrow and wide.
+    check_attention({64, 4, 2, 300, {0, 5, 17, 200, 299}, DType::F16, 2.0f, 16}, k);
+    check_attention({256, 4, 1, 100, iota_pos(20, 64), DType::F16, 1.0f, 24}, k);  // Gemma 3: hd 256, MQA
+    check_attention({64, 4, 2, 90, iota_pos(10, 70), DType::F32, 1.0f, 30}, k);
+    check_attention({64, 4, 2, 40, {3, 20, 39}, DType::F16, 12.0f, 0, 5.0f}, k);     // capped, peaked
+    check_attention({64, 8, 4, 90, iota_pos(5, 64), DType::F16, 12.0f, 16, 5.0f}, k); // both, wide
+    check_attention({128, 4, 2, 90, iota_pos(5, 64), DType::F32, 8.0f, 0, 50.0f}, k);
   }
 }
 
@@ -223,6 +239,9 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
       {128, 4, 2, 130, {129}, DType::F16, 1.0f},
       {80, 2, 1, 33, {5, 32}, DType::F32, 3.0f},   // 80 = 64 + a 16-element tail
       {36, 4, 1, 64, {63, 10}, DType::F16, 8.0f},  // only a tail
+      {64, 4, 2, 300, {0, 5, 17, 200, 299}, DType::F16, 2.0f, 16},  // sliding window
+      {256, 4, 1, 60, {40, 59}, DType::F16, 8.0f, 0, 5.0f},          // soft-capped
+      {64, 4, 2, 60, {40, 59}, DType::F32, 8.0f, 20, 5.0f},          // both, f32 cache
   };
   for (const AttnCase& c : cases) {
     const std::vector<float> want = check_attention(c, *tables[0]);

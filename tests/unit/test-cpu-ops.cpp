@@ -483,6 +483,51 @@ TEST(CpuElementwise, NormsAddMulSiluSwigluMatchNaive) {
   }
 }
 
+// gelu (tanh approximation, at f16 precision like llama.cpp's table), geglu = gelu * up exactly,
+// scale, softcap: against the formulas in double.
+TEST(CpuElementwise, GeluGegluScaleSoftcapMatchTheFormulas) {
+  ThreadPool pool(2);
+  const OpContext ctx{pool, cpu_kernels(), nullptr, 0};
+  const int64_t ne0 = 64, rows = 33;
+  const size_t n = static_cast<size_t>(ne0 * rows);
+  std::vector<float> x = randn(n, 11, 4.0f);
+  x[0] = -12.0f;  // the table's limits: 0 below -10, x above 10
+  x[1] = 11.5f;
+  x[2] = 0.0f;
+  const std::vector<float> u = randn(n, 12);
+  const Shape full{ne0, rows, 1, 1};
+  Node xn = make_node(Op::kInput, DType::F32, full), un = make_node(Op::kInput, DType::F32, full);
+  auto run = [&](Op op, float param, void (*fn)(const OpContext&, const OpArgs&)) {
+    Node yn = make_node(op, DType::F32, full);
+    yn.params.scale = param;
+    Guarded y(n);
+    OpArgs a;
+    a.dst = {&yn, y.data()};
+    a.src[0] = {&xn, x.data()};
+    a.src[1] = {&un, const_cast<float*>(u.data())};
+    fn(ctx, a);
+    EXPECT_TRUE(y.intact()) << op_name(op);
+    return std::vector<float>(y.data(), y.data() + n);
+  };
+  const auto ge = run(Op::kGelu, 0.0f, op_gelu);
+  const auto gg = run(Op::kGeglu, 0.0f, op_geglu);
+  const auto sc = run(Op::kScale, 0.125f, op_scale);
+  const auto cap = run(Op::kSoftcap, 3.0f, op_softcap);
+  auto gelu = [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * v * (1 + 0.044715 * v * v))); };
+  for (size_t k = 0; k < n; ++k) {
+    const double v = x[k];
+    // f16 rounding of the input and the output: ~2^-11 relative, plus the slope times the input's rounding
+    EXPECT_NEAR(ge[k], gelu(v), 2e-3 * (1 + std::fabs(v))) << v;
+    EXPECT_EQ(gg[k], ge[k] * u[k]) << v;
+    EXPECT_EQ(sc[k], x[k] * 0.125f);
+    EXPECT_NEAR(cap[k], 3.0 * std::tanh(v / 3.0), 1e-6) << v;
+    EXPECT_LE(std::fabs(cap[k]), 3.0f);
+  }
+  EXPECT_EQ(ge[0], 0.0f);
+  EXPECT_EQ(ge[1], 11.5f);
+  EXPECT_EQ(ge[2], 0.0f);
+}
+
 // exp_poly: within 2.5 ulp of the e^x over the whole f32 range that matters to
 // silu and softmax, with the limits and the special values right.
 TEST(CpuExp, ExpPolyIsWithinTwoAndAHalfUlp) {
@@ -558,6 +603,116 @@ TEST(CpuKvStore, WritesRowsAtPositionsInF16AndF32) {
         EXPECT_EQ(got, t == DType::F32 ? want : fp16_to_fp32(fp32_to_fp16(want)));
       }
   }
+}
+
+}  // namespace
+}  // namespace minfer::cpu
+
+namespace minfer::cpu {
+namespace {
+
+// The mixture-of-experts ops against naive loops: top_k's order, the renormalised softmax
+// weights, matmul_id equal to op_matmul on each selected expert's weight (bit for bit: the same
+// vec_dot, on every ISA), moe_sum's weighted sum.
+TEST(CpuMoe, TopKWeightsMatmulIdAndSumMatchNaive) {
+  ThreadPool pool(2);
+  const int64_t n_expert = 6, k = 2, n_tok = 5, n_in = 64, n_out = 48;
+  std::vector<float> logits = randn(static_cast<size_t>(n_expert * n_tok), 21, 2.0f);
+  logits[0] = logits[1] = 9.0f;  // a tie: the lower index first
+  Node ln = make_node(Op::kInput, DType::F32, {n_expert, n_tok, 1, 1});
+  Node idn = make_node(Op::kTopK, DType::I32, {k, n_tok, 1, 1});
+  idn.params.top_k = static_cast<int32_t>(k);
+  std::vector<int32_t> ids(static_cast<size_t>(k * n_tok) + 4, -9);
+  const OpContext ctx0{pool, cpu_kernels(), nullptr, 0};
+  OpArgs ta;
+  ta.dst = {&idn, ids.data()};
+  ta.src[0] = {&ln, logits.data()};
+  op_top_k(ctx0, ta);
+  EXPECT_EQ(ids[static_cast<size_t>(k * n_tok)], -9) << "overrun";
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(ids[1], 1);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    std::vector<int32_t> order(static_cast<size_t>(n_expert));
+    for (int32_t e = 0; e < n_expert; ++e) order[static_cast<size_t>(e)] = e;
+    const float* row = logits.data() + t * n_expert;
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    for (int64_t j = 0; j < k; ++j) EXPECT_EQ(ids[static_cast<size_t>(t * k + j)], order[static_cast<size_t>(j)]);
+  }
+
+  Node wn = make_node(Op::kMoeWeights, DType::F32, {k, n_tok, 1, 1});
+  wn.params.moe_norm = true;
+  std::vector<float> wts(static_cast<size_t>(k * n_tok));
+  OpArgs wa;
+  wa.dst = {&wn, wts.data()};
+  wa.src[0] = {&ln, logits.data()};
+  wa.src[1] = {&idn, ids.data()};
+  op_moe_weights(ctx0, wa);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* row = logits.data() + t * n_expert;
+    const double a = std::exp(double(row[ids[t * k]])), b = std::exp(double(row[ids[t * k + 1]]));
+    EXPECT_NEAR(wts[static_cast<size_t>(t * k)], a / (a + b), 1e-6);
+    EXPECT_NEAR(wts[static_cast<size_t>(t * k) + 1], b / (a + b), 1e-6);
+  }
+
+  // matmul_id: W [n_in, n_out, n_expert] in F32, Q8_0, Q4_0 (row kernels), x [n_in, 1, n_tok].
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (DType wt : {DType::F32, DType::Q8_0, DType::Q4_0}) {
+    const std::vector<float> wf = randn(static_cast<size_t>(n_in * n_out * n_expert), 22);
+    const size_t rb = row_bytes(wt, n_in);
+    std::vector<uint8_t> w(rb * static_cast<size_t>(n_out * n_expert));
+    for (int64_t r = 0; r < n_out * n_expert; ++r) quantize_row(wt, wf.data() + r * n_in, w.data() + static_cast<size_t>(r) * rb, n_in);
+    const std::vector<float> x = randn(static_cast<size_t>(n_in * n_tok), 23);
+    Node wnode = make_node(Op::kWeight, wt, {n_in, n_out, n_expert, 1});
+    Node xnode = make_node(Op::kInput, DType::F32, {n_in, 1, n_tok, 1});
+    Node out = make_node(Op::kMatmulId, DType::F32, {n_out, k, n_tok, 1});
+    for (int ti = 0; ti < n_tables; ++ti) {
+      const CpuKernels& kern = *tables[ti];
+      std::vector<uint8_t> work(op_work_size(out, &wnode, &xnode) + 64);
+      std::vector<float> y(static_cast<size_t>(n_out * k * n_tok));
+      OpArgs ma;
+      ma.dst = {&out, y.data()};
+      ma.src[0] = {&wnode, w.data()};
+      ma.src[1] = {&xnode, const_cast<float*>(x.data())};
+      ma.src[2] = {&idn, ids.data()};
+      op_matmul_id(OpContext{pool, kern, work.data(), work.size()}, ma);
+      // Each slot equals op_matmul of that expert's 2-D weight on that token's row.
+      for (int64_t t = 0; t < n_tok; ++t)
+        for (int64_t j = 0; j < k; ++j) {
+          const int32_t e = ids[static_cast<size_t>(t * k + j)];
+          Node w2 = make_node(Op::kWeight, wt, {n_in, n_out, 1, 1});
+          Node x2 = make_node(Op::kInput, DType::F32, {n_in, 1, 1, 1});
+          Node o2 = make_node(Op::kMatmul, DType::F32, {n_out, 1, 1, 1});
+          std::vector<uint8_t> work2(op_work_size(o2, &w2, &x2) + 64);
+          std::vector<float> want(static_cast<size_t>(n_out));
+          OpArgs a2;
+          a2.dst = {&o2, want.data()};
+          a2.src[0] = {&w2, w.data() + static_cast<size_t>(e) * static_cast<size_t>(n_out) * rb};
+          a2.src[1] = {&x2, const_cast<float*>(x.data()) + t * n_in};
+          op_matmul(OpContext{pool, kern, work2.data(), work2.size()}, a2);
+          for (int64_t o = 0; o < n_out; ++o)
+            ASSERT_EQ(f32_bits(y[static_cast<size_t>((t * k + j) * n_out + o)]), f32_bits(want[static_cast<size_t>(o)]))
+                << dtype_name(wt) << " token " << t << " slot " << j << " row " << o << " on " << kern.isa;
+        }
+    }
+  }
+
+  // moe_sum: e0 w0 + e1 w1, in order.
+  const std::vector<float> ex = randn(static_cast<size_t>(n_out * k * n_tok), 24);
+  Node en = make_node(Op::kMatmulId, DType::F32, {n_out, k, n_tok, 1});
+  Node sn = make_node(Op::kMoeSum, DType::F32, {n_out, n_tok, 1, 1});
+  std::vector<float> sum(static_cast<size_t>(n_out * n_tok));
+  OpArgs sa;
+  sa.dst = {&sn, sum.data()};
+  sa.src[0] = {&en, const_cast<float*>(ex.data())};
+  sa.src[1] = {&wn, wts.data()};
+  op_moe_sum(ctx0, sa);
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t i = 0; i < n_out; ++i) {
+      const float want = ex[static_cast<size_t>((t * k) * n_out + i)] * wts[static_cast<size_t>(t * k)] +
+                         ex[static_cast<size_t>((t * k + 1) * n_out + i)] * wts[static_cast<size_t>(t * k + 1)];
+      EXPECT_EQ(sum[static_cast<size_t>(t * n_out + i)], want);
+    }
 }
 
 }  // namespace

@@ -119,6 +119,26 @@ NormMul make_norm_mul(int64_t w_rows = 1, bool norm_twice = false, DType w_type 
   return s;
 }
 
+TEST(FusionGeglu, MatchesAndRewritesOnlyGelu) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {8, 2});
+  const int y = b.input("y", DType::F32, {8, 2});
+  const int g = b.gelu("blk.0.ffn_gate.gelu", x);
+  const int m = b.mul("blk.0.ffn_geglu", g, y);
+  Graph gr = b.finish({m});
+  for (Node& n : gr.nodes) n.backend = 0;
+  EXPECT_FALSE(match_swiglu(gr, use_counts(gr), m)) << "gelu is not silu";
+  auto r = match_geglu(gr, use_counts(gr), m);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->rule, FusionRule::kGeglu);
+  apply_fusion(gr, *r);
+  EXPECT_EQ(gr.nodes[static_cast<size_t>(m)].op, Op::kGeglu);
+  EXPECT_EQ(gr.nodes[static_cast<size_t>(m)].src, (std::vector<int>{x, y}));
+  EXPECT_TRUE(gr.nodes[static_cast<size_t>(g)].dead);
+  Swiglu s = make_swiglu();
+  EXPECT_FALSE(match_geglu(s.g, use_counts(s.g), s.mul)) << "silu is not gelu";
+}
+
 TEST(FusionRmsNormMul, MatchesAndRewrites) {
   NormMul s = make_norm_mul();
   auto m = match_rms_norm_mul(s.g, use_counts(s.g), s.mul);
@@ -173,7 +193,8 @@ TEST(FusionPass, FusedEqualsUnfusedBitForBit) {
     const int wn = b.weight("norm.weight", DType::F32, {64}, w.data());
     const int h = b.mul("norm", b.rms_norm("norm.rms", x, 1e-5f), wn);
     const int a = b.mul("swiglu", b.silu("gate.silu", h), x);
-    return b.finish({a});
+    const int g = b.mul("geglu", x, b.gelu("gate.gelu", a));  // y first: either order fuses
+    return b.finish({g});
   };
   std::vector<float> out[2];
   for (int fuse = 0; fuse < 2; ++fuse) {
@@ -181,7 +202,7 @@ TEST(FusionPass, FusedEqualsUnfusedBitForBit) {
     Scheduler sched({&cpu});
     auto pg = sched.prepare(build(), {.fuse = fuse == 1});
     ASSERT_TRUE(pg) << pg.error().message;
-    EXPECT_EQ((*pg)->n_fused, fuse ? 2 : 0);
+    EXPECT_EQ((*pg)->n_fused, fuse ? 3 : 0);
     ASSERT_TRUE(sched.set_input(**pg, 0, xin.data(), xin.size() * 4));
     ASSERT_TRUE(sched.compute(**pg));
     out[fuse].resize(xin.size());

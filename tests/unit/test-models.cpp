@@ -100,11 +100,8 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 class SessionInvariants : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SessionInvariants, KvCacheChunkingTailTruncateFusion) {
-  Tiny t;
-  t.arch = GetParam();
-  if (t.arch == "qwen3") t.head_dim = 32;
-  t.tied = t.arch == "qwen2";
-  auto m = load(t, "inv-" + t.arch);
+  Tiny t = test::tiny_for(GetParam());
+  auto m = load(t, "inv-" + GetParam());
   ASSERT_TRUE(m);
   const int n = 9;
   const std::vector<int32_t> toks = some_tokens(n, 96);
@@ -155,7 +152,9 @@ TEST_P(SessionInvariants, KvCacheChunkingTailTruncateFusion) {
   EXPECT_EQ(std::memcmp(u.data(), full.data(), full.size() * 4), 0);
   auto pg = full_s->graph(n, n);
   ASSERT_TRUE(pg);
-  EXPECT_EQ((*pg)->n_fused, 2 * 2 + (t.arch == "qwen3" ? 2 * 2 : 0) + 2 + 1);  // norms, swiglus, q/k norms
+  // per layer: attn and ffn norms (+ the post-norms of Gemma, + q/k norms), the gated FFN; output norm
+  const int per_layer = 2 + (t.arch.starts_with("gemma") ? 2 : 0) + (t.head_dim ? 2 : 0) + 1;
+  EXPECT_EQ((*pg)->n_fused, 2 * per_layer + 1);
 
   // KV cache in f32 stays close to the f16 one.
   SessionParams p32 = p;
@@ -164,7 +163,8 @@ TEST_P(SessionInvariants, KvCacheChunkingTailTruncateFusion) {
   EXPECT_LT(max_diff(all_logits(*s32, toks), full), 5e-2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, SessionInvariants, ::testing::Values("llama", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Archs, SessionInvariants,
+                         ::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen3moe", "mixtral"));
 
 TEST(Session, RejectsBadInput) {
   Tiny t;

@@ -47,8 +47,7 @@ class ContextArch : public ::testing::TestWithParam<const char*> {
  protected:
   // A tiny random model of the parameter's architecture with weights of `type`.
   std::shared_ptr<const Model> model(DType type, const char* tag) {
-    Tiny t;
-    t.arch = GetParam();
+    Tiny t = test::tiny_for(GetParam());
     t.type = type;
     return test::load(t, tag);
   }
@@ -122,7 +121,8 @@ TEST_P(ContextArch, CopyAndRollbackMatchRecomputation) {
   EXPECT_EQ(*e0, *e2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, ContextArch, ::testing::Values("llama", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Archs, ContextArch,
+                         ::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen3moe", "mixtral"));
 
 // seq_rm's K rotation against one written here: pair i of each head at angle
 // -d * base^(-2i/n_rot) (built by repeated multiplication, in f32), NORM pairs (2i, 2i+1) for

@@ -160,5 +160,47 @@ TEST(templateChat, ChatmlFallback) {
   EXPECT_EQ(*render_chat("{{ bos_token }}", *in, fixed_opts()), "<s>");
 }
 
+std::string render_gemma(std::string_view case_json) {
+  auto in = chat_inputs_from_json(case_json);
+  EXPECT_TRUE(in) << in.error().message;
+  if (!in) return "<error>";
+  set_default_token(*in, "bos_token", "<bos>");
+  auto out = render_chat(kGemmaTemplate, *in, fixed_opts());
+  EXPECT_TRUE(out) << out.error().message;
+  return out ? *out : "<error>";
+}
+
+// Gemma's documented format: <bos>, <start_of_turn>ROLE\n ... <end_of_turn>\n, the assistant is
+// "model", system instructions start the first user turn (then a blank line).
+TEST(templateChat, GemmaBuiltinFormat) {
+  EXPECT_EQ(render_gemma(R"({"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi"}],
+                             "add_generation_prompt": true})"),
+            "<bos><start_of_turn>user\nYou are terse.\n\nHi<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(render_gemma(R"({"messages": [{"role": "user", "content": " Hi\n"}, {"role": "assistant", "content": "Hello!"},
+                                          {"role": "user", "content": [{"type": "text", "text": "Bye "}, {"type": "text", "text": "now"}]}]})"),
+            "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+            "<start_of_turn>user\nBye now<end_of_turn>\n");
+  // A system message with no user turn after it is a user turn of its own.
+  EXPECT_EQ(render_gemma(R"({"messages": [{"role": "system", "content": "S"}], "add_generation_prompt": true})"),
+            "<bos><start_of_turn>user\nS<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST(templateChat, FallbackByArchitecture) {
+  for (const char* arch : {"gemma", "gemma2", "gemma3", "gemma3n"}) {
+    EXPECT_EQ(fallback_template_for_arch(arch).name, "gemma") << arch;
+    EXPECT_EQ(fallback_template_for_arch(arch).source, kGemmaTemplate) << arch;
+  }
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", ""}) {
+    EXPECT_EQ(fallback_template_for_arch(arch).name, "chatml") << arch;
+    EXPECT_EQ(fallback_template_for_arch(arch).source, kChatmlTemplate) << arch;
+  }
+  ASSERT_NE(find_builtin_template("gemma"), nullptr);
+  EXPECT_EQ(find_builtin_template("gemma")->title, "Gemma");
+  ASSERT_NE(find_builtin_template("chatml"), nullptr);
+  EXPECT_EQ(find_builtin_template("chatml")->title, "ChatML");
+  EXPECT_EQ(find_builtin_template("llama3"), nullptr);
+  EXPECT_EQ(builtin_template_names(), "chatml, gemma");
+}
+
 }  // namespace
 }  // namespace minfer::jinja

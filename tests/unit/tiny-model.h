@@ -1,5 +1,8 @@
 // Tiny random GGUF models written on the fly for the model, session and chat tests: any of the
-// three architectures, any weight type, optionally with a tensor left out or misshapen.
+// architectures (llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe; llama with experts when
+// n_expert is set), any weight type, optionally with a
+// tensor left out or misshapen. The Gemma ones have a sliding window of 4 on layer 0 (so short
+// tests cross it) and soft-caps small enough to bite (gemma2); phi3 has fused QKV and gate|up.
 //
 //   Tiny t; t.arch = "qwen3"; t.head_dim = 32;
 //   auto model = load(t, "my-test");   // written to a per-process temp file, loaded, removed
@@ -29,6 +32,7 @@ struct Tiny {
   std::string drop;                   // a tensor to leave out
   std::string reshape;                // a tensor to write with a wrong shape
   bool drop_key_length = false;
+  int64_t n_expert = 0, n_expert_used = 0;  // llama / qwen3moe: a mixture-of-experts FFN (width n_ff)
 };
 
 inline std::string write_tiny(const Tiny& t, const std::string& tag) {
@@ -45,6 +49,20 @@ inline std::string write_tiny(const Tiny& t, const std::string& tag) {
   w.add_u32(a + ".feed_forward_length", static_cast<uint32_t>(t.n_ff));
   w.add_u32(a + ".context_length", 256);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  const bool gemma = a == "gemma2" || a == "gemma3";
+  if (gemma) {
+    w.add_u32(a + ".attention.sliding_window", 4);
+    w.add_u32(a + ".attention.sliding_window_pattern", 2);
+  }
+  if (a == "gemma3") w.add_f32(a + ".rope.freq_base_swa", 100.0f);
+  if (t.n_expert) {
+    w.add_u32(a + ".expert_count", static_cast<uint32_t>(t.n_expert));
+    w.add_u32(a + ".expert_used_count", static_cast<uint32_t>(t.n_expert_used));
+  }
+  if (a == "gemma2") {
+    w.add_f32(a + ".attn_logit_softcapping", 1.5f);
+    w.add_f32(a + ".final_logit_softcapping", 3.0f);
+  }
   if (t.head_dim && !t.drop_key_length) {
     w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(hd));
     w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(hd));
@@ -73,29 +91,58 @@ inline std::string write_tiny(const Tiny& t, const std::string& tag) {
   for (int64_t il = 0; il < t.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     tensor(p + "attn_norm.weight", {e}, 1, 0.1, false);
-    tensor(p + "attn_q.weight", {e, q}, 0, 1 / std::sqrt(double(e)), true);
-    tensor(p + "attn_k.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
-    tensor(p + "attn_v.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
+    if (a == "phi3") {
+      tensor(p + "attn_qkv.weight", {e, q + 2 * kv}, 0, 1 / std::sqrt(double(e)), true);
+    } else {
+      tensor(p + "attn_q.weight", {e, q}, 0, 1 / std::sqrt(double(e)), true);
+      tensor(p + "attn_k.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
+      tensor(p + "attn_v.weight", {e, kv}, 0, 1 / std::sqrt(double(e)), true);
+    }
     if (a == "qwen2") {
       tensor(p + "attn_q.bias", {q}, 0, 0.1, false);
       tensor(p + "attn_k.bias", {kv}, 0, 0.1, false);
       tensor(p + "attn_v.bias", {kv}, 0, 0.1, false);
     }
-    if (a == "qwen3") {
+    if (a == "qwen3" || a == "gemma3" || a == "qwen3moe") {
       tensor(p + "attn_q_norm.weight", {hd}, 1, 0.1, false);
       tensor(p + "attn_k_norm.weight", {hd}, 1, 0.1, false);
     }
     tensor(p + "attn_output.weight", {q, e}, 0, 1 / std::sqrt(double(q)), true);
+    if (gemma) tensor(p + "post_attention_norm.weight", {e}, 1, 0.1, false);
     tensor(p + "ffn_norm.weight", {e}, 1, 0.1, false);
-    tensor(p + "ffn_gate.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
-    tensor(p + "ffn_up.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
-    tensor(p + "ffn_down.weight", {t.n_ff, e}, 0, 1 / std::sqrt(double(t.n_ff)), true);
+    if (a == "phi3") {
+      tensor(p + "ffn_up.weight", {e, 2 * t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
+    } else if (t.n_expert) {
+      tensor(p + "ffn_gate_inp.weight", {e, t.n_expert}, 0, 1 / std::sqrt(double(e)), false);
+      tensor(p + "ffn_gate_exps.weight", {e, t.n_ff, t.n_expert}, 0, 1 / std::sqrt(double(e)), true);
+      tensor(p + "ffn_up_exps.weight", {e, t.n_ff, t.n_expert}, 0, 1 / std::sqrt(double(e)), true);
+      tensor(p + "ffn_down_exps.weight", {t.n_ff, e, t.n_expert}, 0, 1 / std::sqrt(double(t.n_ff)), true);
+    } else {
+      tensor(p + "ffn_gate.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
+      tensor(p + "ffn_up.weight", {e, t.n_ff}, 0, 1 / std::sqrt(double(e)), true);
+    }
+    if (!t.n_expert) tensor(p + "ffn_down.weight", {t.n_ff, e}, 0, 1 / std::sqrt(double(t.n_ff)), true);
+    if (gemma) tensor(p + "post_ffw_norm.weight", {e}, 1, 0.1, false);
   }
   tensor("output_norm.weight", {e}, 1, 0.1, false);
   if (!t.tied) tensor("output.weight", {e, t.n_vocab}, 0, 2 / std::sqrt(double(e)), true);
   const Status s = w.write(path);
   EXPECT_TRUE(s) << (s ? "" : s.error().message);
   return path;
+}
+
+// The test model of a family by name: an architecture, or "mixtral" (llama with 4 experts, 2
+// used); qwen3-style families get a decoupled head dim, qwen2 and Gemma a tied output.
+inline Tiny tiny_for(const std::string& family) {
+  Tiny t;
+  t.arch = family == "mixtral" ? "llama" : family;
+  if (family == "qwen3" || family == "gemma3" || family == "qwen3moe") t.head_dim = 32;
+  t.tied = family == "qwen2" || family.starts_with("gemma");
+  if (family == "mixtral" || family == "qwen3moe") {
+    t.n_expert = 4;
+    t.n_expert_used = 2;
+  }
+  return t;
 }
 
 // The file is removed once loaded (the model keeps its mapping).

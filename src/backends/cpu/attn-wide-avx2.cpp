@@ -61,7 +61,9 @@ void attn_wide(const AttnWideArgs& a) {
         const __m256 qv = _mm256_loadu_ps(q + i);
         for (int k = 0; k < 8; ++k) d[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kf + k * a.hd + i), d[k]);
       }
-      __m256 s = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_mul_ps(hsum8x8(d), scale), valid);
+      __m256 s = _mm256_mul_ps(hsum8x8(d), scale);
+      if (a.softcap > 0.0f) s = softcap8(s, a.softcap);
+      s = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), s, valid);
       const float nm = std::max(m[r], hmax8(s));
       const float corr = exp_poly(m[r] - nm);
       const __m256 p = exp_poly8(_mm256_sub_ps(s, _mm256_set1_ps(nm)));

@@ -92,11 +92,16 @@ void attn_wide(const AttnWideArgs& a) {
       }
       const __m256 ninf = _mm256_set1_ps(-INFINITY);
       float ca, cb;
-      const __m256 pa = block_weights(_mm256_blendv_ps(ninf, _mm256_mul_ps(avx2::hsum8x8(fa), scale), valid), st[r], &ca);
+      auto scores = [&](__m256* f) {
+        __m256 s = _mm256_mul_ps(avx2::hsum8x8(f), scale);
+        if (a.softcap > 0.0f) s = avx2::softcap8(s, a.softcap);
+        return _mm256_blendv_ps(ninf, s, valid);
+      };
+      const __m256 pa = block_weights(scores(fa), st[r], &ca);
       alignas(32) float pka[8], pkb[8];
       _mm256_store_ps(pka, pa);
       if (two) {
-        const __m256 pb = block_weights(_mm256_blendv_ps(ninf, _mm256_mul_ps(avx2::hsum8x8(fbv), scale), valid), st[r + 1], &cb);
+        const __m256 pb = block_weights(scores(fbv), st[r + 1], &cb);
         _mm256_store_ps(pkb, pb);
       } else {
         cb = 0.0f;

@@ -37,6 +37,7 @@ void attn_wide(const AttnWideArgs& a) {
         float d = 0.0f;
         for (int64_t i = 0; i < a.hd; ++i) d = std::fma(q[i], kf[k * a.hd + i], d);
         s[k] = d * a.scale;
+        if (a.softcap > 0.0f) s[k] = a.softcap * std::tanh(s[k]);
         bm = std::max(bm, s[k]);
       }
       const float nm = std::max(m[r], bm);

@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -26,6 +27,15 @@ inline __m256 hsum8x8(const __m256 a[8]) {
 }
 
 // The largest of 8 lanes.
+// Logit soft-capping of 8 scores already scaled by 1 / c: c * tanh(s), lane by lane with the
+// scalar tanh (the scalar reference's arithmetic exactly; only Gemma 2 takes this path).
+inline __m256 softcap8(__m256 s, float c) {
+  alignas(32) float v[8];
+  _mm256_store_ps(v, s);
+  for (float& x : v) x = c * std::tanh(x);
+  return _mm256_load_ps(v);
+}
+
 inline float hmax8(__m256 v) {
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));

@@ -57,6 +57,14 @@ bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
       if (!matmul_supported(w) || !k_->vec_dot[type_slot(w)]) return false;
       return src(1).type == DType::F32 && src(0).ne[0] % dtype_info(activation_type(w)).block_elems == 0;
     }
+    case Op::kMatmulId: {
+      const DType w = src(0).type;
+      if (!matmul_supported(w) || !k_->vec_dot[type_slot(w)] || src(2).type != DType::I32) return false;
+      return src(1).type == DType::F32 && src(0).ne[0] % dtype_info(activation_type(w)).block_elems == 0;
+    }
+    case Op::kTopK: return src(0).type == DType::F32 && n.type == DType::I32;
+    case Op::kMoeWeights: return src(0).type == DType::F32 && src(1).type == DType::I32;
+    case Op::kMoeSum: return f32_srcs();
     case Op::kKvStore:
       return (n.type == DType::F16 || n.type == DType::F32) && src(1).type == DType::F32 && src(2).type == DType::I32;
     case Op::kAttn: {
@@ -74,7 +82,11 @@ bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kAdd:
     case Op::kMul:
     case Op::kSilu:
-    case Op::kSwiglu: return f32_srcs();
+    case Op::kSwiglu:
+    case Op::kGelu:
+    case Op::kGeglu:
+    case Op::kScale:
+    case Op::kSoftcap: return f32_srcs();
   }
   return false;
 }
@@ -160,6 +172,14 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       case Op::kMul: op_mul(ctx, a); break;
       case Op::kSilu: op_silu(ctx, a); break;
       case Op::kSwiglu: op_swiglu(ctx, a); break;
+      case Op::kGelu: op_gelu(ctx, a); break;
+      case Op::kGeglu: op_geglu(ctx, a); break;
+      case Op::kScale: op_scale(ctx, a); break;
+      case Op::kSoftcap: op_softcap(ctx, a); break;
+      case Op::kTopK: op_top_k(ctx, a); break;
+      case Op::kMoeWeights: op_moe_weights(ctx, a); break;
+      case Op::kMatmulId: op_matmul_id(ctx, a); break;
+      case Op::kMoeSum: op_moe_sum(ctx, a); break;
       case Op::kMatmul: op_matmul(ctx, a); break;
       case Op::kRope: op_rope(ctx, a); break;
       case Op::kAttn: op_attn(ctx, a); break;

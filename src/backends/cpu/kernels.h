@@ -62,6 +62,8 @@ struct AttnWideArgs {
   bool f16 = true;             // cache element type (else f32)
   int64_t n_kv = 0;            // keys 0 .. n_kv - 1
   float scale = 1.0f;
+  float softcap = 0.0f;        // > 0: scores s = q.k * scale become softcap * tanh(s) (the caller
+                               // divides scale by softcap first)
   float* y = nullptr;          // [G][y_stride] outputs
   int64_t y_stride = 0;
   float* scratch = nullptr;    // G * hd_v + 16 * 256 floats

@@ -31,8 +31,23 @@ constexpr int64_t kWideBatch = 64;
 struct AttnShape {
   int64_t hd, n_head, n_tokens, n_head_kv, hd_v, group;
   size_t k_row, k_head, v_row, v_head;  // bytes
-  float scale;
+  float scale;    // divided by softcap when capping (llama.cpp's order: c * tanh(s * (scale / c)))
+  float softcap;  // 0: off
+  int64_t window; // 0: off
 };
+
+inline float score(const AttnShape& sh, float dot) {
+  const float s = dot * sh.scale;
+  return sh.softcap > 0.0f ? sh.softcap * std::tanh(s) : s;
+}
+
+// The sliding window: of the n_kv rows from `first`, only the last `window`.
+inline void clip_window(const AttnShape& sh, int64_t& first, int64_t& n_kv) {
+  if (sh.window > 0 && n_kv > sh.window) {
+    first += n_kv - sh.window;
+    n_kv = sh.window;
+  }
+}
 
 // One (token, head) row of the small-batch arithmetic over an f32 cache.
 void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* qr, const uint8_t* kc, const uint8_t* vc,
@@ -43,7 +58,7 @@ void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* 
   for (int64_t j = 0; j < n_kv; ++j) {
     const auto* kr = reinterpret_cast<const float*>(kc + static_cast<size_t>(j) * sh.k_row);
     const auto* v = reinterpret_cast<const float*>(vc + static_cast<size_t>(j) * sh.v_row);
-    const float s = k.dot_w64_f32(sh.hd, kr, qr) * sh.scale;
+    const float s = score(sh, k.dot_w64_f32(sh.hd, kr, qr));
     float ms = 1.0f, p = 1.0f;
     if (s > m) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
       ms = std::exp(m - s);
@@ -82,7 +97,7 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
     const auto* vr = reinterpret_cast<const uint16_t*>(vc + static_cast<size_t>(j) * sh.v_row);
     k.dot_w64_rows_f16(sh.hd, kr, qf[0], kMaxHeadDim, n_rows, s);
     for (int64_t r = 0; r < n_rows; ++r) {
-      const float sr = s[r] * sh.scale;
+      const float sr = score(sh, s[r]);
       float ms = 1.0f, pr = 1.0f;
       if (sr > m[r]) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
         ms = std::exp(m[r] - sr);
@@ -116,7 +131,9 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   sh.n_head_kv = out.params.n_head_kv;
   sh.hd_v = vn.ne[0] / sh.n_head_kv;
   sh.group = sh.n_head / sh.n_head_kv;
-  sh.scale = out.params.attn_scale;
+  sh.softcap = out.params.attn_softcap;
+  sh.scale = sh.softcap > 0.0f ? out.params.attn_scale / sh.softcap : out.params.attn_scale;
+  sh.window = out.params.attn_window;
   sh.k_row = row_bytes(kn.type, kn.ne[0]);
   sh.k_head = row_bytes(kn.type, sh.hd);
   sh.v_row = row_bytes(vn.type, vn.ne[0]);
@@ -150,9 +167,10 @@ void op_attn(const OpContext& c, const OpArgs& a) {
         const int64_t t = item / (sh.n_head_kv * per_kv), kvh = item / per_kv % sh.n_head_kv;
         const int64_t h0 = kvh * sh.group + item % per_kv * chunk;
         const int64_t n_rows = std::min(chunk, (kvh + 1) * sh.group - h0);
-        const int64_t first = ranges ? ranges[3 * t] : 0;
-        const int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
+        int64_t first = ranges ? ranges[3 * t] : 0;
+        int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
         MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
+        clip_window(sh, first, n_kv);
         attn_rows_narrow_f16(c.k, sh, q + (t * sh.n_head + h0) * sh.hd,  n_rows,
                              kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head,
                              vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head, n_kv,
@@ -165,9 +183,10 @@ void op_attn(const OpContext& c, const OpArgs& a) {
     c.pool.parallel_for(sh.n_tokens * sh.n_head, [&](int64_t i0, int64_t i1) {
       for (int64_t item = i0; item < i1; ++item) {
         const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
-        const int64_t first = ranges ? ranges[3 * t] : 0;
-        const int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
+        int64_t first = ranges ? ranges[3 * t] : 0;
+        int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
         MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
+        clip_window(sh, first, n_kv);
         attn_row_narrow_f32(c.k, sh, q + (t * sh.n_head + h) * sh.hd,
                         kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head,
                         vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head, n_kv,
@@ -192,6 +211,7 @@ void op_attn(const OpContext& c, const OpArgs& a) {
         n_kv = static_cast<int64_t>(pos[t]) + 1;
       }
       MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
+      clip_window(sh, first, n_kv);
       const uint8_t* kh = kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head;
       const uint8_t* vh = vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head;
       const float* qg = q + (t * sh.n_head + kvh * sh.group) * sh.hd;
@@ -219,6 +239,7 @@ void op_attn(const OpContext& c, const OpArgs& a) {
       w.f16 = k_f16;
       w.n_kv = n_kv;
       w.scale = sh.scale;
+      w.softcap = sh.softcap;
       w.y = yg;
       w.y_stride = sh.hd_v;
       w.scratch = scratch.data();

@@ -2,8 +2,10 @@
 // the expressions of the unfused pair, through the same helpers, so fusion never changes a bit.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "backends/cpu/ops.h"
+#include "core/fp16.h"
 #include "core/status.h"
 
 namespace minfer::cpu {
@@ -24,6 +26,29 @@ int64_t min_rows(int64_t row_len) { return std::max<int64_t>(1, 16384 / std::max
 // src1 row for dst row r: the same row, or row 0 when src1 is a single broadcast row.
 inline const float* bcast_row(const TensorArg& b, int64_t r, int64_t ne0) {
   return b.f32() + (b.node->n_rows() == 1 ? 0 : r * ne0);
+}
+
+// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))). Evaluated as
+// llama.cpp's CPU backend evaluates it (docs/design-cpu-numerics.md): x rounded to f16, the
+// result looked up in a table of the f32 formula rounded to f16; 0 below -10, x above 10.
+float gelu_f32(float x) {
+  constexpr float kA = 0.044715f, kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kA * x * x)));
+}
+
+const uint16_t* gelu_table() {  // [65536] f16 input bits -> f16 gelu
+  static const std::vector<uint16_t> t = [] {
+    std::vector<uint16_t> v(65536);
+    for (uint32_t i = 0; i < 65536; ++i) v[i] = fp32_to_fp16(gelu_f32(fp16_to_fp32(static_cast<uint16_t>(i))));
+    return v;
+  }();
+  return t.data();
+}
+
+inline float gelu(const uint16_t* table, float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  return fp16_to_fp32(table[fp32_to_fp16(x)]);
 }
 
 }  // namespace
@@ -110,6 +135,52 @@ void op_swiglu(const OpContext& c, const OpArgs& a) {
       for (int64_t i = 0; i < ne0; ++i) yr[i] = yr[i] * ur[i];  // = mul's output
     }
   }, min_rows(ne0));
+}
+
+}  // namespace minfer::cpu
+
+namespace minfer::cpu {
+
+void op_gelu(const OpContext& c, const OpArgs& a) {
+  const int64_t n = a.dst.node->n_elements();
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  const uint16_t* t = gelu_table();
+  c.pool.parallel_for(n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = gelu(t, x[i]);
+  }, 16384);
+}
+
+void op_geglu(const OpContext& c, const OpArgs& a) {
+  const int64_t n = a.dst.node->n_elements();
+  const float* g = a.src[0].f32();
+  const float* u = a.src[1].f32();
+  float* y = a.dst.f32();
+  const uint16_t* t = gelu_table();
+  c.pool.parallel_for(n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = gelu(t, g[i]) * u[i];  // = gelu's output, then mul's
+  }, 16384);
+}
+
+void op_scale(const OpContext& c, const OpArgs& a) {
+  const int64_t n = a.dst.node->n_elements();
+  const float s = a.dst.node->params.scale;
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = x[i] * s;
+  }, 16384);
+}
+
+// c * tanh(x * (1 / c)), the order of llama.cpp's scale, tanh, scale.
+void op_softcap(const OpContext& c, const OpArgs& a) {
+  const int64_t n = a.dst.node->n_elements();
+  const float cap = a.dst.node->params.scale, inv = 1.0f / cap;
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = std::tanh(x[i] * inv) * cap;
+  }, 16384);
 }
 
 }  // namespace minfer::cpu

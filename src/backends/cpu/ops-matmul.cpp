@@ -60,6 +60,7 @@ void widen_rows(DType act, const uint8_t* xq, size_t x_row, int64_t n_in, int64_
 }  // namespace
 
 size_t op_work_size(const Node& n, const Node* src0, const Node* src1) {
+  if (n.op == Op::kMatmulId && src0 && src1) return matmul_id_work_size(n, *src0, *src1);
   if (n.op != Op::kMatmul || !src0 || !src1) return 0;
   const DType act = activation_type(src0->type);
   if (act == DType::F32) return 0;

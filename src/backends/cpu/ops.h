@@ -53,6 +53,15 @@ void op_add(const OpContext& c, const OpArgs& a);           // ops-elementwise.c
 void op_mul(const OpContext& c, const OpArgs& a);           // ops-elementwise.cpp
 void op_silu(const OpContext& c, const OpArgs& a);          // ops-elementwise.cpp
 void op_swiglu(const OpContext& c, const OpArgs& a);        // ops-elementwise.cpp
+void op_gelu(const OpContext& c, const OpArgs& a);          // ops-elementwise.cpp
+void op_geglu(const OpContext& c, const OpArgs& a);         // ops-elementwise.cpp
+void op_scale(const OpContext& c, const OpArgs& a);         // ops-elementwise.cpp
+void op_softcap(const OpContext& c, const OpArgs& a);       // ops-elementwise.cpp
+void op_top_k(const OpContext& c, const OpArgs& a);         // ops-moe.cpp
+void op_moe_weights(const OpContext& c, const OpArgs& a);   // ops-moe.cpp
+void op_matmul_id(const OpContext& c, const OpArgs& a);     // ops-moe.cpp
+void op_moe_sum(const OpContext& c, const OpArgs& a);       // ops-moe.cpp
+size_t matmul_id_work_size(const Node& n, const Node& w, const Node& x);  // ops-moe.cpp
 void op_matmul(const OpContext& c, const OpArgs& a);        // ops-matmul.cpp
 void op_rope(const OpContext& c, const OpArgs& a);          // ops-rope.cpp
 void op_attn(const OpContext& c, const OpArgs& a);          // ops-attn.cpp

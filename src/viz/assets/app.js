@@ -55,7 +55,7 @@ function indexGraph(g) {
 }
 
 // What a fused op replaced (src/graph/fusion.cpp rules).
-const kFusedFrom = {rms_norm_mul: 'rms_norm + mul', swiglu: 'silu + mul'};
+const kFusedFrom = {rms_norm_mul: 'rms_norm + mul', swiglu: 'silu + mul', geglu: 'gelu + mul'};
 const fusedText = (n) => n.fused ? ' (fused: ' + (kFusedFrom[n.op] || 'fused') + ')' : '';
 
 const fmtShape = (s) => '[' + s.filter((d, i) => i < 2 || d !== 1).join(', ') + ']';

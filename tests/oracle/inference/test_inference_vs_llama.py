@@ -7,8 +7,19 @@ shapes (dims multiples of 256 so the K-quants apply; GQA everywhere):
   qwen2  ggml-vocab-qwen2 (151936), 2 layers, 4 heads / 1 KV head, QKV biases, tied output
   qwen3  ggml-vocab-qwen2, 2 layers, 4 heads / 2 KV heads, head_dim 128 != n_embd/n_head 64,
          per-head q/k norms, tied output
-each written in F32 and converted with `minfer quantize --pure` to every tensor type, so each
-file really is that type (token_embd and output too). For every model x type, the same 64
+  gemma3 SmolLM2's vocabulary, 2 layers, 4 heads / 2 KV heads, head_dim 128, q/k norms, post-norms,
+         GELU FFN, scaled embeddings; layer 0 local (sliding window 16 of the 64 tokens, RoPE base
+         10000), layer 1 global (base 1e6), tied output
+  gemma2 the Gemma block without q/k norms, attention-logit soft-cap 50, final soft-cap 30,
+         window 16 on layer 0
+  qwen3moe  ggml-vocab-qwen2, the qwen3 shape with a mixture of experts: 8 experts of width 256,
+         2 used per token (router, top-k, renormalised weights, 3-D expert tensors)
+  mixtral  SmolLM2's vocabulary, "llama" with 4 experts of width 512, 2 used
+  phi3   ggml-vocab-phi-3 (32064; llama.cpp looks Phi-3's end tokens up by text), fused attn_qkv and
+         gate|up ffn_up, NEOX RoPE, separate output
+each written in F32 and converted with `minfer quantize --pure` to every tensor type (the
+Gemma and Phi-3 models, whose kernels are the Llama ones', to FAMILY_TYPES), so each file really
+is that type (token_embd and output too). For every model x type, the same 64
 token ids go through llama-oracle and `minfer logits`:
   - per position, NMSE of the log-softmax: <= 1e-5 for F32/F16/BF16, <= 2e-3 quantized;
   - top-1 agreement >= 95% of the positions, per type over the three models (192 positions),
@@ -54,6 +65,10 @@ FLOAT_TYPES = ["F32", "F16", "BF16"]
 QUANT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"]
 # `minfer quantize` names: with --pure, the _S mixes are just their base type everywhere.
 QUANTIZE_NAME = {"Q3_K": "Q3_K_S", "Q4_K": "Q4_K_S", "Q5_K": "Q5_K_S"}
+# The later families run the same matmul kernels as llama/qwen; their oracle checks the forward
+# pass (windows, soft-caps, post-norms, fused tensors) on the float types and the quantized types
+# their real files use most (Q8_0, Q4_K); tests/oracle/gemma3 runs the real Gemma file's mix.
+FAMILY_TYPES = ["F32", "F16", "Q8_0", "Q4_K"]
 NMSE_MAX = {**{t: 1e-5 for t in FLOAT_TYPES}, **{t: 2e-3 for t in QUANT_TYPES}}
 TOP1_MIN = 0.95
 
@@ -62,6 +77,17 @@ MODELS = {
     "qwen2": dict(vocab="qwen", flags=["--arch", "qwen2", "--n-head", "4", "--n-head-kv", "1", "--tied"]),
     "qwen3": dict(vocab="qwen", flags=["--arch", "qwen3", "--n-head", "4", "--n-head-kv", "2", "--head-dim", "128",
                                        "--tied"]),
+    "gemma3": dict(vocab="smollm2", flags=["--arch", "gemma3", "--n-head", "4", "--n-head-kv", "2", "--head-dim", "128",
+                                           "--tied", "--swa", "16", "--swa-pattern", "2", "--rope-base", "1000000",
+                                           "--rope-base-swa", "10000", "--rms-eps", "1e-6"]),
+    "gemma2": dict(vocab="smollm2", flags=["--arch", "gemma2", "--n-head", "4", "--n-head-kv", "2", "--head-dim", "64",
+                                           "--tied", "--swa", "16", "--swa-pattern", "2", "--attn-softcap", "50",
+                                           "--final-softcap", "30", "--rms-eps", "1e-6"]),
+    "qwen3moe": dict(vocab="qwen", flags=["--arch", "qwen3moe", "--n-head", "4", "--n-head-kv", "2", "--head-dim", "128",
+                                          "--tied", "--n-expert", "8", "--n-expert-used", "2", "--n-ff-exp", "256"]),
+    "mixtral": dict(vocab="smollm2", flags=["--arch", "llama", "--n-head", "4", "--n-head-kv", "2", "--untied",
+                                            "--n-expert", "4", "--n-expert-used", "2"]),
+    "phi3": dict(vocab="phi3", flags=["--arch", "phi3", "--n-head", "4", "--n-head-kv", "2", "--untied"]),
 }
 COMMON_FLAGS = ["--n-embd", "256", "--n-layer", "2", "--n-ff", "512", "--ctx", "512", "--seed", "7"]
 
@@ -118,6 +144,8 @@ class Env:
         self.oracle = env_file("MINFER_LLAMA_ORACLE")
         self.make_model = env_file("MINFER_MAKE_TEST_MODEL")
         self.qwen_vocab = env_file("MINFER_QWEN_VOCAB")
+        # ggml-vocab-phi-3.gguf sits beside the Qwen vocabulary in llama.cpp's models/.
+        self.phi3_vocab = env_file("MINFER_PHI3_VOCAB", os.path.join(os.path.dirname(self.qwen_vocab), "ggml-vocab-phi-3.gguf"))
         model_dir = os.environ.get("MINFER_MODEL_DIR") or os.path.expanduser("~/.cache/minfer/models")
         self.smollm2 = env_file("MINFER_SMOLLM2", os.path.join(model_dir, "SmolLM2-135M-Instruct-Q4_1.gguf"))
         base = os.environ.get("MINFER_TEST_TMPDIR")
@@ -130,7 +158,7 @@ class Env:
         if arch not in self.f32:
             spec = MODELS[arch]
             path = os.path.join(self.tmp, f"{arch}-F32.gguf")
-            vocab = self.qwen_vocab if spec["vocab"] == "qwen" else self.smollm2
+            vocab = {"qwen": self.qwen_vocab, "phi3": self.phi3_vocab, "smollm2": self.smollm2}[spec["vocab"]]
             run([self.make_model, "--vocab-from", vocab, "--type", "F32", "--out", path] + COMMON_FLAGS + spec["flags"],
                 f"minfer-make-test-model {arch}")
             self.f32[arch] = path
@@ -148,7 +176,7 @@ def env():
 
 
 def n_vocab_of(arch):
-    return 151936 if MODELS[arch]["vocab"] == "qwen" else 49152
+    return {"qwen": 151936, "phi3": 32064, "smollm2": 49152}[MODELS[arch]["vocab"]]
 
 
 def token_ids(n_vocab, n=N_TOKENS):
@@ -200,8 +228,11 @@ def selected_types():
     return [t for t in types if not want or t in want.split(",")]
 
 
-@pytest.mark.parametrize("dtype", selected_types())
-@pytest.mark.parametrize("arch", list(MODELS))
+def arch_types(arch):
+    return selected_types() if arch in ("llama", "qwen2", "qwen3") else [t for t in selected_types() if t in FAMILY_TYPES]
+
+
+@pytest.mark.parametrize("arch,dtype", [(a, t) for a in MODELS for t in arch_types(a)])
 def test_random_model_vs_llama(env, arch, dtype):
     model = env.model(arch, dtype)
     n_vocab = n_vocab_of(arch)
@@ -278,6 +309,9 @@ def test_summary_table():
         row, hits, n = f"{t:8}", 0.0, 0
         for a in archs:
             r = RESULTS.get((a, t))
+            if r is None and t not in arch_types(a):
+                row += f"{'-':>34}"
+                continue
             if r is None:
                 row += f"{'(did not run)':>34}"
                 failures.append(f"{a} {t} did not run")

@@ -1,0 +1,171 @@
+// The building blocks of the decoder forward passes (arch.h). Each block writes the same
+// nodes, with the same names, whichever architecture calls it; an architecture file composes
+// them in its own order.
+#include "models/arch.h"
+
+#include <cmath>
+
+namespace minfer {
+
+LlmBuilder::LlmBuilder(const Model& m, const GraphParams& p) : m_(m), hp_(m.hparams()), p_(p) {
+  MINFER_ASSERT(p.n_tokens >= 1 && p.n_out >= 1 && p.n_out <= p.n_tokens && p.n_ctx >= p.n_tokens);
+  tokens_ = b_.input(kInpTokens, DType::I32, {p.n_tokens});
+  pos_ = b_.input(kInpPos, DType::I32, {p.n_tokens});
+  if (p.n_out < p.n_tokens) out_ids_ = b_.input(kInpOutIds, DType::I32, {p.n_out});
+  if (p.multi_seq) {
+    kv_rows_ = b_.input(kInpKvRows, DType::I32, {p.n_tokens});
+    kv_ranges_ = b_.input(kInpKvRanges, DType::I32, {3, p.n_tokens});
+  }
+  if (m.weights().rope_freqs) rope_freqs_ = weight(m.weights().rope_freqs);
+}
+
+std::string LlmBuilder::prefix(int il) const { return il < 0 ? "" : fmt::format("blk.{}.", il); }
+
+int LlmBuilder::weight(const GgufTensor* t) {
+  MINFER_ASSERT(t != nullptr);
+  auto it = weights_.find(t->name);
+  if (it != weights_.end()) return it->second;
+  Shape ne{1, 1, 1, 1};
+  for (size_t i = 0; i < t->shape.size() && i < 4; ++i) ne[i] = t->shape[i];
+  const int id = b_.weight(t->name, t->type, ne, t->data);
+  weights_.emplace(t->name, id);
+  return id;
+}
+
+int LlmBuilder::embed() {
+  const int x = b_.get_rows("inp_embd", weight(m_.weights().tok_embd), tokens_);  // [n_embd, n_tokens]
+  return hp_.embd_scale > 0.0f ? b_.scale("inp_scaled", x, hp_.embd_scale) : x;
+}
+
+int LlmBuilder::norm(int il, const std::string& name, int x, const GgufTensor* w) {
+  const std::string n = prefix(il) + name;
+  return b_.mul(n, b_.rms_norm(n + ".rms", x, hp_.rms_eps), weight(w));
+}
+
+int LlmBuilder::linear(const std::string& name, int x, const GgufTensor* w, const GgufTensor* bias) {
+  int y = b_.matmul(name, weight(w), x);
+  if (bias) y = b_.add(name + ".bias", y, weight(bias));
+  return y;
+}
+
+int LlmBuilder::attention(int il, int x, AttnBlock opts) {
+  const LayerWeights& l = layer(il);
+  const std::string p = prefix(il);
+  const int64_t n_tokens = p_.n_tokens;
+  const int64_t hd = hp_.head_dim_k;
+
+  int q = linear(p + "attn_q", x, l.wq, l.bq);  // [n_head * hd, n_tokens]
+  int k = linear(p + "attn_k", x, l.wk, l.bk);  // [n_head_kv * hd, n_tokens]
+  int v = linear(p + "attn_v", x, l.wv, l.bv);  // [n_head_kv * hd_v, n_tokens]
+  q = b_.reshape(p + "attn_q.heads", q, {hd, hp_.n_head, n_tokens});
+  k = b_.reshape(p + "attn_k.heads", k, {hd, hp_.n_head_kv, n_tokens});
+  if (l.q_norm) q = norm(il, "attn_q_norm", q, l.q_norm);  // per head, over hd
+  if (l.k_norm) k = norm(il, "attn_k_norm", k, l.k_norm);
+  const int n_rot = static_cast<int>(hp_.n_rot);
+  const float base = hp_.rope_base(il), fscale = hp_.rope_scale(il);
+  q = b_.rope(p + "attn_q.rope", q, pos_, hp_.rope_mode, n_rot, base, fscale, rope_freqs_);
+  k = b_.rope(p + "attn_k.rope", k, pos_, hp_.rope_mode, n_rot, base, fscale, rope_freqs_);
+
+  GraphBuilder::AttnOpts o;
+  o.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (opts.scale_q) {
+    q = b_.scale(p + "attn_q.scaled", q, hp_.attn_scale > 0.0f ? hp_.attn_scale : o.scale);
+    o.scale = 1.0f;
+  }
+  o.window = hp_.is_swa(il) ? static_cast<int32_t>(hp_.n_swa) : 0;
+  o.softcap = hp_.attn_softcap;
+
+  const int k_cache = b_.kv_cache(p + "cache_k", il, false, p_.kv_type, hp_.n_embd_k(), p_.n_ctx);
+  const int v_cache = b_.kv_cache(p + "cache_v", il, true, p_.kv_type, hp_.n_embd_v(), p_.n_ctx);
+  const int rows = p_.multi_seq ? kv_rows_ : pos_;
+  const int k_stored = b_.kv_store(p + "cache_k.store", k_cache, k, rows);
+  const int v_stored = b_.kv_store(p + "cache_v.store", v_cache, v, rows);
+  const int n_kv = static_cast<int>(hp_.n_head_kv);
+  if (p_.multi_seq) return b_.attn_ranges(p + "attn", q, k_stored, v_stored, kv_ranges_, n_kv, o);
+  return b_.attn(p + "attn", q, k_stored, v_stored, pos_, n_kv, o);
+}
+
+void LlmBuilder::tail(int il, std::initializer_list<int*> rows) {
+  if (il != hp_.n_layer - 1 || out_ids_ < 0) return;
+  static const char* const kNames[] = {"attn.tail", "inp.tail", "tail.2", "tail.3"};
+  size_t i = 0;
+  for (int* r : rows) {
+    MINFER_ASSERT(i < 4);
+    *r = b_.get_rows(prefix(il) + kNames[i++], *r, out_ids_);
+  }
+}
+
+int LlmBuilder::ffn_swiglu(int il, int x) {
+  const LayerWeights& l = layer(il);
+  const std::string p = prefix(il);
+  const int gate = linear(p + "ffn_gate", x, l.ffn_gate, nullptr);  // [n_ff, rows]
+  const int up = linear(p + "ffn_up", x, l.ffn_up, nullptr);
+  const int act = b_.mul(p + "ffn_swiglu", b_.silu(p + "ffn_gate.silu", gate), up);
+  return linear(p + "ffn_down", act, l.ffn_down, nullptr);  // [n_embd, rows]
+}
+
+int LlmBuilder::ffn_geglu(int il, int x) {
+  const LayerWeights& l = layer(il);
+  const std::string p = prefix(il);
+  const int gate = linear(p + "ffn_gate", x, l.ffn_gate, nullptr);  // [n_ff, rows]
+  const int up = linear(p + "ffn_up", x, l.ffn_up, nullptr);
+  const int act = b_.mul(p + "ffn_geglu", b_.gelu(p + "ffn_gate.gelu", gate), up);
+  return linear(p + "ffn_down", act, l.ffn_down, nullptr);  // [n_embd, rows]
+}
+
+int LlmBuilder::ffn_moe(int il, int x) {
+  const LayerWeights& l = layer(il);
+  const std::string p = prefix(il);
+  const int64_t rows = b_.node(x).ne[1];
+  const int k = static_cast<int>(hp_.n_expert_used);
+  const int logits = linear(p + "ffn_gate_inp", x, l.ffn_gate_inp, nullptr);     // [n_expert, rows]
+  const int ids = b_.top_k(p + "ffn_moe_topk", logits, k);                        // I32 [k, rows]
+  const int weights = b_.moe_weights(p + "ffn_moe_weights", logits, ids, true);  // [k, rows]
+  const int xr = b_.reshape(p + "ffn_moe_inp", x, {hp_.n_embd, 1, rows});
+  const int gate = b_.matmul_id(p + "ffn_moe_gate", weight(l.ffn_gate_exps), xr, ids);  // [n_ff_exp, k, rows]
+  const int up = b_.matmul_id(p + "ffn_moe_up", weight(l.ffn_up_exps), xr, ids);
+  const int act = b_.mul(p + "ffn_moe_swiglu", b_.silu(p + "ffn_moe_gate.silu", gate), up);
+  const int down = b_.matmul_id(p + "ffn_moe_down", weight(l.ffn_down_exps), act, ids);  // [n_embd, k, rows]
+  return b_.moe_sum(p + "ffn_moe_out", down, weights);                                   // [n_embd, rows]
+}
+
+Graph LlmBuilder::logits(int x) {
+  const ModelWeights& w = m_.weights();
+  const int h = norm(-1, "output_norm", x, w.output_norm);
+  int y = linear(hp_.final_softcap > 0.0f ? "result_output.raw" : kOutLogits, h, w.output, w.output_bias);
+  if (hp_.final_softcap > 0.0f) y = b_.softcap(kOutLogits, y, hp_.final_softcap);
+  return b_.finish({y});  // [n_vocab, n_out]
+}
+
+Graph build_decoder_kv_move(const Model& m, const KvMoveParams& p) {
+  MINFER_ASSERT(p.n_rows >= 1 && p.n_rows <= p.n_ctx);
+  const ModelHparams& hp = m.hparams();
+  GraphBuilder b;
+  const int src = b.input(kInpKvSrc, DType::I32, {p.n_rows});
+  const int dst = b.input(kInpKvDst, DType::I32, {p.n_rows});
+  const int shift = p.rotate ? b.input(kInpKvShift, DType::I32, {p.n_rows}) : -1;
+  int freqs = -1;
+  if (p.rotate && m.weights().rope_freqs) {
+    const GgufTensor* t = m.weights().rope_freqs;
+    freqs = b.weight(t->name, t->type, {t->shape.empty() ? 1 : t->shape[0]}, t->data);
+  }
+  std::vector<int> outs;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const std::string pre = fmt::format("blk.{}.", il);
+    const int li = static_cast<int>(il);
+    const int kc = b.kv_cache(pre + "cache_k", li, false, p.kv_type, hp.n_embd_k(), p.n_ctx);
+    const int vc = b.kv_cache(pre + "cache_v", li, true, p.kv_type, hp.n_embd_v(), p.n_ctx);
+    int k = b.get_rows(pre + "cache_k.rows", kc, src);  // [n_embd_k, n_rows] f32
+    if (p.rotate) {
+      k = b.reshape(pre + "cache_k.heads", k, {hp.head_dim_k, hp.n_head_kv, p.n_rows});
+      k = b.rope(pre + "cache_k.shift", k, shift, hp.rope_mode, static_cast<int>(hp.n_rot), hp.rope_base(il),
+                 hp.rope_scale(il), freqs);
+    }
+    const int v = b.get_rows(pre + "cache_v.rows", vc, src);  // [n_embd_v, n_rows] f32
+    outs.push_back(b.kv_store(pre + "cache_k.store", kc, k, dst));
+    outs.push_back(b.kv_store(pre + "cache_v.store", vc, v, dst));
+  }
+  return b.finish(outs);
+}
+
+}  // namespace minfer
