@@ -3,7 +3,11 @@
 
 Makes (or reuses) the test models: random weights in the exact shapes of Qwen2.5-0.5B and
 Qwen3-0.6B with the real Qwen2 tokenizer (tools/make-test-model.cpp, F16), quantized by
-`minfer quantize`, plus the real SmolLM2-135M-Instruct (Q4_1) of the model cache. Then runs
+`minfer quantize`, plus the real SmolLM2-135M-Instruct (Q4_1) and Gemma 3 270M (Q4_K_M) of the
+model cache (`smollm2`, `gemma3`). `qwen3-30b-a3b` is Qwen3-30B-A3B's layer (128 experts of
+768, 8 used, 32/4 heads of 128) with 4 layers instead of 48 and SmolLM2's 49152-token
+vocabulary, so that the experts, not the output projection, dominate a decode step (the real
+model's vocabulary is 151936). Then runs
 `minfer bench` and `llama-oracle bench` (llama.cpp from node-llama-cpp) interleaved, one
 repetition each per round, so both see the same machine load; reports the median t/s of each
 engine, the ratio, and decode bandwidth (weight bytes read per token x tg t/s) as a fraction of
@@ -46,15 +50,24 @@ def ensure_models(a):
     out = []
     for spec in a.models:
         shape, _, types = spec.partition(":")
+        cache = os.path.expanduser(os.environ.get("MINFER_MODEL_DIR", "~/.cache/minfer/models"))
         if shape == "smollm2":
-            path = os.path.expanduser(os.environ.get("MINFER_MODEL_DIR", "~/.cache/minfer/models"))
-            out.append(("SmolLM2-135M Q4_1", os.path.join(path, "SmolLM2-135M-Instruct-Q4_1.gguf")))
+            out.append(("SmolLM2-135M Q4_1", os.path.join(cache, "SmolLM2-135M-Instruct-Q4_1.gguf")))
+            continue
+        if shape == "gemma3":
+            out.append(("Gemma-3-270M Q4_K_M", os.path.join(cache, "gemma3-270m-Q4_K_M.gguf")))
             continue
         f16 = os.path.join(a.model_dir, f"{shape}-F16.gguf")
         if not os.path.exists(f16):
             log(f"making {f16}")
+            extra = []
+            if shape == "qwen3-30b-a3b":
+                extra = ["--n-layer", "4"]
+                shape_vocab = os.path.join(cache, "SmolLM2-135M-Instruct-Q4_1.gguf")
+            else:
+                shape_vocab = vocab
             subprocess.run([os.path.join(a.build, "bin/minfer-make-test-model"), "--preset", shape, "--vocab-from",
-                            vocab, "--type", "F16", "--out", f16], check=True, stdout=subprocess.DEVNULL)
+                            shape_vocab, "--type", "F16", "--out", f16] + extra, check=True, stdout=subprocess.DEVNULL)
         for t in types.split(","):
             q = os.path.join(a.model_dir, f"{shape}-{t}.gguf")
             if not os.path.exists(q):
@@ -71,6 +84,10 @@ def weight_bytes_per_token(path):
     import gguf
     r = gguf.GGUFReader(path)
     names = {t.name for t in r.tensors}
+    arch = r.fields["general.architecture"].contents()
+    used = r.fields.get(f"{arch}.expert_used_count")
+    count = r.fields.get(f"{arch}.expert_count")
+    expert_frac = used.contents() / count.contents() if used and count else 1.0  # experts a token reads
     tied = "output.weight" not in names
     total = 0
     for t in r.tensors:
@@ -78,8 +95,8 @@ def weight_bytes_per_token(path):
             continue
         if t.name == "token_embd.weight" and not tied:
             continue
-        total += int(t.n_bytes)
-    return total
+        total += int(t.n_bytes) * (expert_frac if t.name.endswith("_exps.weight") else 1.0)
+    return int(total)
 
 
 def main():

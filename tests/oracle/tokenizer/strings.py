@@ -6,7 +6,8 @@
 
 Kinds: multilingual prose, code, whitespace runs, numbers, emoji, contractions, special-token
 text (whole, partial, adjacent), random assigned code points, random ASCII, combining marks,
-and random concatenations of all of those.
+and random concatenations of all of those. REAL_TEXT / real_text(): written-out documents
+(prose, code, whitespace, numbers, Unicode, leading spaces, a chat with Gemma's turn markers).
 """
 import random
 import unicodedata
@@ -142,3 +143,156 @@ def mixed_text(n_bytes, seed=7):
         parts.append(s)
         size += len(s.encode("utf-8"))
     return "".join(parts)
+
+
+# Real text, written out rather than generated: documents of the kinds a prompt is made of
+# (several KB in all). The chat document uses Gemma's turn markers, which are control tokens
+# of its vocabulary and plain text elsewhere.
+REAL_TEXT = [
+    # English prose
+    """The history of the printing press is, in many ways, the history of the modern world. When
+Johannes Gutenberg combined movable metal type, oil-based ink and a wooden screw press around
+1440, he did not merely speed up the copying of books; he changed who could own them, what they
+cost, and how quickly an idea could travel from one city to the next. Within fifty years, presses
+were running in more than 270 towns across Europe, and an estimated 20 million volumes had been
+printed. Scholars call these early books "incunabula" (from the Latin for "cradle").
+
+Critics were not hard to find. Some worried that cheap pamphlets would spread error as fast as
+truth -- a complaint that sounds familiar today. Others, like the abbot Johannes Trithemius,
+argued that hand-copying was itself a spiritual exercise, and that parchment would outlast paper
+by centuries. (He was right about the parchment, if about little else.) Yet the press won: by
+1600 the price of a book had fallen to a fraction of what it had been, literacy was rising, and
+the Reformation, the Scientific Revolution and the newspaper had all been made possible.
+
+Isn't it remarkable that a machine built from a wine press could do all that? We'd like to think
+our own inventions will matter as much; they'll probably matter in ways we can't yet imagine.
+""",
+    # Python with 4-space indentation, blank lines, a docstring, f-strings
+    '''import json
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Config:
+    """Settings read from a JSON file; unknown keys are rejected."""
+
+    model: str = "gemma-3-270m"
+    threads: int = 2
+    temperature: float = 0.7
+    stop: list[str] = field(default_factory=lambda: ["<end_of_turn>"])
+
+    @classmethod
+    def load(cls, path: str) -> "Config":
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown keys in {path!r}: {sorted(unknown)}")
+        return cls(**data)
+
+
+def main() -> int:
+    cfg = Config.load(os.environ.get("CONFIG", "config.json"))
+    for i, word in enumerate(cfg.stop):
+        print(f"{i:>3}: {word!r:<20} len={len(word)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+''',
+    # C and a Makefile: tab indentation, tabs inside lines, a trailing tab
+    """#include <stdio.h>
+#include <stdlib.h>
+
+/* Sum of the first n squares, with overflow checked. */
+static int sum_squares(int n, long long *out) {
+\tlong long s = 0;
+\tfor (int i = 1; i <= n; ++i) {
+\t\tif (s > (1LL << 62)) {
+\t\t\treturn -1;\t/* overflow */
+\t\t}
+\t\ts += (long long)i * i;
+\t}
+\t*out = s;
+\treturn 0;
+}
+
+CFLAGS\t= -O2 -Wall -Wextra
+all: sum
+sum: sum.o
+\t$(CC) $(CFLAGS) -o $@ $^\t
+clean:
+\trm -f sum sum.o
+""",
+    # whitespace: runs of spaces, spaces before newlines, blank lines, CRLF, mixed tabs
+    "Columns:  a    b        c                d\n"
+    "trailing spaces   \n"
+    "\n\n\n"
+    "after three blank lines\n\n\n\n\n\n\n\n"
+    "eight newlines above; now forty spaces:" + " " * 40 + "end\n"
+    "\t\tindented by two tabs\n"
+    "    \tspaces then a tab\n"
+    "\t    a tab then spaces\n"
+    "windows line\r\nanother\r\n\r\n"
+    "a" + " " * 33 + "b" + "\n" * 33 + "c\n"
+    " \n  \n   \n    \n"
+    "single space line: \n"
+    "     \n",
+    # numbers
+    """Invoice #2024-0117, issued 2024-01-17 at 09:45:30 UTC.
+Qty  Item                     Unit price    Total
+  3  USB-C cable (2 m)           $12.99      $38.97
+ 12  AA batteries                 $0.75       $9.00
+  1  Monitor 27" 2560x1440       $329.00     $329.00
+Subtotal: $376.97; tax 8.25% = $31.10; total $408.07.
+Call +1 (555) 010-9999 or 0800 123 4567. Pi is 3.14159265358979, e is 2.718281828,
+Avogadro's number is 6.02214076e23, and 0xDEADBEEF == 3735928559. Version 1.2.10-rc3,
+build 20240117.3; 1,000,000 vs 1.000.000 vs 1 000 000; 50% off; -40 °C = -40 °F; 1/3 ≈ 0.333.
+""",
+    # Unicode: CJK, accents, emoji, RTL
+    """日本語の文章です。東京は日本の首都で、人口は約1400万人です。今日はいい天気ですね！
+中文：人工智能正在改变我们的生活方式。我们今天去图书馆看书，然后吃饭。
+한국어: 서울은 대한민국의 수도입니다. 오늘 날씨가 정말 좋네요.
+Français : « Où est la bibliothèque ? » demanda-t-elle. Ça coûte 12,50 € — c'est très cher !
+Deutsch: Die Straße führt über die Brücke; Größe, Maß und Fußgänger.
+Tiếng Việt: Xin chào, tôi tên là Nguyễn. Español: ¿Dónde está el niño? ¡Qué día más bonito!
+Emoji: 😀 👍🏽 👨‍👩‍👧‍👦 🇫🇷🇯🇵 ❤️‍🔥 🚀✨ 🤖🧠 (and text between them) 🎉🎉🎉
+العربية: مرحبا بالعالم! كيف حالك اليوم؟ الرقم ١٢٣٤٥.
+עברית: שלום עולם, מה שלומך? המספר 42.
+Mixed direction: The word שלום means "peace", and مرحبا means "hello".
+Greek: Καλημέρα κόσμε. Russian: Привет, мир! Hindi: नमस्ते दुनिया। Thai: สวัสดีชาวโลก
+Math: ∀x ∈ ℝ, x² ≥ 0; ∑ᵢ aᵢ = ∫₀¹ f(t) dt; α + β = γ. Full width: ＡＢＣ１２３。
+""",
+    # text beginning with spaces or a tab
+    " The answer is 42, with a leading space.",
+    "  Two leading spaces, then text.",
+    "\tA leading tab.",
+    "\n\nTwo leading newlines.",
+    " ",
+    # a chat in Gemma's turn format
+    """<start_of_turn>user
+You are a helpful assistant. Translate "good morning" into French, Japanese and Arabic.<end_of_turn>
+<start_of_turn>model
+Sure! Here are the translations:
+
+* French: **Bonjour**
+* Japanese: **おはようございます** (ohayō gozaimasu)
+* Arabic: **صباح الخير** (ṣabāḥ al-khayr)<end_of_turn>
+<start_of_turn>user
+Now write a Python one-liner that prints them.<end_of_turn>
+<start_of_turn>model
+```python
+print("\\n".join(["Bonjour", "おはようございます", "صباح الخير"]))
+```<end_of_turn>
+""",
+    "<bos><start_of_turn>user\nHi!<end_of_turn>\n<start_of_turn>model\n",
+]
+
+
+def real_text():
+    """REAL_TEXT's documents, then the whole of it as one text, then each of its lines."""
+    whole = "\n".join(REAL_TEXT)
+    lines = [l for l in whole.split("\n") if l]
+    return REAL_TEXT + [whole] + lines
