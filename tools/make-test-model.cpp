@@ -305,6 +305,11 @@ Status validate(const Options& o) {
   if ((hp.n_expert == 0) != (hp.n_expert_used == 0) || hp.n_expert_used > hp.n_expert)
     return make_error("--n-expert {} and --n-expert-used {}: give both, used <= count", hp.n_expert, hp.n_expert_used);
   if (hp.arch == "qwen3moe" && hp.n_expert == 0) return make_error("qwen3moe needs --n-expert and --n-expert-used");
+  if (hp.arch == "llama" && hp.n_ff_exp && hp.n_ff_exp != hp.n_ff)
+    return make_error("--n-ff-exp {} != --n-ff {}: a Mixtral-style llama's experts are feed_forward_length wide",
+                      hp.n_ff_exp, hp.n_ff);
+  if (hp.arch == "phi3" && hd * hp.n_head != hp.n_embd)
+    return make_error("phi3: n_head {} x head dim {} must equal n_embd {} (its fused attn_qkv)", hp.n_head, hd, hp.n_embd);
   return Status::ok();
 }
 
@@ -446,7 +451,8 @@ Status run(const Options& o) {
   if (hp.n_expert) {
     w.add_u32(a + ".expert_count", static_cast<uint32_t>(hp.n_expert));
     w.add_u32(a + ".expert_used_count", static_cast<uint32_t>(hp.n_expert_used));
-    if (hp.n_ff_exp) w.add_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(hp.n_ff_exp));
+    if (a == "qwen3moe")  // always written: readers' defaults differ when it is absent
+      w.add_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(hp.n_ff_exp ? hp.n_ff_exp : hp.n_ff));
   }
   if (a == "qwen3" || a == "qwen3moe" || a == "gemma2" || a == "gemma3" || hd * hp.n_head != hp.n_embd) {
     w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(hd));

@@ -53,7 +53,8 @@ Expected<ModelHparams> read_decoder_hparams(const GgufFile& f, std::string_view 
 Status read_swa_hparams(const GgufFile& f, ModelHparams& hp, int64_t default_window, int64_t default_period);
 
 // Mixture of experts: "<arch>.expert_count" and "<arch>.expert_used_count" (both or neither;
-// used <= count), "<arch>.expert_feed_forward_length" (else `default_ff`).
+// used <= count), "<arch>.expert_feed_forward_length" (else `default_ff`; 0: n_ff /
+// expert_used_count, llama.cpp's default for qwen3moe).
 Status read_moe_hparams(const GgufFile& f, ModelHparams& hp, int64_t default_ff);
 
 // An optional positive float key (the default when absent).

@@ -1,4 +1,6 @@
 // Hyperparameters and tensor binding shared by the decoder-only architectures.
+#include <algorithm>
+#include <climits>
 #include <filesystem>
 
 #include "models/arch.h"
@@ -234,7 +236,7 @@ Status read_moe_hparams(const GgufFile& f, ModelHparams& hp, int64_t default_ff)
     return make_error("model: {}expert_count {} and {}expert_used_count {} do not describe a mixture of experts "
                       "(both > 0, used <= count <= 4096)", a, hp.n_expert, a, hp.n_expert_used);
   if (hp.n_expert == 0) return Status::ok();
-  auto ff = opt_int(f, a + "expert_feed_forward_length", default_ff);
+  auto ff = opt_int(f, a + "expert_feed_forward_length", default_ff > 0 ? default_ff : hp.n_ff / hp.n_expert_used);
   if (!ff) return ff.error();
   hp.n_ff_exp = *ff;
   return Status::ok();
@@ -246,7 +248,8 @@ Status read_swa_hparams(const GgufFile& f, ModelHparams& hp, int64_t default_win
   const std::string a = hp.arch + ".";
   auto window = opt_int_or_zero(f, a + "attention.sliding_window", default_window);
   if (!window) return window.error();
-  hp.n_swa = *window;
+  // A window past any context a graph can have never clips: keep it in the op's int32.
+  hp.n_swa = std::min<int64_t>(*window, INT32_MAX);
   hp.swa_layers.clear();
   if (hp.n_swa == 0) return Status::ok();
   hp.swa_layers.assign(static_cast<size_t>(hp.n_layer), 0);
@@ -264,11 +267,12 @@ Status read_swa_hparams(const GgufFile& f, ModelHparams& hp, int64_t default_win
       hp.swa_layers[i] = *b ? 1 : 0;
     }
   } else {
-    auto period = opt_int(f, pkey, default_period);
+    auto period = opt_int_or_zero(f, pkey, default_period);
     if (!period) return period.error();
-    // Every layer but each period-th one is local (period 1: all local).
+    // Every layer but each period-th one is local, as llama.cpp and transformers read the
+    // pattern: period 1 makes no layer local, period 0 every layer.
     for (int64_t il = 0; il < hp.n_layer; ++il)
-      hp.swa_layers[static_cast<size_t>(il)] = *period == 1 || il % *period < *period - 1;
+      hp.swa_layers[static_cast<size_t>(il)] = *period == 0 || il % *period < *period - 1;
   }
   auto base = opt_float(f, a + "rope.freq_base_swa", hp.rope_freq_base_swa);
   if (!base) return base.error();

@@ -39,6 +39,10 @@ Expected<ModelHparams> load_hparams(const GgufFile& f) {
   auto hp = read_decoder_hparams(f, "llama", d);
   if (!hp) return hp;
   MINFER_TRY(read_moe_hparams(f, *hp, hp->n_ff));
+  // llama.cpp's llama reads Mixtral's expert width from feed_forward_length only.
+  if (hp->n_expert > 0 && hp->n_ff_exp != hp->n_ff)
+    return make_error("model: llama.expert_feed_forward_length {} differs from llama.feed_forward_length {} (a "
+                      "Mixtral-style llama's experts are feed_forward_length wide)", hp->n_ff_exp, hp->n_ff);
   return hp;
 }
 

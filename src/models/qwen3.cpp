@@ -28,7 +28,7 @@ Expected<ModelHparams> load_hparams_of(const GgufFile& f, const std::string& arc
                       "n_head {} x n_embd / n_head {}",
                       arch, wq->shape[1], hp->n_head, hp->head_dim_k);
   if (arch == "qwen3moe") {
-    MINFER_TRY(read_moe_hparams(f, *hp, hp->n_ff));
+    MINFER_TRY(read_moe_hparams(f, *hp, 0));
     if (hp->n_expert == 0)
       return make_error("model: qwen3moe.expert_count and qwen3moe.expert_used_count are required (a Qwen3-MoE "
                         "without experts is a qwen3)");

@@ -616,7 +616,7 @@ namespace {
 // vec_dot, on every ISA), moe_sum's weighted sum.
 TEST(CpuMoe, TopKWeightsMatmulIdAndSumMatchNaive) {
   ThreadPool pool(2);
-  const int64_t n_expert = 6, k = 2, n_tok = 5, n_in = 64, n_out = 48;
+  const int64_t n_expert = 6, k = 2, n_tok = 5, n_in = 256, n_out = 40;  // 40: two groups of 16 and a tail
   std::vector<float> logits = randn(static_cast<size_t>(n_expert * n_tok), 21, 2.0f);
   logits[0] = logits[1] = 9.0f;  // a tie: the lower index first
   Node ln = make_node(Op::kInput, DType::F32, {n_expert, n_tok, 1, 1});
@@ -657,7 +657,7 @@ TEST(CpuMoe, TopKWeightsMatmulIdAndSumMatchNaive) {
   // matmul_id: W [n_in, n_out, n_expert] in F32, Q8_0, Q4_0 (row kernels), x [n_in, 1, n_tok].
   const CpuKernels* tables[4];
   const int n_tables = cpu_kernel_variants(tables, 4);
-  for (DType wt : {DType::F32, DType::Q8_0, DType::Q4_0}) {
+  for (DType wt : {DType::F32, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
     const std::vector<float> wf = randn(static_cast<size_t>(n_in * n_out * n_expert), 22);
     const size_t rb = row_bytes(wt, n_in);
     std::vector<uint8_t> w(rb * static_cast<size_t>(n_out * n_expert));
@@ -666,8 +666,20 @@ TEST(CpuMoe, TopKWeightsMatmulIdAndSumMatchNaive) {
     Node wnode = make_node(Op::kWeight, wt, {n_in, n_out, n_expert, 1});
     Node xnode = make_node(Op::kInput, DType::F32, {n_in, 1, n_tok, 1});
     Node out = make_node(Op::kMatmulId, DType::F32, {n_out, k, n_tok, 1});
-    for (int ti = 0; ti < n_tables; ++ti) {
-      const CpuKernels& kern = *tables[ti];
+    // Each expert's slice repacked as CpuBackend::prepare does: the GEMM path must give the
+    // row path's bits.
+    RepackMap repacked;
+    for (int64_t e = 0; e < n_expert; ++e) {
+      const uint8_t* slice = w.data() + static_cast<size_t>(e * n_out) * rb;
+      if (auto r = repack_weight(wt, slice, n_in, n_out, false)) repacked.emplace(slice, std::move(r));
+    }
+    if (wt != DType::F32) {
+      EXPECT_EQ(repacked.size(), static_cast<size_t>(n_expert)) << dtype_name(wt) << " repacks";
+    }
+    for (int ti = 0; ti < 2 * n_tables; ++ti) {
+      const CpuKernels& kern = *tables[ti % n_tables];
+      const bool use_repack = ti >= n_tables;
+      if (use_repack && (repacked.empty() || !kern.gemm[type_slot(wt)])) continue;
       std::vector<uint8_t> work(op_work_size(out, &wnode, &xnode) + 64);
       std::vector<float> y(static_cast<size_t>(n_out * k * n_tok));
       OpArgs ma;
@@ -675,7 +687,7 @@ TEST(CpuMoe, TopKWeightsMatmulIdAndSumMatchNaive) {
       ma.src[0] = {&wnode, w.data()};
       ma.src[1] = {&xnode, const_cast<float*>(x.data())};
       ma.src[2] = {&idn, ids.data()};
-      op_matmul_id(OpContext{pool, kern, work.data(), work.size()}, ma);
+      op_matmul_id(OpContext{pool, kern, work.data(), work.size(), use_repack ? &repacked : nullptr}, ma);
       // Each slot equals op_matmul of that expert's 2-D weight on that token's row.
       for (int64_t t = 0; t < n_tok; ++t)
         for (int64_t j = 0; j < k; ++j) {
@@ -692,7 +704,8 @@ TEST(CpuMoe, TopKWeightsMatmulIdAndSumMatchNaive) {
           op_matmul(OpContext{pool, kern, work2.data(), work2.size()}, a2);
           for (int64_t o = 0; o < n_out; ++o)
             ASSERT_EQ(f32_bits(y[static_cast<size_t>((t * k + j) * n_out + o)]), f32_bits(want[static_cast<size_t>(o)]))
-                << dtype_name(wt) << " token " << t << " slot " << j << " row " << o << " on " << kern.isa;
+                << dtype_name(wt) << " token " << t << " slot " << j << " row " << o << " on " << kern.isa
+                << (use_repack ? " (repacked)" : "");
         }
     }
   }

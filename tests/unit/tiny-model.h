@@ -58,6 +58,7 @@ inline std::string write_tiny(const Tiny& t, const std::string& tag) {
   if (t.n_expert) {
     w.add_u32(a + ".expert_count", static_cast<uint32_t>(t.n_expert));
     w.add_u32(a + ".expert_used_count", static_cast<uint32_t>(t.n_expert_used));
+    if (a == "qwen3moe") w.add_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(t.n_ff));
   }
   if (a == "gemma2") {
     w.add_f32(a + ".attn_logit_softcapping", 1.5f);

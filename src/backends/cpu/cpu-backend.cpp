@@ -135,7 +135,7 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
   size_t need = 0;
   std::unordered_set<const void*> read_elsewhere;  // weights read by ops that need the GGUF bytes
   for (const Node& n : g.nodes)
-    if (!n.dead && n.op != Op::kMatmul && n.op != Op::kGetRows)
+    if (!n.dead && n.op != Op::kMatmul && n.op != Op::kMatmulId && n.op != Op::kGetRows)
       for (int s : n.src)
         if (g.nodes[static_cast<size_t>(s)].op == Op::kWeight) read_elsewhere.insert(g.nodes[static_cast<size_t>(s)].data);
   for (int id : nodes) {
@@ -147,6 +147,17 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
         !repacked_.count(s0->data)) {
       if (auto r = repack_weight(s0->type, s0->data, s0->ne[0], s0->ne[1], !read_elsewhere.count(s0->data)))
         repacked_.emplace(s0->data, std::move(r));
+    }
+    // Mixture of experts: each expert's slice [n_in, n_out] of a 3-D weight, repacked like a
+    // 2-D weight (op_matmul_id finds it by the slice's address).
+    if (n.op == Op::kMatmulId && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)]) {
+      const size_t slice = row_bytes(s0->type, s0->ne[0]) * static_cast<size_t>(s0->ne[1]);
+      for (int64_t e = 0; e < s0->ne[2]; ++e) {
+        const void* p = static_cast<const uint8_t*>(s0->data) + static_cast<size_t>(e) * slice;
+        if (repacked_.count(p)) continue;
+        if (auto r = repack_weight(s0->type, p, s0->ne[0], s0->ne[1], !read_elsewhere.count(s0->data)))
+          repacked_.emplace(p, std::move(r));
+      }
     }
   }
   if (need > work_.size()) work_.resize(need);

@@ -2,26 +2,33 @@
 // matmul and the weighted sum.
 //
 //   top_k        x [n, T] f32 -> I32 [k, T]: indices of the k largest, largest first (ties: the
-//                lower index first)
+//                lower index first; NaN ranks below everything)
 //   moe_weights  logits [n_expert, T], ids [k, T] -> [k, T]: p = softmax(logits row) (max
 //                subtracted, sum in double), p[ids]; with moe_norm divided by max(sum, 2^-14)
 //   matmul_id    W [n_in, n_out, n_expert], x [n_in, 1 or k, T], ids [k, T] -> [n_out, k, T]
 //   moe_sum      e [n, k, T], w [k, T] -> [n, T]: e_0 w_0 + e_1 w_1 + ... added in order
 //
 // matmul_id groups the slots routed to each expert (a counting sort of ids), quantizes each
-// distinct activation row once, and walks the experts that have slots: every row of an expert's
-// weight is read once and dotted with all of its slots' rows (prefill reads each expert once per
-// batch; decode touches only the selected experts). The dot products are the weight type's
-// vec_dot, the same bits as op_matmul's row path.
+// distinct activation row once, gathers each expert's rows next to each other, and walks the
+// experts that have slots: every row of an expert's weight is read once for all of its slots
+// (prefill reads each expert once per batch; decode touches only the selected experts). An
+// expert whose weight the backend repacked (CpuBackend::prepare repacks each expert's slice
+// like a 2-D weight) goes through the type's GEMM 16 rows at a time, the rest (and the rows
+// past the last group of 16) through vec_dot: the same bits either way, as in op_matmul.
+// Results land in expert order and are then scattered to their slots.
 //
-// Work buffer (matmul_id): [n_x_rows] activation rows of the activation type | 64-aligned
-// [n_expert + 1] int32 slot offsets | [k T] int32 slots sorted by expert.
+// Work buffer (matmul_id): [n_x_rows] activation rows of the activation type | [n_expert + 1]
+// int32 slot offsets | [k T] int32 slots sorted by expert | [k T] gathered activation rows |
+// Q8_0 activations: [k T][n_in / 32] int32 block sums | [k T][n_out] f32 results in expert
+// order (each part 64-byte aligned).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "backends/cpu/ops.h"
 #include "core/status.h"
+#include "quant/blocks.h"
 
 namespace minfer::cpu {
 
@@ -29,14 +36,32 @@ namespace {
 size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 }  // namespace
 
-size_t matmul_id_work_size(const Node& n, const Node& w, const Node& x) {
+namespace {
+
+// The parts of the work buffer (offsets in bytes).
+struct MatmulIdWork {
+  size_t rows = 0, offsets = 0, slots = 0, gathered = 0, xsum = 0, results = 0, total = 0;
+};
+
+MatmulIdWork matmul_id_layout(const Node& n, const Node& w, const Node& x) {
   const DType act = activation_type(w.type);
   const auto n_rows = static_cast<size_t>(x.n_rows());
-  const size_t rows = act == DType::F32 ? 0 : align64(row_bytes(act, x.ne[0]) * n_rows);
   const auto n_expert = static_cast<size_t>(w.ne[2]);
   const auto n_slots = static_cast<size_t>(n.ne[1] * n.ne[2]);
-  return rows + align64((n_expert + 1) * sizeof(int32_t)) + n_slots * sizeof(int32_t);
+  const size_t x_row = row_bytes(act, x.ne[0]);
+  MatmulIdWork l;
+  l.offsets = act == DType::F32 ? 0 : align64(x_row * n_rows);
+  l.slots = l.offsets + align64((n_expert + 1) * sizeof(int32_t));
+  l.gathered = l.slots + align64(n_slots * sizeof(int32_t));
+  l.xsum = l.gathered + align64(x_row * n_slots);
+  l.results = l.xsum + (act == DType::Q8_0 ? align64(n_slots * static_cast<size_t>(x.ne[0] / 32) * sizeof(int32_t)) : 0);
+  l.total = l.results + n_slots * static_cast<size_t>(w.ne[1]) * sizeof(float);
+  return l;
 }
+
+}  // namespace
+
+size_t matmul_id_work_size(const Node& n, const Node& w, const Node& x) { return matmul_id_layout(n, w, x).total; }
 
 void op_top_k(const OpContext& c, const OpArgs& a) {
   const Node& x = *a.src[0].node;
@@ -48,8 +73,9 @@ void op_top_k(const OpContext& c, const OpArgs& a) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* row = xs + r * n;
       std::iota(idx.begin(), idx.end(), 0);
+      auto val = [&](int32_t i) { return std::isnan(row[i]) ? -INFINITY : row[i]; };  // NaN ranks last
       std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t i, int32_t j) {
-        return row[i] > row[j] || (row[i] == row[j] && i < j);
+        return val(i) > val(j) || (val(i) == val(j) && i < j);
       });
       std::copy(idx.begin(), idx.begin() + k, out + r * k);
     }
@@ -90,29 +116,28 @@ void op_matmul_id(const OpContext& c, const OpArgs& a) {
   const Node& x = *a.src[1].node;
   const Node& out = *a.dst.node;
   const int64_t n_in = w.ne[0], n_out = w.ne[1], n_expert = w.ne[2];
-  const int64_t k = out.ne[1], n_tok = out.ne[2], n_x = x.ne[1], n_slots = k * n_tok;
+  const int64_t k = out.ne[1], n_x = x.ne[1], n_slots = k * out.ne[2];
   const DType act = activation_type(w.type);
   const VecDotFn dot = c.k.vec_dot[type_slot(w.type)];
   const QuantizeFn quantize = c.k.quantize[type_slot(act)];
-  MINFER_ASSERT(dot && quantize && x.ne[0] == n_in && c.work_size >= matmul_id_work_size(out, w, x));
+  const MatmulIdWork lay = matmul_id_layout(out, w, x);
+  MINFER_ASSERT(dot && quantize && x.ne[0] == n_in && c.work_size >= lay.total);
   const int32_t* ids = a.src[2].i32();
 
   // Activation rows in the activation type.
   const size_t x_row = row_bytes(act, n_in);
   const int64_t n_x_rows = x.n_rows();
   const uint8_t* xq = static_cast<const uint8_t*>(a.src[1].data);
-  size_t at = 0;
   if (act != DType::F32) {
     const float* xf = a.src[1].f32();
     c.pool.parallel_for(n_x_rows, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) quantize(xf + r * n_in, c.work + static_cast<size_t>(r) * x_row, n_in);
     }, 4);
     xq = c.work;
-    at = align64(x_row * static_cast<size_t>(n_x_rows));
   }
   // Slots grouped by expert: offsets [n_expert + 1], slots [n_slots] (slot = t * k + j).
-  auto* offsets = reinterpret_cast<int32_t*>(c.work + at);
-  auto* slots = reinterpret_cast<int32_t*>(c.work + at + align64(static_cast<size_t>(n_expert + 1) * sizeof(int32_t)));
+  auto* offsets = reinterpret_cast<int32_t*>(c.work + lay.offsets);
+  auto* slots = reinterpret_cast<int32_t*>(c.work + lay.slots);
   std::fill(offsets, offsets + n_expert + 1, 0);
   for (int64_t s = 0; s < n_slots; ++s) {
     MINFER_ASSERT(ids[s] >= 0 && ids[s] < n_expert);
@@ -121,28 +146,109 @@ void op_matmul_id(const OpContext& c, const OpArgs& a) {
   for (int64_t e = 0; e < n_expert; ++e) offsets[e + 1] += offsets[e];
   std::vector<int32_t> fill(offsets, offsets + n_expert);
   for (int64_t s = 0; s < n_slots; ++s) slots[fill[static_cast<size_t>(ids[s])]++] = static_cast<int32_t>(s);
-  std::vector<int32_t> active;  // experts with at least one slot
-  for (int64_t e = 0; e < n_expert; ++e)
-    if (offsets[e + 1] > offsets[e]) active.push_back(static_cast<int32_t>(e));
 
   const size_t w_row = row_bytes(w.type, n_in);
   const auto* wd = static_cast<const uint8_t*>(a.src[0].data);
-  float* y = a.dst.f32();
-  const int64_t n_items = static_cast<int64_t>(active.size()) * n_out;  // (active expert, weight row)
-  const int64_t per_row = std::max<int64_t>(1, n_slots / std::max<int64_t>(1, static_cast<int64_t>(active.size())));
-  const int64_t min_chunk = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * per_row));
-  c.pool.parallel_for(n_items, [&](int64_t i0, int64_t i1) {
-    for (int64_t item = i0; item < i1; ++item) {
-      const int32_t e = active[static_cast<size_t>(item / n_out)];
-      const int64_t o = item % n_out;
-      const uint8_t* wr = wd + (static_cast<size_t>(e) * static_cast<size_t>(n_out) + static_cast<size_t>(o)) * w_row;
-      for (int32_t p = offsets[e]; p < offsets[e + 1]; ++p) {
-        const int64_t s = slots[p], t = s / k, j = s % k;
-        const int64_t xr = t * n_x + (n_x == 1 ? 0 : j);
-        y[s * n_out + o] = dot(n_in, wr, xq + static_cast<size_t>(xr) * x_row);
+  auto expert_weight = [&](int64_t e) { return wd + static_cast<size_t>(e) * static_cast<size_t>(n_out) * w_row; };
+  auto x_of = [&](int64_t s) {  // the activation row of slot s
+    const int64_t t = s / k, j = s % k;
+    return xq + static_cast<size_t>(t * n_x + (n_x == 1 ? 0 : j)) * x_row;
+  };
+
+  // Per active expert: its repacked weight (if any) and its share of the work, in items of 16
+  // weight rows (the rows past the last group: one more item of vec_dots).
+  const GemmFn gemm = c.k.gemm[type_slot(w.type)];
+  const bool float_act = act == DType::F16 || act == DType::BF16 || act == DType::F32;  // their GEMMs take f32 rows
+  struct Active {
+    int32_t e;
+    const RepackedWeight* rw;
+    int64_t first_item, n_items;
+  };
+  std::vector<Active> active;
+  int64_t n_items = 0;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    if (offsets[e + 1] == offsets[e]) continue;
+    const RepackedWeight* rw = nullptr;
+    if (gemm && c.repacked && !float_act) {
+      auto it = c.repacked->find(expert_weight(e));
+      if (it != c.repacked->end() && it->second->n_in == n_in && it->second->n_out == n_out) rw = it->second.get();
+    }
+    const int64_t groups = rw ? rw->n_groups : 0;
+    const int64_t tail_rows = n_out - groups * kRepackRows;
+    const int64_t items = groups + (tail_rows > 0 ? (tail_rows + kRepackRows - 1) / kRepackRows : 0);
+    active.push_back({static_cast<int32_t>(e), rw, n_items, items});
+    n_items += items;
+  }
+  const bool any_gemm = std::any_of(active.begin(), active.end(), [](const Active& v) { return v.rw != nullptr; });
+
+  // Gathered activation rows (and Q8_0 block sums) in expert order, for the GEMMs.
+  uint8_t* gathered = c.work + lay.gathered;
+  auto* xsum = reinterpret_cast<int32_t*>(c.work + lay.xsum);
+  const int64_t n_blocks32 = n_in / 32;
+  if (any_gemm) {
+    c.pool.parallel_for(n_slots, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        std::memcpy(gathered + static_cast<size_t>(p) * x_row, x_of(slots[p]), x_row);
+        if (act == DType::Q8_0) {
+          const auto* b = reinterpret_cast<const BlockQ8_0*>(gathered + static_cast<size_t>(p) * x_row);
+          for (int64_t i = 0; i < n_blocks32; ++i) {
+            int32_t sum = 0;
+            for (int8_t q : b[i].qs) sum += q;
+            xsum[p * n_blocks32 + i] = sum;
+          }
+        }
       }
+    }, 16);
+  }
+
+  float* res = reinterpret_cast<float*>(c.work + lay.results);  // [n_slots][n_out] in expert order
+  const int64_t per_expert = std::max<int64_t>(1, n_slots / std::max<int64_t>(1, static_cast<int64_t>(active.size())));
+  const int64_t min_chunk = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * kRepackRows * per_expert));
+  c.pool.parallel_for(n_items, [&](int64_t i0, int64_t i1) {
+    // The active expert holding item i0 (items are in expert order).
+    size_t ai = static_cast<size_t>(std::upper_bound(active.begin(), active.end(), i0, [](int64_t v, const Active& act_e) {
+                                      return v < act_e.first_item;
+                                    }) - active.begin()) - 1;
+    for (int64_t item = i0; item < i1;) {
+      while (item >= active[ai].first_item + active[ai].n_items) ++ai;
+      const Active& ax = active[ai];
+      const int64_t end = std::min(i1, ax.first_item + ax.n_items);
+      const int32_t p0 = offsets[ax.e], p1 = offsets[ax.e + 1];
+      const int64_t groups = ax.rw ? ax.rw->n_groups : 0;
+      const int64_t g0 = item - ax.first_item, g1 = end - ax.first_item;
+      if (ax.rw && g0 < groups) {
+        GemmArgs g;
+        g.w = ax.rw->data;
+        g.block_bytes = ax.rw->block_bytes;
+        g.n_blocks = ax.rw->n_blocks;
+        g.g0 = g0;
+        g.g1 = std::min(g1, groups);
+        g.x = gathered + static_cast<size_t>(p0) * x_row;
+        g.x_row = x_row;
+        g.xsum = act == DType::Q8_0 ? xsum + static_cast<int64_t>(p0) * n_blocks32 : nullptr;
+        g.n_tok = p1 - p0;
+        g.y = res + static_cast<int64_t>(p0) * n_out;
+        g.y_stride = n_out;
+        gemm(g);
+      }
+      // Rows without a GEMM: [max(g0, groups) * 16 + ..., up to g1's rows), by vec_dot.
+      const int64_t o_begin = groups * kRepackRows + std::max<int64_t>(0, g0 - groups) * kRepackRows;
+      const int64_t o_end = std::min(n_out, groups * kRepackRows + std::max<int64_t>(0, g1 - groups) * kRepackRows);
+      const uint8_t* we = expert_weight(ax.e);
+      for (int64_t o = o_begin; o < o_end; ++o) {
+        const uint8_t* wr = we + static_cast<size_t>(o) * w_row;
+        for (int32_t p = p0; p < p1; ++p) res[static_cast<int64_t>(p) * n_out + o] = dot(n_in, wr, x_of(slots[p]));
+      }
+      item = end;
     }
   }, min_chunk);
+
+  // Scatter to the slots.
+  float* y = a.dst.f32();
+  c.pool.parallel_for(n_slots, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      std::memcpy(y + static_cast<int64_t>(slots[p]) * n_out, res + p * n_out, static_cast<size_t>(n_out) * sizeof(float));
+  }, 16);
 }
 
 void op_moe_sum(const OpContext& c, const OpArgs& a) {
