@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "gguf/reader.h"
+#include "models/model.h"
 #include "runtime/chat-prompt.h"
 
 namespace minfer::cli {
@@ -131,6 +132,12 @@ int cmd_info(int argc, char** argv) {
   const GgufFile& f = *file;
   const Summary s = summarize(f);
   const ChatTemplateChoice tmpl = choose_chat_template(f);  // the GGUF's template or the built-in fallback
+  // The hyperparameters as minfer runs them (family defaults applied), or why it cannot.
+  auto loaded = Model::load(path);
+  const ModelHparams* hp = loaded ? &(*loaded)->hparams() : nullptr;
+  int64_t n_swa_layers = 0;
+  if (hp)
+    for (int64_t il = 0; il < hp->n_layer; ++il) n_swa_layers += hp->is_swa(il) ? 1 : 0;
   const uint64_t kv_elem = kv_type == "f32" ? 4 : 2;
   const uint64_t kv_bytes = static_cast<uint64_t>(s.n_layer) * static_cast<uint64_t>(n_ctx) *
                             static_cast<uint64_t>(s.n_head_kv) *
@@ -169,6 +176,9 @@ int cmd_info(int argc, char** argv) {
                     {"n_head_kv", s.n_head_kv}, {"head_dim_k", s.head_dim_k},
                     {"head_dim_v", s.head_dim_v}, {"types", types},
                     {"chat_template", tmpl.fallback == nullptr},
+                    {"runs", hp != nullptr}, {"load_error", hp ? json(nullptr) : json(loaded.error().message)},
+                    {"sliding_window", hp ? hp->n_swa : 0}, {"n_swa_layers", n_swa_layers},
+                    {"n_expert", hp ? hp->n_expert : 0}, {"n_expert_used", hp ? hp->n_expert_used : 0},
                     {"chat_template_fallback", tmpl.fallback ? json(std::string(tmpl.fallback->name)) : json(nullptr)}};
     j["memory"] = {{"n_ctx", n_ctx}, {"kv_type", kv_type}, {"weights_bytes", s.weight_bytes},
                    {"kv_bytes", kv_bytes}, {"total_bytes", s.weight_bytes + kv_bytes}};
@@ -192,6 +202,14 @@ int cmd_info(int argc, char** argv) {
                                 s.n_head_kv, s.head_dim_k, s.head_dim_v));
   line("rope", fmt::format("freq base {}", static_cast<float>(s.rope_base)));
   line("rms norm eps", fmt::format("{}", static_cast<float>(s.rms_eps)));
+  if (hp && hp->n_swa > 0)
+    line("sliding window", fmt::format("{} positions on {} of {} layers (their RoPE base {}); the KV cache holds "
+                                       "the whole context", hp->n_swa, n_swa_layers, hp->n_layer, hp->rope_freq_base_swa));
+  if (hp && (hp->attn_softcap > 0 || hp->final_softcap > 0))
+    line("soft-capping", fmt::format("attention {}, final logits {}", hp->attn_softcap, hp->final_softcap));
+  if (hp && hp->n_expert > 0)
+    line("experts", fmt::format("{} per layer, {} used per token, width {}", hp->n_expert, hp->n_expert_used, hp->n_ff_exp));
+  if (!hp) line("runs here", fmt::format("no: {}", loaded.error().message));
   {
     std::string tok = f.get_string("tokenizer.ggml.model").has_value() ? *f.get_string("tokenizer.ggml.model") : "(none)";
     if (auto pre = f.get_string("tokenizer.ggml.pre")) tok += fmt::format(" (pre {})", *pre);
