@@ -1,5 +1,7 @@
 #include "viz/viz-server.h"
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 #include <signal.h>
 
@@ -256,6 +258,14 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   httplib::Server http;
   http.new_task_queue = [] { return new httplib::ThreadPool(32); };
   http.set_payload_max_length(1 << 20);
+  // A fixed send buffer (accepted sockets inherit it): what a page does not read piles up in its
+  // EventHub queue, where it is counted and reported as "lagged", instead of in a kernel buffer
+  // that autotuning may grow to megabytes on one machine and not on another.
+  http.set_socket_options([](socket_t sock) {
+    httplib::default_socket_options(sock);
+    const int sndbuf = 256 * 1024;
+    setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  });
   http.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
   http.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
   http.Get("/app.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "app.js", "text/javascript; charset=utf-8"); });
