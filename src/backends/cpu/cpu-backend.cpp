@@ -152,12 +152,17 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
     // 2-D weight (op_matmul_id finds it by the slice's address).
     if (n.op == Op::kMatmulId && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)]) {
       const size_t slice = row_bytes(s0->type, s0->ne[0]) * static_cast<size_t>(s0->ne[1]);
-      for (int64_t e = 0; e < s0->ne[2]; ++e) {
-        const void* p = static_cast<const uint8_t*>(s0->data) + static_cast<size_t>(e) * slice;
-        if (repacked_.count(p)) continue;
-        if (auto r = repack_weight(s0->type, p, s0->ne[0], s0->ne[1], !read_elsewhere.count(s0->data)))
-          repacked_.emplace(p, std::move(r));
-      }
+      const auto* base = static_cast<const uint8_t*>(s0->data);
+      const bool release = !read_elsewhere.count(s0->data);
+      std::vector<std::shared_ptr<const RepackedWeight>> done(static_cast<size_t>(s0->ne[2]));
+      pool_.parallel_for(s0->ne[2], [&](int64_t e0, int64_t e1) {  // experts in parallel
+        for (int64_t e = e0; e < e1; ++e) {
+          const void* p = base + static_cast<size_t>(e) * slice;
+          if (!repacked_.count(p)) done[static_cast<size_t>(e)] = repack_weight(s0->type, p, s0->ne[0], s0->ne[1], release);
+        }
+      }, 1);
+      for (int64_t e = 0; e < s0->ne[2]; ++e)
+        if (done[static_cast<size_t>(e)]) repacked_.emplace(base + static_cast<size_t>(e) * slice, std::move(done[static_cast<size_t>(e)]));
     }
   }
   if (need > work_.size()) work_.resize(need);

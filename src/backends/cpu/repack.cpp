@@ -473,13 +473,23 @@ std::shared_ptr<const RepackedWeight> repack_weight(DType type, const void* data
                                                     bool release_source) {
   static std::mutex mu;
   static std::map<const void*, std::weak_ptr<const RepackedWeight>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(data);
-  if (it != cache.end()) {
-    if (auto sp = it->second.lock(); sp && sp->type == type && sp->n_in == n_in && sp->n_out == n_out) return sp;
+  auto cached = [&]() -> std::shared_ptr<const RepackedWeight> {
+    auto it = cache.find(data);
+    if (it == cache.end()) return nullptr;
+    auto sp = it->second.lock();
+    return sp && sp->type == type && sp->n_in == n_in && sp->n_out == n_out ? sp : nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto sp = cached()) return sp;
   }
+  // The repack itself runs unlocked, so callers repack different weights in parallel (a MoE
+  // layer's experts). Two callers racing on one weight both repack it; the first to finish is
+  // kept (the source bytes are read-only, so either copy is the same).
   std::shared_ptr<const RepackedWeight> w = repack(type, data, n_in, n_out, release_source);
   if (!w) return nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto sp = cached()) return sp;
   cache[data] = w;
   return w;
 }
