@@ -17,6 +17,7 @@
 //   &kGemma3Arch,
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -42,9 +43,14 @@ const ArchSpec* find_arch(std::string_view name);  // registry.cpp
 
 // ---- hyperparameters (hparams.cpp) ----
 
-// The keys every decoder-only architecture here shares; `defaults` carries the architecture's
-// defaults (rms_eps, rope_freq_base, rope_mode).
-Expected<ModelHparams> read_decoder_hparams(const GgufFile& f, std::string_view arch, const ModelHparams& defaults);
+// The architecture's defaults for keys a file may leave out.
+struct DecoderDefaults {
+  float rms_eps;
+  float rope_freq_base;
+  RopeMode rope_mode;
+};
+// The keys every decoder-only architecture here shares.
+Expected<ModelHparams> read_decoder_hparams(const GgufFile& f, std::string_view arch, const DecoderDefaults& defaults);
 
 // Sliding-window attention: "<arch>.attention.sliding_window" (else `default_window`; 0 and no
 // key: none) and the layer pattern "<arch>.attention.sliding_window_pattern" (a period P: every
@@ -83,6 +89,10 @@ class TensorBinder {
 // w.views. Every row is whole blocks, so the view is a pointer into the parent's bytes.
 const GgufTensor* row_view(ModelWeights& w, const GgufTensor* t, const std::string& part, int64_t row0, int64_t n_rows);
 
+// A family's bind_weights in one call: the output tensors (bind_output_weights), then
+// `layer(binder, il, "blk.<il>.", w.layers[il])` for every layer, then finish_weights.
+using LayerBinderFn = std::function<void(TensorBinder& b, int il, const std::string& prefix, LayerWeights& l)>;
+Status bind_layers(const GgufFile& f, const ModelHparams& hp, ModelWeights& w, const LayerBinderFn& layer);
 // token_embd, output_norm, output (tied when absent), output.bias, rope_freqs.
 void bind_output_weights(TensorBinder& b, const ModelHparams& hp, ModelWeights& w);
 // attn_norm, attn_q/k/v, attn_output of layer il (separate projections).
@@ -128,9 +138,9 @@ class LlmBuilder {
   // attn_output.
   int attention(int il, int x, AttnBlock opts = {});
   // Tail reduction: after the last layer's attention only the n_out output rows matter, so
-  // every row set passed here is gathered down to them (a no-op elsewhere or when n_out is
-  // n_tokens).
-  void tail(int il, std::initializer_list<int*> rows);
+  // the attention output and the residual input are gathered down to them (a no-op elsewhere or
+  // when n_out is n_tokens).
+  void tail(int il, int& attn, int& inp);
   // Gated FFNs of layer il on the normed input x: down(act(gate x) * (up x)), written unfused.
   int ffn_swiglu(int il, int x);
   int ffn_geglu(int il, int x);  // GELU (tanh approximation): Gemma

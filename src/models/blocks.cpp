@@ -85,14 +85,10 @@ int LlmBuilder::attention(int il, int x, AttnBlock opts) {
   return b_.attn(p + "attn", q, k_stored, v_stored, pos_, n_kv, o);
 }
 
-void LlmBuilder::tail(int il, std::initializer_list<int*> rows) {
+void LlmBuilder::tail(int il, int& attn, int& inp) {
   if (il != hp_.n_layer - 1 || out_ids_ < 0) return;
-  static const char* const kNames[] = {"attn.tail", "inp.tail", "tail.2", "tail.3"};
-  size_t i = 0;
-  for (int* r : rows) {
-    MINFER_ASSERT(i < 4);
-    *r = b_.get_rows(prefix(il) + kNames[i++], *r, out_ids_);
-  }
+  attn = b_.get_rows(prefix(il) + "attn.tail", attn, out_ids_);
+  inp = b_.get_rows(prefix(il) + "inp.tail", inp, out_ids_);
 }
 
 int LlmBuilder::ffn_swiglu(int il, int x) {

@@ -11,11 +11,7 @@ namespace minfer {
 namespace {
 
 Expected<ModelHparams> load_hparams(const GgufFile& f) {
-  ModelHparams d;
-  d.rms_eps = 1e-6f;
-  d.rope_freq_base = 10000.0f;
-  d.rope_mode = RopeMode::kNeox;
-  auto hp = read_decoder_hparams(f, "gemma2", d);
+  auto hp = read_decoder_hparams(f, "gemma2", {1e-6f, 10000.0f, RopeMode::kNeox});
   if (!hp) return hp;
   hp->embd_scale = std::sqrt(static_cast<float>(hp->n_embd));
   hp->attn_scale = gemma_query_scale(*hp, 46);

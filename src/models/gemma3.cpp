@@ -25,7 +25,7 @@ Graph build_gemma_graph(const Model& m, const GraphParams& p) {
     const LayerWeights& l = b.layer(il);
     const std::string pre = fmt::format("blk.{}.", il);
     int a = b.attention(il, b.norm(il, "attn_norm", x, l.attn_norm), AttnBlock{.scale_q = true});
-    b.tail(il, {&a, &x});
+    b.tail(il, a, x);
     a = b.norm(il, "attn_post_norm", b.linear(pre + "attn_output", a, l.wo, nullptr), l.attn_post_norm);
     const int sa_out = b.b().add(pre + "sa_out", a, x);
     const int f = b.norm(il, "ffn_post_norm", b.ffn_geglu(il, b.norm(il, "ffn_norm", sa_out, l.ffn_norm)), l.ffn_post_norm);
@@ -41,31 +41,22 @@ float gemma_query_scale(const ModelHparams& hp, int64_t n_layer_27b) {
 }
 
 Status bind_gemma_weights(const GgufFile& f, const ModelHparams& hp, ModelWeights& w, bool qk_norm) {
-  TensorBinder b(f);
-  bind_output_weights(b, hp, w);
-  for (int il = 0; il < hp.n_layer; ++il) {
-    LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const std::string p = fmt::format("blk.{}.", il);
-    bind_attention_weights(b, hp, il, l);
-    if (qk_norm) {
-      l.q_norm = b.require(p + "attn_q_norm.weight", {hp.head_dim_k});
-      l.k_norm = b.require(p + "attn_k_norm.weight", {hp.head_dim_k});
-    }
-    l.attn_post_norm = b.require(p + "post_attention_norm.weight", {hp.n_embd});
-    bind_ffn_weights(b, hp, il, l);
-    l.ffn_post_norm = b.require(p + "post_ffw_norm.weight", {hp.n_embd});
+  return bind_layers(f, hp, w, [&](TensorBinder& b, int il, const std::string& p, LayerWeights& l) {
+  bind_attention_weights(b, hp, il, l);
+  if (qk_norm) {
+    l.q_norm = b.require(p + "attn_q_norm.weight", {hp.head_dim_k});
+    l.k_norm = b.require(p + "attn_k_norm.weight", {hp.head_dim_k});
   }
-  return finish_weights(b, w);
+  l.attn_post_norm = b.require(p + "post_attention_norm.weight", {hp.n_embd});
+  bind_ffn_weights(b, hp, il, l);
+  l.ffn_post_norm = b.require(p + "post_ffw_norm.weight", {hp.n_embd});
+  });
 }
 
 namespace {
 
 Expected<ModelHparams> load_hparams(const GgufFile& f) {
-  ModelHparams d;
-  d.rms_eps = 1e-6f;
-  d.rope_freq_base = 1000000.0f;
-  d.rope_mode = RopeMode::kNeox;
-  auto hp = read_decoder_hparams(f, "gemma3", d);
+  auto hp = read_decoder_hparams(f, "gemma3", {1e-6f, 1000000.0f, RopeMode::kNeox});
   if (!hp) return hp;
   hp->embd_scale = std::sqrt(static_cast<float>(hp->n_embd));
   hp->attn_scale = gemma_query_scale(*hp, 62);

@@ -48,9 +48,12 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 }  // namespace
 
-Expected<ModelHparams> read_decoder_hparams(const GgufFile& f, std::string_view arch_view, const ModelHparams& defaults) {
+Expected<ModelHparams> read_decoder_hparams(const GgufFile& f, std::string_view arch_view, const DecoderDefaults& defaults) {
   const std::string a = std::string(arch_view) + ".";
-  ModelHparams hp = defaults;
+  ModelHparams hp;
+  hp.rms_eps = defaults.rms_eps;
+  hp.rope_freq_base = defaults.rope_freq_base;
+  hp.rope_mode = defaults.rope_mode;
   hp.arch = std::string(arch_view);
   auto name = f.get_string("general.name");
   hp.name = name ? *name : std::filesystem::path(f.path()).filename().string();
@@ -162,6 +165,13 @@ const GgufTensor* row_view(ModelWeights& w, const GgufTensor* t, const std::stri
   v.n_bytes = static_cast<size_t>(n_rows) * rb;
   w.views.push_back(std::move(v));
   return &w.views.back();
+}
+
+Status bind_layers(const GgufFile& f, const ModelHparams& hp, ModelWeights& w, const LayerBinderFn& layer) {
+  TensorBinder b(f);
+  bind_output_weights(b, hp, w);
+  for (int il = 0; il < hp.n_layer; ++il) layer(b, il, fmt::format("blk.{}.", il), w.layers[static_cast<size_t>(il)]);
+  return finish_weights(b, w);
 }
 
 void bind_output_weights(TensorBinder& b, const ModelHparams& hp, ModelWeights& w) {

@@ -21,7 +21,7 @@ Graph build_llama_graph(const Model& m, const GraphParams& p) {
     const LayerWeights& l = b.layer(il);
     const std::string pre = fmt::format("blk.{}.", il);
     int a = b.attention(il, b.norm(il, "attn_norm", x, l.attn_norm));
-    b.tail(il, {&a, &x});
+    b.tail(il, a, x);
     const int ffn_inp = b.b().add(pre + "ffn_inp", b.linear(pre + "attn_output", a, l.wo, nullptr), x);
     const int h = b.norm(il, "ffn_norm", ffn_inp, l.ffn_norm);
     x = b.b().add(pre + "l_out", b.hp().n_expert > 0 ? b.ffn_moe(il, h) : b.ffn_swiglu(il, h), ffn_inp);
@@ -32,11 +32,7 @@ Graph build_llama_graph(const Model& m, const GraphParams& p) {
 namespace {
 
 Expected<ModelHparams> load_hparams(const GgufFile& f) {
-  ModelHparams d;
-  d.rms_eps = 1e-5f;
-  d.rope_freq_base = 10000.0f;
-  d.rope_mode = RopeMode::kNorm;
-  auto hp = read_decoder_hparams(f, "llama", d);
+  auto hp = read_decoder_hparams(f, "llama", {1e-5f, 10000.0f, RopeMode::kNorm});
   if (!hp) return hp;
   MINFER_TRY(read_moe_hparams(f, *hp, hp->n_ff));
   // llama.cpp's llama reads Mixtral's expert width from feed_forward_length only.
@@ -47,21 +43,16 @@ Expected<ModelHparams> load_hparams(const GgufFile& f) {
 }
 
 Status bind_weights(const GgufFile& f, const ModelHparams& hp, ModelWeights& w) {
-  TensorBinder b(f);
-  bind_output_weights(b, hp, w);
-  for (int il = 0; il < hp.n_layer; ++il) {
-    LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const std::string p = fmt::format("blk.{}.", il);
-    bind_attention_weights(b, hp, il, l);
-    l.bq = b.optional(p + "attn_q.bias", {hp.n_embd_q()});
-    l.bk = b.optional(p + "attn_k.bias", {hp.n_embd_k()});
-    l.bv = b.optional(p + "attn_v.bias", {hp.n_embd_v()});
-    if (hp.n_expert > 0)
-      bind_moe_weights(b, hp, il, l);
-    else
-      bind_ffn_weights(b, hp, il, l);
-  }
-  return finish_weights(b, w);
+  return bind_layers(f, hp, w, [&](TensorBinder& b, int il, const std::string& p, LayerWeights& l) {
+  bind_attention_weights(b, hp, il, l);
+  l.bq = b.optional(p + "attn_q.bias", {hp.n_embd_q()});
+  l.bk = b.optional(p + "attn_k.bias", {hp.n_embd_k()});
+  l.bv = b.optional(p + "attn_v.bias", {hp.n_embd_v()});
+  if (hp.n_expert > 0)
+    bind_moe_weights(b, hp, il, l);
+  else
+    bind_ffn_weights(b, hp, il, l);
+  });
 }
 
 }  // namespace

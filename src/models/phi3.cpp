@@ -18,7 +18,7 @@ Graph build(const Model& m, const GraphParams& p) {
     const LayerWeights& l = b.layer(il);
     const std::string pre = fmt::format("blk.{}.", il);
     int a = b.attention(il, b.norm(il, "attn_norm", x, l.attn_norm), AttnBlock{.scale_q = true});
-    b.tail(il, {&a, &x});
+    b.tail(il, a, x);
     const int ffn_inp = b.b().add(pre + "ffn_inp", b.linear(pre + "attn_output", a, l.wo, nullptr), x);
     x = b.b().add(pre + "l_out", b.ffn_swiglu(il, b.norm(il, "ffn_norm", ffn_inp, l.ffn_norm)), ffn_inp);
   }
@@ -26,41 +26,32 @@ Graph build(const Model& m, const GraphParams& p) {
 }
 
 Expected<ModelHparams> load_hparams(const GgufFile& f) {
-  ModelHparams d;
-  d.rms_eps = 1e-5f;
-  d.rope_freq_base = 10000.0f;
-  d.rope_mode = RopeMode::kNeox;
-  return read_decoder_hparams(f, "phi3", d);
+  return read_decoder_hparams(f, "phi3", {1e-5f, 10000.0f, RopeMode::kNeox});
 }
 
 Status bind_weights(const GgufFile& f, const ModelHparams& hp, ModelWeights& w) {
-  TensorBinder b(f);
-  bind_output_weights(b, hp, w);
-  const int64_t e = hp.n_embd;
   if (f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight"))
-    b.fail("model: Phi-3 LongRoPE (rope_factors_long/short, the 128k-context variants) is not supported yet");
-  for (int il = 0; il < hp.n_layer; ++il) {
-    LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const std::string p = fmt::format("blk.{}.", il);
-    l.attn_norm = b.require(p + "attn_norm.weight", {e});
-    if (f.find_tensor(p + "attn_qkv.weight")) {
-      const GgufTensor* qkv = b.require(p + "attn_qkv.weight", {e, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v()});
-      l.wq = row_view(w, qkv, "q", 0, hp.n_embd_q());
-      l.wk = row_view(w, qkv, "k", hp.n_embd_q(), hp.n_embd_k());
-      l.wv = row_view(w, qkv, "v", hp.n_embd_q() + hp.n_embd_k(), hp.n_embd_v());
-    } else {
-      l.wq = b.require(p + "attn_q.weight", {e, hp.n_embd_q()});
-      l.wk = b.require(p + "attn_k.weight", {e, hp.n_embd_k()});
-      l.wv = b.require(p + "attn_v.weight", {e, hp.n_embd_v()});
-    }
-    l.wo = b.require(p + "attn_output.weight", {hp.n_head * hp.head_dim_v, e});
-    l.ffn_norm = b.require(p + "ffn_norm.weight", {e});
-    const GgufTensor* up = b.require(p + "ffn_up.weight", {e, 2 * hp.n_ff});
-    l.ffn_gate = row_view(w, up, "gate", 0, hp.n_ff);
-    l.ffn_up = row_view(w, up, "up", hp.n_ff, hp.n_ff);
-    l.ffn_down = b.require(p + "ffn_down.weight", {hp.n_ff, e});
+    return make_error("model: Phi-3 LongRoPE (rope_factors_long/short, the 128k-context variants) is not supported yet");
+  const int64_t e = hp.n_embd;
+  return bind_layers(f, hp, w, [&](TensorBinder& b, int, const std::string& p, LayerWeights& l) {
+  l.attn_norm = b.require(p + "attn_norm.weight", {e});
+  if (f.find_tensor(p + "attn_qkv.weight")) {
+    const GgufTensor* qkv = b.require(p + "attn_qkv.weight", {e, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v()});
+    l.wq = row_view(w, qkv, "q", 0, hp.n_embd_q());
+    l.wk = row_view(w, qkv, "k", hp.n_embd_q(), hp.n_embd_k());
+    l.wv = row_view(w, qkv, "v", hp.n_embd_q() + hp.n_embd_k(), hp.n_embd_v());
+  } else {
+    l.wq = b.require(p + "attn_q.weight", {e, hp.n_embd_q()});
+    l.wk = b.require(p + "attn_k.weight", {e, hp.n_embd_k()});
+    l.wv = b.require(p + "attn_v.weight", {e, hp.n_embd_v()});
   }
-  return finish_weights(b, w);
+  l.wo = b.require(p + "attn_output.weight", {hp.n_head * hp.head_dim_v, e});
+  l.ffn_norm = b.require(p + "ffn_norm.weight", {e});
+  const GgufTensor* up = b.require(p + "ffn_up.weight", {e, 2 * hp.n_ff});
+  l.ffn_gate = row_view(w, up, "gate", 0, hp.n_ff);
+  l.ffn_up = row_view(w, up, "up", hp.n_ff, hp.n_ff);
+  l.ffn_down = b.require(p + "ffn_down.weight", {hp.n_ff, e});
+  });
 }
 
 }  // namespace

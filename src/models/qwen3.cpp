@@ -13,11 +13,7 @@ namespace minfer {
 namespace {
 
 Expected<ModelHparams> load_hparams_of(const GgufFile& f, const std::string& arch) {
-  ModelHparams d;
-  d.rms_eps = 1e-6f;
-  d.rope_freq_base = 1000000.0f;
-  d.rope_mode = RopeMode::kNeox;
-  auto hp = read_decoder_hparams(f, arch, d);
+  auto hp = read_decoder_hparams(f, arch, {1e-6f, 1000000.0f, RopeMode::kNeox});
   if (!hp) return hp;
   // Falling back to n_embd / n_head when key_length is absent is silent garbage on every real
   // Qwen3 whose head dim is decoupled (0.6B: 128, not 64); the Q/K shapes would catch it, but
@@ -41,20 +37,15 @@ Expected<ModelHparams> load_hparams_moe(const GgufFile& f) { return load_hparams
 
 // Both variants: the FFN follows hp.n_expert.
 Status bind_weights(const GgufFile& f, const ModelHparams& hp, ModelWeights& w) {
-  TensorBinder b(f);
-  bind_output_weights(b, hp, w);
-  for (int il = 0; il < hp.n_layer; ++il) {
-    LayerWeights& l = w.layers[static_cast<size_t>(il)];
-    const std::string p = fmt::format("blk.{}.", il);
-    bind_attention_weights(b, hp, il, l);
-    l.q_norm = b.require(p + "attn_q_norm.weight", {hp.head_dim_k});
-    l.k_norm = b.require(p + "attn_k_norm.weight", {hp.head_dim_k});
-    if (hp.n_expert > 0)
-      bind_moe_weights(b, hp, il, l);
-    else
-      bind_ffn_weights(b, hp, il, l);
-  }
-  return finish_weights(b, w);
+  return bind_layers(f, hp, w, [&](TensorBinder& b, int il, const std::string& p, LayerWeights& l) {
+  bind_attention_weights(b, hp, il, l);
+  l.q_norm = b.require(p + "attn_q_norm.weight", {hp.head_dim_k});
+  l.k_norm = b.require(p + "attn_k_norm.weight", {hp.head_dim_k});
+  if (hp.n_expert > 0)
+    bind_moe_weights(b, hp, il, l);
+  else
+    bind_ffn_weights(b, hp, il, l);
+  });
 }
 
 }  // namespace
