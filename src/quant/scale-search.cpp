@@ -40,7 +40,10 @@ constexpr int kLanes = 8;
 // The searches' inner loops are also compiled for AVX2 (one 8-lane vector instead of two SSE
 // halves), chosen at load time where the CPU has it. The same IEEE operations on the same lanes
 // in the same order, and no contraction (above): identical bytes on every machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under the sanitizers: a ThreadSanitizer binary crashes at start-up in the clones' ifunc
+// resolver (it runs before the sanitizer runtime is initialised).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define MINFER_SEARCH_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define MINFER_SEARCH_CLONES
