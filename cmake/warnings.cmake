@@ -4,11 +4,13 @@ function(minfer_warnings target)
     $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>)
 endfunction()
 
-# minfer_library(name SOURCES... DEPS...): one src/ folder = one static library, target
-# minfer_<name>; code includes "core/status.h", "gguf/reader.h"... and only the listed
-# dependencies are visible, which keeps the layering one-way.
+# minfer_library(name SOURCES... DEPS... [UNITY_BATCH n]): one src/ folder = one static library,
+# target minfer_<name>; code includes "core/status.h", "gguf/reader.h"... and only the listed
+# dependencies are visible, which keeps the layering one-way. UNITY_BATCH n compiles the sources
+# n to a translation unit (for libraries whose files each parse the same heavy headers: CLI11,
+# nlohmann/json, cpp-httplib); their file-local names must then be unique across the library.
 function(minfer_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "UNITY_BATCH" "SOURCES;DEPS" ${ARGN})
   string(REPLACE "/" "_" tname ${name})
   add_library(minfer_${tname} STATIC ${ARG_SOURCES})
   # A library sees its own folder and its dependencies' folders only: its include root is a
@@ -26,4 +28,12 @@ function(minfer_library name)
   set_target_properties(minfer_${tname} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_link_libraries(minfer_${tname} PUBLIC ${ARG_DEPS})
   minfer_warnings(minfer_${tname})
+  if(ARG_UNITY_BATCH)
+    set_target_properties(minfer_${tname} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ARG_UNITY_BATCH})
+    # gcc flags a class in an #included .cpp that holds a file-local type; in a unity batch every
+    # .cpp is #included, so the warning says nothing there.
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      target_compile_options(minfer_${tname} PRIVATE -Wno-subobject-linkage)
+    endif()
+  endif()
 endfunction()

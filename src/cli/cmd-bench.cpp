@@ -31,11 +31,6 @@
 namespace minfer::cli {
 namespace {
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "minfer bench: %s\n", msg.c_str());
-  return 1;
-}
-
 Expected<std::vector<int>> parse_list(const std::string& flag, const std::string& s) {
   std::vector<int> v;
   std::stringstream ss(s);
@@ -94,15 +89,15 @@ int cmd_bench(int argc, char** argv) {
     return app.exit(e);
   }
   auto pp = parse_list("-p", p_list);
-  if (!pp) return fail(pp.error().message);
+  if (!pp) return fail("bench", pp.error().message);
   auto tg = parse_list("-n", n_list);
-  if (!tg) return fail(tg.error().message);
+  if (!tg) return fail("bench", tg.error().message);
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto m = Model::load(path);
-  if (!m) return fail(m.error().message);
+  if (!m) return fail("bench", m.error().message);
   auto tok = Tokenizer::from_gguf((*m)->file());
-  if (!tok) return fail(tok.error().message);
+  if (!tok) return fail("bench", tok.error().message);
 
   int max_len = 1;
   for (int x : *pp) max_len = std::max(max_len, x);
@@ -113,9 +108,9 @@ int cmd_bench(int argc, char** argv) {
   sp.n_threads = n_threads;
   sp.kv_type = kv == "f32" ? DType::F32 : DType::F16;
   if (static_cast<int64_t>(max_len) > (*m)->hparams().n_ctx_train && (*m)->hparams().n_ctx_train > 0)
-    return fail(fmt::format("a test of {} tokens exceeds the model's context of {}", max_len, (*m)->hparams().n_ctx_train));
+    return fail("bench", fmt::format("a test of {} tokens exceeds the model's context of {}", max_len, (*m)->hparams().n_ctx_train));
   auto s = Session::create(*m, sp);
-  if (!s) return fail(s.error().message);
+  if (!s) return fail("bench", s.error().message);
   Session& session = **s;
 
   std::mt19937 rng(1234);
@@ -147,8 +142,8 @@ int cmd_bench(int argc, char** argv) {
   };
 
   // Warm-up (pages the weights in, builds the graphs).
-  if (auto w = run_pp(std::min(max_len, 32)); !w) return fail(w.error().message);
-  if (auto w = run_tg(1); !w) return fail(w.error().message);
+  if (auto w = run_pp(std::min(max_len, 32)); !w) return fail("bench", w.error().message);
+  if (auto w = run_tg(1); !w) return fail("bench", w.error().message);
 
   std::vector<TestResult> results;
   auto measure = [&](bool prompt, int n) -> Status {
@@ -165,10 +160,10 @@ int cmd_bench(int argc, char** argv) {
   };
   for (int n : *pp)
     if (n > 0)
-      if (Status st = measure(true, n); !st) return fail(st.error().message);
+      if (Status st = measure(true, n); !st) return fail("bench", st.error().message);
   for (int n : *tg)
     if (n > 0)
-      if (Status st = measure(false, n); !st) return fail(st.error().message);
+      if (Status st = measure(false, n); !st) return fail("bench", st.error().message);
 
   const GgufFile& f = (*m)->file();
   uint64_t n_params = 0, size = 0;

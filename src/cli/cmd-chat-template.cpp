@@ -40,11 +40,6 @@ std::string token_text(const GgufFile& f, const char* id_key) {
   return std::string(toks.string_at(static_cast<size_t>(i)));
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "minfer chat-template: %s\n", msg.c_str());
-  return 1;
-}
-
 }  // namespace
 
 int cmd_chat_template(int argc, char** argv) {
@@ -73,30 +68,30 @@ int cmd_chat_template(int argc, char** argv) {
     return app.exit(e);
   }
   if (int(!model.empty()) + int(!template_path.empty()) + int(!builtin.empty()) != 1)
-    return fail("give one of MODEL, --template FILE.jinja or --builtin NAME");
-  if (input_path.empty() && !print_template) return fail("--input CASE.json is required (or --print-template)");
+    return fail("chat-template", "give one of MODEL, --template FILE.jinja or --builtin NAME");
+  if (input_path.empty() && !print_template) return fail("chat-template", "--input CASE.json is required (or --print-template)");
 
   jinja::Value inputs = jinja::Value::none();
   if (!print_template) {
     std::string case_text;
-    if (!read_file(input_path, case_text)) return fail("cannot read input '" + input_path + "'");
+    if (!read_file(input_path, case_text)) return fail("chat-template", "cannot read input '" + input_path + "'");
     auto in = jinja::chat_inputs_from_json(case_text);
-    if (!in) return fail(input_path + ": " + in.error().message);
+    if (!in) return fail("chat-template", input_path + ": " + in.error().message);
     inputs = std::move(*in);
   }
 
   std::string source;
   if (!template_path.empty()) {
-    if (!read_file(template_path, source)) return fail("cannot read template '" + template_path + "'");
+    if (!read_file(template_path, source)) return fail("chat-template", "cannot read template '" + template_path + "'");
   } else if (!builtin.empty()) {
     const jinja::BuiltinTemplate* b = jinja::find_builtin_template(builtin);
-    if (!b) return fail("--builtin '" + builtin + "' is not a built-in template (" + jinja::builtin_template_names() + ")");
+    if (!b) return fail("chat-template", "--builtin '" + builtin + "' is not a built-in template (" + jinja::builtin_template_names() + ")");
     source = b->source;
   } else {
     const std::string path = resolve_model(model);
     if (path.empty()) return 1;
     auto file = GgufFile::open(path);
-    if (!file) return fail(file.error().message);
+    if (!file) return fail("chat-template", file.error().message);
     ChatTemplateChoice choice = choose_chat_template(*file);
     if (choice.fallback) std::fprintf(stderr, "minfer: %s\n", chat_template_notice(*file, choice).c_str());
     source = std::move(choice.source);
@@ -117,11 +112,11 @@ int cmd_chat_template(int argc, char** argv) {
   opts.immutable = !mutable_lists;
   if (!now.empty()) {
     auto tm = jinja::parse_now(now);
-    if (!tm) return fail(tm.error().message);
+    if (!tm) return fail("chat-template", tm.error().message);
     opts.now = *tm;
   }
   auto out = jinja::render_chat(source, inputs, opts);
-  if (!out) return fail(out.error().message);
+  if (!out) return fail("chat-template", out.error().message);
   std::fwrite(out->data(), 1, out->size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

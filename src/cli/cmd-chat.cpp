@@ -48,11 +48,6 @@ extern "C" void on_sigint(int) {
   }
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "minfer: %s\n", msg.c_str());
-  return 1;
-}
-
 constexpr const char* kHelp =
     "commands:\n"
     "  /exit, /quit     leave (Ctrl-D too)\n"
@@ -309,14 +304,14 @@ int cmd_chat(int argc, char** argv) {
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto m = Model::load(path);
-  if (!m) return fail(m.error().message);
+  if (!m) return fail("", m.error().message);
   const GgufFile& file = (*m)->file();
   auto tok = Tokenizer::from_gguf(file);
-  if (!tok) return fail(tok.error().message);
+  if (!tok) return fail("", tok.error().message);
   auto sp = so.to_params(tok->n_vocab());
-  if (!sp) return fail(sp.error().message);
+  if (!sp) return fail("", sp.error().message);
   auto sampler = Sampler::create(*sp, tok->n_vocab());
-  if (!sampler) return fail(sampler.error().message);
+  if (!sampler) return fail("", sampler.error().message);
 
   SessionParams p;
   const int64_t n_train = (*m)->hparams().n_ctx_train;
@@ -325,12 +320,12 @@ int cmd_chat(int argc, char** argv) {
   p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
   p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
   auto session = Session::create(*m, p);
-  if (!session) return fail(session.error().message);
+  if (!session) return fail("", session.error().message);
   Session& s = **session;
   ContextParams draft_cp = s.context().params();
   draft_cp.n_ctx_seq = s.n_ctx();
   auto spec = SpecSetup::create(spo, *tok, draft_cp);
-  if (!spec) return fail(spec.error().message);
+  if (!spec) return fail("", spec.error().message);
 
   const ChatTemplateChoice tmpl = choose_chat_template(file);
   std::fprintf(stderr, "[model] %s: %s, %d threads, ctx %d, %s KV\n", (*m)->hparams().name.c_str(),
@@ -342,7 +337,7 @@ int cmd_chat(int argc, char** argv) {
   GenerateParams gp;
   gp.n_predict = n_predict;
   gp.stop = stops;
-  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail(gs.error().message);
+  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail("", gs.error().message);
   // Room kept for a reply (and the end-of-turn tokens) when deciding whether a turn fits.
   const int n_reserve = (n_predict >= 0 ? std::min(n_predict, s.n_ctx() / 2) : s.n_ctx() / 4) + 8;
   Repl repl(s, *tok, *sampler, file, (*m)->hparams().name, gp, n_reserve, terminal, verbose, style);

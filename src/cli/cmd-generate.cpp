@@ -29,11 +29,6 @@
 namespace minfer::cli {
 namespace {
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "minfer: %s\n", msg.c_str());
-  return 1;
-}
-
 std::string read_file(const std::string& path, bool* ok) {
   std::ifstream f(path, std::ios::binary);
   *ok = static_cast<bool>(f);
@@ -82,7 +77,7 @@ int cmd_generate(int argc, char** argv) {
   if (!prompt_file.empty()) {
     bool ok = false;
     prompt = read_file(prompt_file, &ok);
-    if (!ok) return fail(fmt::format("cannot read prompt file '{}'", prompt_file));
+    if (!ok) return fail("", fmt::format("cannot read prompt file '{}'", prompt_file));
   } else if (!prompt_words.empty()) {
     for (size_t i = 0; i < prompt_words.size(); ++i) prompt += (i ? " " : "") + prompt_words[i];
   } else if (isatty(STDIN_FILENO)) {
@@ -91,17 +86,17 @@ int cmd_generate(int argc, char** argv) {
   } else {
     prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  if (prompt.empty()) return fail("empty prompt (give PROMPT, -f FILE or text on stdin)");
+  if (prompt.empty()) return fail("", "empty prompt (give PROMPT, -f FILE or text on stdin)");
 
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto m = Model::load(path);
-  if (!m) return fail(m.error().message);
+  if (!m) return fail("", m.error().message);
   const GgufFile& file = (*m)->file();
   auto tok = Tokenizer::from_gguf(file);
-  if (!tok) return fail(tok.error().message);
+  if (!tok) return fail("", tok.error().message);
   auto sp = so.to_params(tok->n_vocab());
-  if (!sp) return fail(sp.error().message);
+  if (!sp) return fail("", sp.error().message);
 
   std::string text = prompt;
   if (!no_template) {
@@ -109,10 +104,10 @@ int cmd_generate(int argc, char** argv) {
     if (!system.empty()) msgs.push_back({{"role", "system"}, {"content", system}});
     msgs.push_back({{"role", "user"}, {"content", prompt}});
     auto rendered = render_chat_prompt(file, *tok, msgs);
-    if (!rendered) return fail(rendered.error().message);
+    if (!rendered) return fail("", rendered.error().message);
     text = *rendered;
   } else if (!system.empty()) {
-    return fail("--system needs the chat template (drop --no-template)");
+    return fail("", "--system needs the chat template (drop --no-template)");
   }
   // The template may already start with the BOS text; do not add a second BOS.
   bool add_bos = tok->add_bos();
@@ -127,21 +122,21 @@ int cmd_generate(int argc, char** argv) {
   p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
   p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
   auto session = Session::create(*m, p);
-  if (!session) return fail(session.error().message);
+  if (!session) return fail("", session.error().message);
   Session& s = **session;
 
   if (!dump_dot.empty() || !dump_json.empty()) {
     const int n = static_cast<int>(std::min<size_t>(ids.size(), static_cast<size_t>(s.n_batch())));
-    if (Status st = dump_graphs(s, n, 1, dump_dot, dump_json); !st) return fail(st.error().message);
+    if (Status st = dump_graphs(s, n, 1, dump_dot, dump_json); !st) return fail("", st.error().message);
     return 0;
   }
 
   auto sampler = Sampler::create(*sp, tok->n_vocab());
-  if (!sampler) return fail(sampler.error().message);
+  if (!sampler) return fail("", sampler.error().message);
   ContextParams draft_cp = s.context().params();
   draft_cp.n_ctx_seq = s.n_ctx();
   auto spec = SpecSetup::create(spo, *tok, draft_cp);
-  if (!spec) return fail(spec.error().message);
+  if (!spec) return fail("", spec.error().message);
   if (*spec) std::fprintf(stderr, "%s\n", (*spec)->describe().c_str());
   if (verbose) std::fprintf(stderr, "[sampler] %s\n", sampler->describe().c_str());
   std::fprintf(stderr, "[model] %s: %s, %d threads, ctx %d, %s KV\n", (*m)->hparams().name.c_str(),
@@ -151,7 +146,7 @@ int cmd_generate(int argc, char** argv) {
   gp.n_predict = n_predict;
   gp.stop = stops;
   gp.ignore_eog = ignore_eos;
-  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail(gs.error().message);
+  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail("", gs.error().message);
   bool ends_with_newline = true;
   auto trace = TraceFile::from_env(s, *tok);  // MINFER_TRACE=FILE
   if (trace) trace->start((*m)->hparams().name, prompt, static_cast<int>(ids.size()));
@@ -163,15 +158,15 @@ int cmd_generate(int argc, char** argv) {
     if (trace) reply += t;
     return true;
   }, trace ? trace->hooks() : GenerateHooks{}, GenerateSpec{*spec ? (*spec)->speculator(0) : nullptr, {}});
-  if (!st) return fail(st.error().message);
+  if (!st) return fail("", st.error().message);
   if (trace) {
     const bool stop = st->reason == StopReason::kEog || st->reason == StopReason::kStopString;
-    if (Status ts = trace->finish(reply, stop ? "stop" : "length", st->n_gen); !ts) return fail(ts.error().message);
+    if (Status ts = trace->finish(reply, stop ? "stop" : "length", st->n_gen); !ts) return fail("", ts.error().message);
   }
   if (!ids_out.empty()) {
     std::ofstream f(ids_out);
     f << nlohmann::json{{"prompt", ids}, {"generated", st->tokens}}.dump() << "\n";
-    if (!f) return fail(fmt::format("--ids-out: cannot write '{}'", ids_out));
+    if (!f) return fail("", fmt::format("--ids-out: cannot write '{}'", ids_out));
   }
   if (!ends_with_newline && isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
   std::fflush(stdout);

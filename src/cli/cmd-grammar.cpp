@@ -26,11 +26,6 @@
 namespace minfer::cli {
 namespace {
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "minfer grammar: %s\n", msg.c_str());
-  return 1;
-}
-
 // "match", "incomplete" or "no match at byte B".
 std::string verdict(const std::shared_ptr<const Grammar>& g, const std::string& text) {
   GrammarMatcher m(g);
@@ -60,16 +55,16 @@ int cmd_grammar(int argc, char** argv) {
   if (!schema_path.empty()) {
     if (!path.empty()) texts.insert(texts.begin(), path);  // the first positional is a text then
     std::ifstream in(schema_path, std::ios::binary);
-    if (!in) return fail(fmt::format("cannot read schema file '{}'", schema_path));
+    if (!in) return fail("grammar", fmt::format("cannot read schema file '{}'", schema_path));
     const std::string schema((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto converted = json_schema_to_gbnf(schema);
-    if (!converted) return fail(fmt::format("{}: {}", schema_path, converted.error().message));
+    if (!converted) return fail("grammar", fmt::format("{}: {}", schema_path, converted.error().message));
     text = std::move(*converted);
     path = schema_path;
   } else {
-    if (path.empty()) return fail("give a GRAMMAR file or --json-schema FILE");
+    if (path.empty()) return fail("grammar", "give a GRAMMAR file or --json-schema FILE");
     std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(fmt::format("cannot read grammar file '{}'", path));
+    if (!in) return fail("grammar", fmt::format("cannot read grammar file '{}'", path));
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   if (print) {
@@ -77,19 +72,19 @@ int cmd_grammar(int argc, char** argv) {
     return 0;
   }
   auto g = parse_gbnf(text);
-  if (!g) return fail(fmt::format("{}: {}", path, g.error().message));
+  if (!g) return fail("grammar", fmt::format("{}: {}", path, g.error().message));
   if (!texts_json.empty()) {
     std::ifstream tj(texts_json, std::ios::binary);
-    if (!tj) return fail(fmt::format("cannot read '{}'", texts_json));
+    if (!tj) return fail("grammar", fmt::format("cannot read '{}'", texts_json));
     try {
       const nlohmann::json j = nlohmann::json::parse(tj);
-      if (!j.is_array()) return fail(fmt::format("{}: expected a JSON array of strings", texts_json));
+      if (!j.is_array()) return fail("grammar", fmt::format("{}: expected a JSON array of strings", texts_json));
       for (const auto& e : j) {
-        if (!e.is_string()) return fail(fmt::format("{}: expected strings, got {}", texts_json, e.type_name()));
+        if (!e.is_string()) return fail("grammar", fmt::format("{}: expected strings, got {}", texts_json, e.type_name()));
         texts.push_back(e.get<std::string>());
       }
     } catch (const nlohmann::json::exception& e) {
-      return fail(fmt::format("{}: {}", texts_json, e.what()));
+      return fail("grammar", fmt::format("{}: {}", texts_json, e.what()));
     }
   }
   const auto shared = std::make_shared<const Grammar>(std::move(*g));

@@ -97,11 +97,6 @@ class TensorDumper {
   int call_ = 0;
 };
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "minfer logits: %s\n", msg.c_str());
-  return 1;
-}
-
 }  // namespace
 
 int cmd_logits(int argc, char** argv) {
@@ -130,13 +125,13 @@ int cmd_logits(int argc, char** argv) {
     return app.exit(e);
   }
   if (out.empty() && greedy == 0 && dump_dot.empty() && dump_json.empty() && dump_tensors.empty())
-    return fail("nothing to do: give --out, --greedy, --dump-tensors or a --dump-graph option");
+    return fail("logits", "nothing to do: give --out, --greedy, --dump-tensors or a --dump-graph option");
   auto ids = parse_ids(tokens);
-  if (!ids) return fail(ids.error().message);
+  if (!ids) return fail("logits", ids.error().message);
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto m = Model::load(path);
-  if (!m) return fail(m.error().message);
+  if (!m) return fail("logits", m.error().message);
 
   const int n = static_cast<int>(ids->size());
   SessionParams sp;
@@ -146,14 +141,14 @@ int cmd_logits(int argc, char** argv) {
   sp.kv_type = kv == "f32" ? DType::F32 : DType::F16;
   sp.fuse = !no_fuse;
   if (sp.n_ctx < n + std::max(greedy - 1, 0))
-    return fail(fmt::format("-c {} is too small for {} tokens plus {} greedy steps", sp.n_ctx, n, greedy));
+    return fail("logits", fmt::format("-c {} is too small for {} tokens plus {} greedy steps", sp.n_ctx, n, greedy));
   auto s = Session::create(*m, sp);
-  if (!s) return fail(s.error().message);
+  if (!s) return fail("logits", s.error().message);
   Session& session = **s;
 
   if (!dump_dot.empty() || !dump_json.empty()) {
     const int first = std::min(n, session.n_batch());
-    if (Status st = dump_graphs(session, first, first, dump_dot, dump_json); !st) return fail(st.error().message);
+    if (Status st = dump_graphs(session, first, first, dump_dot, dump_json); !st) return fail("logits", st.error().message);
   }
 
   TensorDumper dumper(dump_tensors);
@@ -162,14 +157,14 @@ int cmd_logits(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto logits = session.decode(*ids, n);  // every position
-  if (!logits) return fail(logits.error().message);
+  if (!logits) return fail("logits", logits.error().message);
   const double prompt_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const size_t n_vocab = static_cast<size_t>(session.n_vocab());
   if (!out.empty()) {
     std::FILE* f = std::fopen(out.c_str(), "wb");
-    if (!f) return fail(fmt::format("cannot open '{}' for writing", out));
+    if (!f) return fail("logits", fmt::format("cannot open '{}' for writing", out));
     const size_t wrote = std::fwrite(logits->data(), sizeof(float), logits->size(), f);
-    if (std::fclose(f) != 0 || wrote != logits->size()) return fail(fmt::format("short write to '{}'", out));
+    if (std::fclose(f) != 0 || wrote != logits->size()) return fail("logits", fmt::format("short write to '{}'", out));
   }
   std::fprintf(stderr, "logits: %d tokens in %.1f ms (%.1f tok/s, %d threads, batch %d)\n", n, prompt_s * 1e3,
                n / prompt_s, session.n_threads(), session.n_batch());
@@ -182,7 +177,7 @@ int cmd_logits(int argc, char** argv) {
     for (int i = 1; i < greedy; ++i) {
       dumper.next_call();
       auto l = session.decode({&next, 1}, 1);
-      if (!l) return fail(l.error().message);
+      if (!l) return fail("logits", l.error().message);
       next = argmax(*l);
       gen.push_back(next);
     }

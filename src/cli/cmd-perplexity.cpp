@@ -25,11 +25,6 @@
 namespace minfer::cli {
 namespace {
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "minfer perplexity: %s\n", msg.c_str());
-  return 1;
-}
-
 // log softmax(row)[target], in double for a stable sum over a large vocabulary.
 double log_prob(std::span<const float> row, int32_t target) {
   double mx = row[0];
@@ -60,21 +55,21 @@ int cmd_perplexity(int argc, char** argv) {
     return app.exit(e);
   }
   std::ifstream in(file, std::ios::binary);
-  if (!in) return fail(fmt::format("cannot read '{}'", file));
+  if (!in) return fail("perplexity", fmt::format("cannot read '{}'", file));
   const std::string text{std::istreambuf_iterator<char>(in), {}};
 
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto m = Model::load(path);
-  if (!m) return fail(m.error().message);
+  if (!m) return fail("perplexity", m.error().message);
   auto tok = Tokenizer::from_gguf((*m)->file());
-  if (!tok) return fail(tok.error().message);
+  if (!tok) return fail("perplexity", tok.error().message);
   const bool add_bos = tok->add_bos() && tok->bos_id() >= 0;
   const std::vector<int32_t> ids = tok->encode(text, add_bos, /*parse_special=*/false);
   int n_chunks = static_cast<int>(ids.size() / static_cast<size_t>(n_ctx));
   if (max_chunks > 0) n_chunks = std::min(n_chunks, max_chunks);
   if (n_chunks < 1)
-    return fail(fmt::format("'{}' has {} tokens, fewer than one chunk of -c {}", file, ids.size(), n_ctx));
+    return fail("perplexity", fmt::format("'{}' has {} tokens, fewer than one chunk of -c {}", file, ids.size(), n_ctx));
 
   SessionParams p;
   p.n_ctx = n_ctx;
@@ -82,7 +77,7 @@ int cmd_perplexity(int argc, char** argv) {
   p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
   p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
   auto session = Session::create(*m, p);
-  if (!session) return fail(session.error().message);
+  if (!session) return fail("perplexity", session.error().message);
   Session& s = **session;
   std::fprintf(stderr, "perplexity: %zu tokens, %d chunks of %d, scoring the second half of each\n", ids.size(),
                n_chunks, n_ctx);
@@ -99,7 +94,7 @@ int cmd_perplexity(int argc, char** argv) {
     s.clear();
     // Logits of positions first .. n_ctx-1 are the last n_ctx - first rows.
     auto logits = s.decode(chunk, n_ctx - first);
-    if (!logits) return fail(logits.error().message);
+    if (!logits) return fail("perplexity", logits.error().message);
     for (int j = first; j < n_ctx - 1; ++j) {
       const std::span<const float> row = logits->subspan(static_cast<size_t>(j - first) * n_vocab, n_vocab);
       const double lp = log_prob(row, chunk[static_cast<size_t>(j + 1)]);

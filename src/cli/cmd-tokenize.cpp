@@ -32,19 +32,14 @@ Expected<Tokenizer> load_tokenizer(const std::string& path) {
   return Tokenizer::from_gguf(*file);
 }
 
-void append_ids(std::string& out, const std::vector<int32_t>& ids, bool json) {
-  if (json) out.push_back('[');
+void append_ids(std::string& out, const std::vector<int32_t>& ids, bool as_json) {
+  if (as_json) out.push_back('[');
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) out.push_back(json ? ',' : ' ');
+    if (i) out.push_back(as_json ? ',' : ' ');
     fmt::format_to(std::back_inserter(out), "{}", ids[i]);
   }
-  if (json) out.push_back(']');
+  if (as_json) out.push_back(']');
   out.push_back('\n');
-}
-
-int fail(const std::string& cmd, const std::string& msg) {
-  std::fprintf(stderr, "minfer %s: %s\n", cmd.c_str(), msg.c_str());
-  return 1;
 }
 
 // --jsonl: one JSON string per input line -> one JSON array per output line.

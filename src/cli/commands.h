@@ -3,7 +3,9 @@
 #pragma once
 
 #include <csignal>
+#include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace minfer::cli {
@@ -23,6 +25,14 @@ int cmd_list(int argc, char** argv);            // cmd-models.cpp
 int cmd_rm(int argc, char** argv);              // cmd-models.cpp
 int cmd_viz(int argc, char** argv);             // cmd-viz.cpp
 int cmd_grammar(int argc, char** argv);         // cmd-grammar.cpp
+
+// Prints "minfer CMD: MSG" ("minfer: MSG" when CMD is empty) on stderr and returns 1, the exit
+// code of a command that could not do its job: `return fail("bench", "no model given");`.
+inline int fail(std::string_view cmd, const std::string& msg) {
+  if (cmd.empty()) std::fprintf(stderr, "minfer: %s\n", msg.c_str());
+  else std::fprintf(stderr, "minfer %.*s: %s\n", int(cmd.size()), cmd.data(), msg.c_str());
+  return 1;
+}
 
 // Resolves MODEL through hub::resolve_model_ref (a path, a name in $MINFER_MODEL_DIR,
 // hf:ORG/REPO[:QUANT], ollama:MODEL[:TAG]; downloads what no cache has, progress on stderr).

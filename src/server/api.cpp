@@ -33,14 +33,6 @@ Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, co
 
 namespace {
 
-ApiError bad(std::string param, std::string message) {
-  ApiError e;
-  e.status = 400;
-  e.message = std::move(message);
-  e.param = std::move(param);
-  return e;
-}
-
 // A present, non-null field of `body`, or nullptr.
 const json* field(const json& body, const char* name) {
   auto it = body.find(name);
@@ -52,10 +44,10 @@ const json* field(const json& body, const char* name) {
 std::optional<ApiError> number(const json& body, const char* name, double lo, double hi, double& out) {
   const json* v = field(body, name);
   if (!v) return std::nullopt;
-  if (!v->is_number()) return bad(name, fmt::format("'{}' must be a number, got {}", name, v->dump()));
+  if (!v->is_number()) return invalid_param(name, fmt::format("'{}' must be a number, got {}", name, v->dump()));
   const double x = v->get<double>();
   if (!std::isfinite(x) || x < lo || x > hi)
-    return bad(name, fmt::format("'{}' is {}, outside [{}, {}]", name, v->dump(), lo, hi));
+    return invalid_param(name, fmt::format("'{}' is {}, outside [{}, {}]", name, v->dump(), lo, hi));
   out = x;
   return std::nullopt;
 }
@@ -64,10 +56,10 @@ std::optional<ApiError> integer(const json& body, const char* name, int64_t lo, 
   const json* v = field(body, name);
   if (!v) return std::nullopt;
   if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
-    return bad(name, fmt::format("'{}' must be an integer, got {}", name, v->dump()));
+    return invalid_param(name, fmt::format("'{}' must be an integer, got {}", name, v->dump()));
   const double x = v->get<double>();
   if (x < static_cast<double>(lo) || x > static_cast<double>(hi))
-    return bad(name, fmt::format("'{}' is {}, outside [{}, {}]", name, v->dump(), lo, hi));
+    return invalid_param(name, fmt::format("'{}' is {}, outside [{}, {}]", name, v->dump(), lo, hi));
   out = static_cast<int64_t>(x);
   return std::nullopt;
 }
@@ -75,27 +67,27 @@ std::optional<ApiError> integer(const json& body, const char* name, int64_t lo, 
 std::optional<ApiError> boolean(const json& body, const char* name, bool& out) {
   const json* v = field(body, name);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) return bad(name, fmt::format("'{}' must be a boolean, got {}", name, v->dump()));
+  if (!v->is_boolean()) return invalid_param(name, fmt::format("'{}' must be a boolean, got {}", name, v->dump()));
   out = v->get<bool>();
   return std::nullopt;
 }
 
 // OpenAI content: a string, or an array of parts of which only {"type": "text"} is supported.
 std::optional<ApiError> normalize_messages(const json& in, json& out) {
-  if (!in.is_array() || in.empty()) return bad("messages", "'messages' must be a non-empty array");
+  if (!in.is_array() || in.empty()) return invalid_param("messages", "'messages' must be a non-empty array");
   out = json::array();
   for (size_t i = 0; i < in.size(); ++i) {
     const json& m = in[i];
     const std::string where = fmt::format("messages[{}]", i);
-    if (!m.is_object()) return bad(where, fmt::format("'{}' must be an object", where));
+    if (!m.is_object()) return invalid_param(where, fmt::format("'{}' must be an object", where));
     auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) return bad(where + ".role", fmt::format("'{}.role' must be a string", where));
+    if (role == m.end() || !role->is_string()) return invalid_param(where + ".role", fmt::format("'{}.role' must be a string", where));
     {
       // OpenAI's roles; anything else is a 400 there too (a template would silently drop it).
       static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool", "function"};
       const std::string r = role->get<std::string>();
       if (std::find(std::begin(kRoles), std::end(kRoles), r) == std::end(kRoles))
-        return bad(where + ".role", fmt::format("Invalid value for '{}.role': '{}'. Supported values are: 'system', "
+        return invalid_param(where + ".role", fmt::format("Invalid value for '{}.role': '{}'. Supported values are: 'system', "
                                                 "'developer', 'user', 'assistant', 'tool' and 'function'.",
                                                 where, r));
     }
@@ -105,12 +97,12 @@ std::optional<ApiError> normalize_messages(const json& in, json& out) {
       std::string text;
       for (const json& part : *content) {
         if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-          return bad(where + ".content", fmt::format("'{}.content': only text parts are supported", where));
+          return invalid_param(where + ".content", fmt::format("'{}.content': only text parts are supported", where));
         text += part["text"].get<std::string>();
       }
       msg["content"] = text;
     } else if (content != m.end() && !content->is_string() && !content->is_null()) {
-      return bad(where + ".content", fmt::format("'{}.content' must be a string, an array of text parts or null", where));
+      return invalid_param(where + ".content", fmt::format("'{}.content' must be a string, an array of text parts or null", where));
     } else if (content == m.end() || content->is_null()) {
       // An assistant turn that only called tools has content null: templates concatenate and
       // search it as a string (as llama-server does, it becomes "").
@@ -129,7 +121,7 @@ std::optional<ApiError> parse_speculative(const json& body, const ParseContext& 
   out.reset();
   if (ctx.spec) out = *ctx.spec;
   const json* obj = field(body, "speculative");
-  if (obj && !obj->is_object()) return bad("speculative", "'speculative' must be an object");
+  if (obj && !obj->is_object()) return invalid_param("speculative", "'speculative' must be an object");
   json flat = obj ? *obj : json::object();
   for (const char* k : {"n_max", "n_min", "p_min", "type"}) {
     const std::string key = std::string("speculative.") + k;
@@ -138,30 +130,30 @@ std::optional<ApiError> parse_speculative(const json& body, const ParseContext& 
   if (flat.empty()) return std::nullopt;
   for (auto it = flat.begin(); it != flat.end(); ++it)
     if (it.key() != "n_max" && it.key() != "n_min" && it.key() != "p_min" && it.key() != "type")
-      return bad("speculative." + it.key(), fmt::format("unknown field 'speculative.{}' (n_max, n_min, p_min, type)", it.key()));
+      return invalid_param("speculative." + it.key(), fmt::format("unknown field 'speculative.{}' (n_max, n_min, p_min, type)", it.key()));
   // The numbers are checked whether or not this request ends up speculating.
   double d = 0;
   int64_t i = 0;
   std::optional<int> n_max, n_min;
   std::optional<float> p_min;
-  if (auto e = integer(flat, "n_max", 1, kSpecMaxDraft, i)) return bad("speculative.n_max", e->message);
+  if (auto e = integer(flat, "n_max", 1, kSpecMaxDraft, i)) return invalid_param("speculative.n_max", e->message);
   if (field(flat, "n_max")) n_max = static_cast<int>(i);
-  if (auto e = integer(flat, "n_min", 0, kSpecMaxDraft, i)) return bad("speculative.n_min", e->message);
+  if (auto e = integer(flat, "n_min", 0, kSpecMaxDraft, i)) return invalid_param("speculative.n_min", e->message);
   if (field(flat, "n_min")) n_min = static_cast<int>(i);
-  if (auto e = number(flat, "p_min", 0, 1, d)) return bad("speculative.p_min", e->message);
+  if (auto e = number(flat, "p_min", 0, 1, d)) return invalid_param("speculative.p_min", e->message);
   if (field(flat, "p_min")) p_min = static_cast<float>(d);
   if (const json* t = field(flat, "type")) {
-    if (!t->is_string()) return bad("speculative.type", "'speculative.type' must be a string");
+    if (!t->is_string()) return invalid_param("speculative.type", "'speculative.type' must be a string");
     const std::string type = t->get<std::string>();
     if (type == "none") {
       out.reset();
       return std::nullopt;
     }
     if (type != "ngram" && type != "draft" && type != "draft+ngram" && type != "ngram+draft")
-      return bad("speculative.type", fmt::format("speculative.type '{}' is not one of none, ngram, draft, draft+ngram", type));
+      return invalid_param("speculative.type", fmt::format("speculative.type '{}' is not one of none, ngram, draft, draft+ngram", type));
     const bool model = type != "ngram";
     if (model && !ctx.has_draft_model)
-      return bad("speculative.type", fmt::format("speculative.type '{}' needs a draft model: start the server with --spec-draft MODEL", type));
+      return invalid_param("speculative.type", fmt::format("speculative.type '{}' needs a draft model: start the server with --spec-draft MODEL", type));
     if (!out) out = SpecParams{};
     out->model = model;
     out->ngram = type != "draft";
@@ -171,15 +163,15 @@ std::optional<ApiError> parse_speculative(const json& body, const ParseContext& 
   if (n_min) out->n_min = *n_min;
   if (p_min) out->p_min = *p_min;
   out->n_min = std::min(out->n_min, out->n_max);
-  if (Status st = validate(*out); !st) return bad("speculative", st.error().message);
+  if (Status st = validate(*out); !st) return invalid_param("speculative", st.error().message);
   return std::nullopt;
 }
 
 // A JSON Schema field -> GBNF, errors naming the field and the schema's JSON pointer.
 std::optional<ApiError> schema_gbnf(const json& schema, const char* param, std::string& out) {
-  if (!schema.is_object() && !schema.is_boolean()) return bad(param, fmt::format("'{}' must be a JSON Schema object", param));
+  if (!schema.is_object() && !schema.is_boolean()) return invalid_param(param, fmt::format("'{}' must be a JSON Schema object", param));
   auto g = json_schema_to_gbnf(schema.dump());
-  if (!g) return bad(param, fmt::format("{}: {}", param, g.error().message));
+  if (!g) return invalid_param(param, fmt::format("{}: {}", param, g.error().message));
   out = std::move(*g);
   return std::nullopt;
 }
@@ -191,22 +183,22 @@ std::optional<ApiError> schema_gbnf(const json& schema, const char* param, std::
 std::optional<ApiError> parse_triggers(const json& body, std::vector<GrammarTrigger>& out) {
   bool lazy = false;
   if (const json* l = field(body, "grammar_lazy")) {
-    if (!l->is_boolean()) return bad("grammar_lazy", "'grammar_lazy' must be a boolean");
+    if (!l->is_boolean()) return invalid_param("grammar_lazy", "'grammar_lazy' must be a boolean");
     lazy = l->get<bool>();
   }
   if (!lazy) return std::nullopt;
   const json* ts = field(body, "grammar_triggers");
   if (!ts || !ts->is_array() || ts->empty())
-    return bad("grammar_triggers", "'grammar_lazy' needs 'grammar_triggers': [{\"type\": 1, \"value\": WORD}, ...]");
+    return invalid_param("grammar_triggers", "'grammar_lazy' needs 'grammar_triggers': [{\"type\": 1, \"value\": WORD}, ...]");
   for (size_t i = 0; i < ts->size(); ++i) {
     const json& t = (*ts)[i];
     const std::string at = fmt::format("grammar_triggers[{}]", i);
     if (!t.is_object() || !t.contains("type") || !t["type"].is_number_integer() || !t.contains("value") || !t["value"].is_string() ||
         t["value"].get<std::string>().empty())
-      return bad(at, fmt::format("'{}' must be {{\"type\": 0 or 1, \"value\": non-empty text}}", at));
+      return invalid_param(at, fmt::format("'{}' must be {{\"type\": 0 or 1, \"value\": non-empty text}}", at));
     const int type = t["type"].get<int>();
     if (type != 0 && type != 1)
-      return bad(at + ".type", fmt::format("'{}.type' is {}: only words (1) and tokens (0) are supported, not patterns", at, type));
+      return invalid_param(at + ".type", fmt::format("'{}.type' is {}: only words (1) and tokens (0) are supported, not patterns", at, type));
     out.push_back({.text = t["value"].get<std::string>(), .at_start = false, .include = true});
   }
   return std::nullopt;
@@ -217,7 +209,7 @@ std::optional<ApiError> parse_output_grammar(const json& body, std::shared_ptr<c
   std::vector<std::string> given;
   std::string param;
   if (const json* g = field(body, "grammar")) {
-    if (!g->is_string()) return bad("grammar", "'grammar' must be a string of GBNF");
+    if (!g->is_string()) return invalid_param("grammar", "'grammar' must be a string of GBNF");
     if (!g->get<std::string>().empty()) {
       gbnf = g->get<std::string>();
       given.push_back(param = "grammar");
@@ -229,7 +221,7 @@ std::optional<ApiError> parse_output_grammar(const json& body, std::shared_ptr<c
   }
   if (const json* rf = field(body, "response_format")) {
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
-      return bad("response_format", "'response_format' must be an object with a string 'type'");
+      return invalid_param("response_format", "'response_format' must be an object with a string 'type'");
     const std::string type = (*rf)["type"].get<std::string>();
     if (type == "json_object") {
       if (const json* sc = field(*rf, "schema")) {  // llama-server's extension
@@ -240,22 +232,22 @@ std::optional<ApiError> parse_output_grammar(const json& body, std::shared_ptr<c
       given.push_back(param = "response_format");
     } else if (type == "json_schema") {
       const json* js = field(*rf, "json_schema");
-      if (!js || !js->is_object()) return bad("response_format.json_schema", "response_format type json_schema needs a 'json_schema' object {name, schema, strict}");
-      if (const json* n = field(*js, "name"); n && !n->is_string()) return bad("response_format.json_schema.name", "'name' must be a string");
-      if (const json* st = field(*js, "strict"); st && !st->is_boolean()) return bad("response_format.json_schema.strict", "'strict' must be a boolean");
+      if (!js || !js->is_object()) return invalid_param("response_format.json_schema", "response_format type json_schema needs a 'json_schema' object {name, schema, strict}");
+      if (const json* n = field(*js, "name"); n && !n->is_string()) return invalid_param("response_format.json_schema.name", "'name' must be a string");
+      if (const json* st = field(*js, "strict"); st && !st->is_boolean()) return invalid_param("response_format.json_schema.strict", "'strict' must be a boolean");
       const json* sc = field(*js, "schema");
-      if (!sc) return bad("response_format.json_schema.schema", "response_format.json_schema needs a 'schema'");
+      if (!sc) return invalid_param("response_format.json_schema.schema", "response_format.json_schema needs a 'schema'");
       if (auto e = schema_gbnf(*sc, "response_format.json_schema.schema", gbnf)) return e;
       given.push_back(param = "response_format");
     } else if (type != "text") {
-      return bad("response_format.type", fmt::format("response_format type '{}' is not one of text, json_object, json_schema", type));
+      return invalid_param("response_format.type", fmt::format("response_format type '{}' is not one of text, json_object, json_schema", type));
     }
   }
   if (given.size() > 1)
-    return bad(given[1], fmt::format("'{}' and '{}' both constrain the reply: give one", given[0], given[1]));
+    return invalid_param(given[1], fmt::format("'{}' and '{}' both constrain the reply: give one", given[0], given[1]));
   if (given.empty()) return std::nullopt;
   auto g = parse_gbnf(gbnf);
-  if (!g) return bad(param, fmt::format("{}: {}", param, g.error().message));
+  if (!g) return invalid_param(param, fmt::format("{}: {}", param, g.error().message));
   out = std::make_shared<const Grammar>(std::move(*g));
   return std::nullopt;
 }
@@ -271,7 +263,7 @@ json bytes_array(const std::string& s) {
 }  // namespace
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, const ParseContext& ctx) {
-  if (!body.is_object()) return bad("", "the request body must be a JSON object");
+  if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
   CompletionRequest r;
   r.chat = chat;
   // Server sampling defaults: llama.cpp server's (no repeat penalty: OpenAI has none).
@@ -317,8 +309,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   r.n_predict = static_cast<int>(max_tokens);
 
   if (const json* so = field(body, "stream_options")) {
-    if (!so->is_object()) return bad("stream_options", "'stream_options' must be an object");
-    if (auto e = boolean(*so, "include_usage", r.include_usage)) return bad("stream_options.include_usage", e->message);
+    if (!so->is_object()) return invalid_param("stream_options", "'stream_options' must be an object");
+    if (auto e = boolean(*so, "include_usage", r.include_usage)) return invalid_param("stream_options.include_usage", e->message);
   }
 
   if (const json* st = field(body, "stop")) {
@@ -326,17 +318,17 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
       r.stop.push_back(st->get<std::string>());
     } else if (st->is_array()) {
       for (const json& s : *st) {
-        if (!s.is_string()) return bad("stop", "'stop' must be a string or an array of strings");
+        if (!s.is_string()) return invalid_param("stop", "'stop' must be a string or an array of strings");
         r.stop.push_back(s.get<std::string>());
       }
     } else {
-      return bad("stop", "'stop' must be a string or an array of strings");
+      return invalid_param("stop", "'stop' must be a string or an array of strings");
     }
   }
 
   const int32_t n_vocab = ctx.tok->n_vocab();
   if (const json* lb = field(body, "logit_bias")) {
-    if (!lb->is_object()) return bad("logit_bias", "'logit_bias' must be an object mapping token ids to biases");
+    if (!lb->is_object()) return invalid_param("logit_bias", "'logit_bias' must be an object mapping token ids to biases");
     for (auto it = lb->begin(); it != lb->end(); ++it) {
       int64_t id = -1;
       try {
@@ -347,9 +339,9 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
         id = -1;
       }
       if (id < 0 || id >= n_vocab)
-        return bad("logit_bias", fmt::format("logit_bias key '{}' is not a token id in [0, {})", it.key(), n_vocab));
+        return invalid_param("logit_bias", fmt::format("logit_bias key '{}' is not a token id in [0, {})", it.key(), n_vocab));
       if (!it.value().is_number() || std::fabs(it.value().get<double>()) > 100)
-        return bad("logit_bias", fmt::format("logit_bias[{}] must be a number in [-100, 100]", it.key()));
+        return invalid_param("logit_bias", fmt::format("logit_bias[{}] must be a number in [-100, 100]", it.key()));
       sp.logit_bias[static_cast<int32_t>(id)] = it.value().get<float>();
     }
   }
@@ -357,11 +349,11 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   // logprobs: a boolean (+ top_logprobs 0..20) for chat, an integer 0..5 for completions.
   if (const json* lp = field(body, "logprobs")) {
     if (chat) {
-      if (!lp->is_boolean()) return bad("logprobs", "'logprobs' must be a boolean");
+      if (!lp->is_boolean()) return invalid_param("logprobs", "'logprobs' must be a boolean");
       r.logprobs = lp->get<bool>();
       if (auto e = integer(body, "top_logprobs", 0, 20, i)) return *e;
       if (field(body, "top_logprobs")) {
-        if (!r.logprobs) return bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        if (!r.logprobs) return invalid_param("top_logprobs", "'top_logprobs' needs 'logprobs': true");
         r.top_logprobs = static_cast<int>(i);
       }
     } else {
@@ -375,13 +367,13 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
 
   if (auto e = parse_output_grammar(body, r.grammar)) return *e;
   if (auto e = parse_triggers(body, r.grammar_triggers)) return *e;
-  if (!r.grammar_triggers.empty() && !r.grammar) return bad("grammar_lazy", "'grammar_lazy' needs a 'grammar' (or 'json_schema') to start");
+  if (!r.grammar_triggers.empty() && !r.grammar) return invalid_param("grammar_lazy", "'grammar_lazy' needs a 'grammar' (or 'json_schema') to start");
 
   std::string text;
   bool add_bos = ctx.tok->add_bos();
   if (chat) {
     const json* msgs = field(body, "messages");
-    if (!msgs) return bad("messages", "'messages' is required");
+    if (!msgs) return invalid_param("messages", "'messages' is required");
     json norm;
     if (auto e = normalize_messages(*msgs, norm)) return *e;
     json extra = json::object();
@@ -391,16 +383,16 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
     if (!treq.tools.empty()) {
       const toolcall::TemplateTools tt = ctx.template_tools ? *ctx.template_tools : toolcall::TemplateTools{};
       if (r.grammar && treq.choice != toolcall::ToolChoice::kNone)
-        return bad("tools", "'tools' cannot be combined with 'grammar', 'json_schema' or a JSON 'response_format' (unless tool_choice is 'none')");
+        return invalid_param("tools", "'tools' cannot be combined with 'grammar', 'json_schema' or a JSON 'response_format' (unless tool_choice is 'none')");
       auto plan = toolcall::plan_tool_calls(tt, treq);
       if (!plan) {
         const std::string& m = plan.error().message;  // "tools[i].function.parameters: ..." names its field
         const size_t colon = m.find(": ");
-        return bad(m.starts_with("tools[") && colon != std::string::npos ? m.substr(0, colon) : "tools", m);
+        return invalid_param(m.starts_with("tools[") && colon != std::string::npos ? m.substr(0, colon) : "tools", m);
       }
       if (!plan->gbnf.empty()) {
         auto g = parse_gbnf(plan->gbnf);
-        if (!g) return bad("tools", "tool-call grammar: " + g.error().message);
+        if (!g) return invalid_param("tools", "tool-call grammar: " + g.error().message);
         r.grammar = std::make_shared<const Grammar>(std::move(*g));
         r.grammar_triggers = plan->triggers;
         r.tools = std::make_shared<const toolcall::ToolPlan>(*plan);
@@ -412,32 +404,32 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
     if (const json* kw = field(body, "chat_template_kwargs"); kw && kw->is_object())
       for (auto it = kw->begin(); it != kw->end(); ++it) extra[it.key()] = it.value();
     auto rendered = render_chat(*ctx.file, *ctx.tok, norm, extra, ctx.chat_template ? *ctx.chat_template : std::string());
-    if (!rendered) return bad("messages", "chat template: " + rendered.error().message);
+    if (!rendered) return invalid_param("messages", "chat template: " + rendered.error().message);
     text = *rendered + suffix;
     if (add_bos && ctx.tok->bos_id() >= 0 && text.starts_with(ctx.tok->token_text(ctx.tok->bos_id()))) add_bos = false;
     r.prompt = ctx.tok->encode(text, add_bos, /*parse_special=*/true);
   } else {
     const json* p = field(body, "prompt");
-    if (!p) return bad("prompt", "'prompt' is required");
+    if (!p) return invalid_param("prompt", "'prompt' is required");
     if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
     if (p->is_string()) {
       r.prompt = ctx.tok->encode(p->get<std::string>(), add_bos, /*parse_special=*/true);
     } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
       for (const json& t : *p) {
         if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
-          return bad("prompt", fmt::format("'prompt' token {} is not in [0, {})", t.dump(), n_vocab));
+          return invalid_param("prompt", fmt::format("'prompt' token {} is not in [0, {})", t.dump(), n_vocab));
         r.prompt.push_back(t.get<int32_t>());
       }
     } else {
-      return bad("prompt", "'prompt' must be a string, a one-string array or an array of token ids");
+      return invalid_param("prompt", "'prompt' must be a string, a one-string array or an array of token ids");
     }
   }
-  if (r.prompt.empty()) return bad(chat ? "messages" : "prompt", "the prompt is empty");
+  if (r.prompt.empty()) return invalid_param(chat ? "messages" : "prompt", "the prompt is empty");
 
   const int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
   const int64_t want = n_prompt + std::max<int64_t>(r.n_predict, 0);
   if (n_prompt >= ctx.n_ctx_slot || want > ctx.n_ctx_slot) {
-    ApiError e = bad(chat ? "messages" : "prompt", "");
+    ApiError e = invalid_param(chat ? "messages" : "prompt", "");
     e.code = "context_length_exceeded";
     e.message = fmt::format(
         "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the {}, {} in "
@@ -446,7 +438,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
         std::max<int64_t>(r.n_predict, r.n_predict < 0 ? 1 : 0), chat ? "messages" : "prompt");
     return e;
   }
-  if (Status st = validate(sp, n_vocab); !st) return bad("", st.error().message);
+  if (Status st = validate(sp, n_vocab); !st) return invalid_param("", st.error().message);
   return r;
 }
 

@@ -36,6 +36,13 @@ struct ApiError {
   std::string code;                            // "" -> null
 };
 json error_json(const ApiError& e);  // {"error": {"message", "type", "param", "code"}}
+// A 400 invalid_request_error naming the offending field: invalid_param("top_p", "must be in [0, 1]").
+inline ApiError invalid_param(std::string param, std::string message) {
+  ApiError e;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  return e;
+}
 
 struct CompletionRequest {
   bool chat = true;

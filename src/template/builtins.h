@@ -31,6 +31,15 @@ const TestDef* find_test(std::string_view name);
 // jinja2 builtins this engine does not implement (named in the error instead of "unknown").
 bool is_unsupported_filter(std::string_view name);
 
+// One entry of a type's method table (methods.cpp: str; methods-containers.cpp: list, tuple,
+// dict); `mutating` ones are hidden in an immutable sandbox.
+using Method = Value (*)(Interp& in, const Value& self, CallArgs& a);
+struct MethodDef {
+  const char* name;
+  Method fn;
+  bool mutating;
+};
+
 // A Python method of a str, list or dict (`'a,b'.split(',')`), bound to its receiver;
 // undefined when the type has no such method. `immutable` hides the mutating ones, as the
 // ImmutableSandboxedEnvironment does (calling them is then a security error).

@@ -13,8 +13,6 @@
 namespace minfer::jinja {
 namespace {
 
-using Method = Value (*)(Interp& in, const Value& self, CallArgs& a);
-
 int64_t norm_index(int64_t i, size_t n) { return i < 0 ? i + static_cast<int64_t>(n) : i; }
 
 Value l_append(Interp& in, const Value& self, CallArgs& a) {
@@ -193,12 +191,6 @@ Value d_clear(Interp&, const Value& self, CallArgs& a) {
   self.dict_obj().clear();
   return Value::none();
 }
-
-struct MethodDef {
-  const char* name;
-  Method fn;
-  bool mutating;
-};
 
 const MethodDef kListMethods[] = {
     {"append", l_append, true}, {"extend", l_extend, true}, {"insert", l_insert, true},

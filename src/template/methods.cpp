@@ -13,8 +13,6 @@
 namespace minfer::jinja {
 namespace {
 
-using Method = Value (*)(Interp& in, const Value& self, CallArgs& a);
-
 const std::string& str_arg(const Value& v, const char* method) {
   if (!v.is_string())
     type_error(fmt::format("{}() argument must be str, not {}", method, v.type_name()));
@@ -344,12 +342,6 @@ Value markup_call(Method fn, Interp& in, const Value& self, const std::string& n
   for (const char* n : kKeepText) wrap |= name == n;
   return wrap ? as_markup(fn(in, self, a)) : fn(in, self, a);
 }
-
-struct MethodDef {
-  const char* name;
-  Method fn;
-  bool mutating;
-};
 
 const MethodDef kStrMethods[] = {
     {"find", s_find, false}, {"rfind", s_rfind, false}, {"index", s_index, false},

@@ -261,6 +261,10 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   // A fixed send buffer (accepted sockets inherit it): what a page does not read piles up in its
   // EventHub queue, where it is counted and reported as "lagged", instead of in a kernel buffer
   // that autotuning may grow to megabytes on one machine and not on another.
+  // A page that stops reading (a background tab, a paused debugger) keeps its stream for 30 s
+  // of blocked writes, not httplib's 5 s: when it reads again it gets "lagged" and goes on,
+  // instead of finding the stream cut whenever a run outlasts 5 s.
+  http.set_write_timeout(30, 0);
   http.set_socket_options([](socket_t sock) {
     httplib::default_socket_options(sock);
     const int sndbuf = 256 * 1024;
