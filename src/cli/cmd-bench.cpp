@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/context-options.h"
 #include "core/process-memory.h"
 #include "quantize/mix.h"
 #include "models/model.h"
@@ -74,6 +75,7 @@ std::string human_params(uint64_t n) {
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Prompt-processing and generation speed (like llama-bench)", "minfer bench"};
   std::string model, p_list = "512", n_list = "128", out = "md", kv = "f16";
+  bool swa_full = false;
   int reps = 3, n_threads = 0, n_batch = 512;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
   app.add_option("-p,--n-prompt", p_list, "prompt lengths (comma-separated; 0 = none)")->capture_default_str();
@@ -82,6 +84,7 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
   app.add_option("-b,--batch-size", n_batch, "most prompt tokens per graph")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_option("--kv-type", kv, "KV cache type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+  add_swa_full_flag(app, swa_full);
   app.add_option("-o,--output", out, "output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   try {
     app.parse(argc, argv);
@@ -107,6 +110,7 @@ int cmd_bench(int argc, char** argv) {
   sp.n_batch = n_batch;
   sp.n_threads = n_threads;
   sp.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  sp.swa_full = swa_full;
   if (static_cast<int64_t>(max_len) > (*m)->hparams().n_ctx_train && (*m)->hparams().n_ctx_train > 0)
     return fail("bench", fmt::format("a test of {} tokens exceeds the model's context of {}", max_len, (*m)->hparams().n_ctx_train));
   auto s = Session::create(*m, sp);

@@ -80,6 +80,7 @@ Conversation::Plan Conversation::plan(const std::string& text) const {
   std::vector<int32_t> full = encode_full(text);
   size_t l = 0;
   while (l < full.size() && l < kv_tokens_.size() && full[l] == kv_tokens_[l]) ++l;
+  if (!s_.can_keep(static_cast<int>(l))) l = 0;  // a sliding-window ring lost that prefix's window
   p.n_keep = static_cast<int>(l);
   p.tokens.assign(full.begin() + static_cast<std::ptrdiff_t>(l), full.end());
   return p;
@@ -141,6 +142,7 @@ Status Conversation::clear() {
     k = i + 1;
     text_len = ends[i];
   }
+  if (!s_.can_keep(static_cast<int>(k))) k = text_len = 0;
   MINFER_TRY(s_.truncate(static_cast<int>(k)));
   kv_tokens_.resize(k);
   kv_text_.resize(text_len);
@@ -224,7 +226,7 @@ Expected<TurnStats> Conversation::regen(const GenerateParams& gp, int n_reserve,
   // Replay the last turn's prefill exactly (same tokens, same batch, same logits) when the
   // cache still has its prefix; the sampler gets the window it had then and keeps its RNG.
   if (last_.valid && last_.n_msgs == n_msgs && static_cast<int>(kv_tokens_.size()) >= last_.n_keep &&
-      *text == last_.prompt_text) {
+      *text == last_.prompt_text && s_.can_keep(last_.n_keep)) {
     MINFER_TRY(s_.truncate(last_.n_keep));
     kv_tokens_.resize(static_cast<size_t>(last_.n_keep));
     SamplerState state = last_.sampler;
@@ -305,6 +307,12 @@ Status Conversation::close_turn(const std::string& prompt_text, TurnStats& st) {
     if (!r->starts_with(prompt_text)) return Status::ok();  // it rewrites the turn: the next one re-renders
     // The cache holds text the reply does not (a stop string): go back to the prompt's end.
     const int n = last_.n_keep + static_cast<int>(last_.prompt.size());
+    if (!s_.can_keep(n)) {  // a sliding-window ring lost the prompt end's window: the next turn re-reads all
+      s_.clear();
+      kv_tokens_.clear();
+      kv_text_.clear();
+      return Status::ok();
+    }
     MINFER_TRY(s_.truncate(n));
     kv_tokens_.resize(static_cast<size_t>(n));
     kv_text_ = prompt_text;

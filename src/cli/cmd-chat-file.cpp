@@ -148,9 +148,9 @@ Expected<KvFileContents> read_kv_file(const std::string& kv_path, const ModelIde
   const uint64_t want = kHeaderBytes + uint64_t{n_past} * 4 + text_bytes + kv_bytes + 8;
   if (text_bytes > b.size() || kv_bytes > b.size() || want != b.size())
     return make_error("'{}' is {} bytes but its header describes {} (truncated or corrupt)", kv_path, b.size(), want);
-  if (kv_bytes != uint64_t{n_past} * s.kv_row_bytes())
+  if (kv_bytes != s.kv_export_bytes(static_cast<int>(n_past)))
     return make_error("'{}' has {} KV bytes for {} positions, expected {}", kv_path, kv_bytes, n_past,
-                      uint64_t{n_past} * s.kv_row_bytes());
+                      s.kv_export_bytes(static_cast<int>(n_past)));
   const uint64_t sum = fnv1a64(b.data(), b.size() - 8);
   if (sum != get_u64(b.data() + b.size() - 8))
     return make_error("'{}' fails its checksum (corrupt)", kv_path);

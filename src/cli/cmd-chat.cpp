@@ -24,6 +24,7 @@
 #include "cli/cmd-chat-file.h"
 #include "cli/cmd-chat-input.h"
 #include "cli/commands.h"
+#include "cli/context-options.h"
 #include "cli/sampling-options.h"
 #include "cli/spec-options.h"
 #include "core/thread-pool.h"
@@ -287,6 +288,8 @@ int cmd_chat(int argc, char** argv) {
   app.add_option("-b,--batch-size", n_batch, "most prompt tokens per graph")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_option("--kv-type", kv, "KV cache element type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
   app.add_flag("-v,--verbose", verbose, "per-turn prefill and speed lines on a terminal too");
+  bool swa_full = false;
+  add_swa_full_flag(app, swa_full);
   add_sampling_options(app, so);
   add_spec_options(app, spo);
   try {
@@ -319,6 +322,7 @@ int cmd_chat(int argc, char** argv) {
   p.n_batch = n_batch;
   p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
   p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  p.swa_full = swa_full;
   auto session = Session::create(*m, p);
   if (!session) return fail("", session.error().message);
   Session& s = **session;

@@ -15,6 +15,7 @@
 
 #include "runtime/chat-prompt.h"
 #include "cli/commands.h"
+#include "cli/context-options.h"
 #include "cli/graph-dump.h"
 #include "cli/sampling-options.h"
 #include "cli/spec-options.h"
@@ -65,6 +66,8 @@ int cmd_generate(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "print the rendered prompt and sampler chain to stderr");
   std::string ids_out;
   app.add_option("--ids-out", ids_out, "write {\"prompt\": [ids], \"generated\": [ids]} as JSON to this file (for oracle comparisons)");
+  bool swa_full = false;
+  add_swa_full_flag(app, swa_full);
   add_sampling_options(app, so);
   add_spec_options(app, spo);
   try {
@@ -121,6 +124,7 @@ int cmd_generate(int argc, char** argv) {
   p.n_batch = n_batch;
   p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
   p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  p.swa_full = swa_full;
   auto session = Session::create(*m, p);
   if (!session) return fail("", session.error().message);
   Session& s = **session;

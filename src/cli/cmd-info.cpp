@@ -1,4 +1,4 @@
-// `minfer info MODEL [--json] [--tensors] [-c N] [--kv-type f16|f32]`
+// `minfer info MODEL [--json] [--tensors] [-c N] [-b N] [--kv-type f16|f32] [--swa-full]`
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/context-options.h"
 #include "gguf/reader.h"
 #include "models/model.h"
 #include "runtime/chat-prompt.h"
+#include "runtime/context.h"
 
 namespace minfer::cli {
 namespace {
@@ -109,6 +111,8 @@ int cmd_info(int argc, char** argv) {
   std::string model;
   bool as_json = false, tensors = false;
   int64_t n_ctx = 4096;
+  int n_batch = 512;
+  bool swa_full = false;
   std::string kv_type = "f16";
   app.add_option("MODEL", model, "GGUF file (first part of a split model) or cached model name")->required();
   app.add_flag("--json", as_json, "print one JSON object (metadata in full, tensors, summary)");
@@ -117,6 +121,9 @@ int cmd_info(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--kv-type", kv_type, "KV cache element type for the estimate")
       ->check(CLI::IsMember({"f16", "f32"}));
+  app.add_option("-b,--batch-size", n_batch, "batch size for the estimate (a sliding-window ring holds n_swa + n_batch rows)")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  add_swa_full_flag(app, swa_full);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -138,10 +145,15 @@ int cmd_info(int argc, char** argv) {
   int64_t n_swa_layers = 0;
   if (hp)
     for (int64_t il = 0; il < hp->n_layer; ++il) n_swa_layers += hp->is_swa(il) ? 1 : 0;
+  // The cache as a context allocates it: every layer n_ctx rows, except that sliding-window
+  // layers hold a ring of Context::swa_ring_rows (0: they cache the whole context too).
   const uint64_t kv_elem = kv_type == "f32" ? 4 : 2;
-  const uint64_t kv_bytes = static_cast<uint64_t>(s.n_layer) * static_cast<uint64_t>(n_ctx) *
-                            static_cast<uint64_t>(s.n_head_kv) *
-                            static_cast<uint64_t>(s.head_dim_k + s.head_dim_v) * kv_elem;
+  const uint64_t kv_row = static_cast<uint64_t>(s.n_head_kv) * static_cast<uint64_t>(s.head_dim_k + s.head_dim_v) * kv_elem;
+  const int swa_ring = hp ? Context::swa_ring_rows(*hp, static_cast<int>(n_ctx), n_batch, swa_full) : 0;
+  const int64_t n_ring_layers = swa_ring > 0 ? n_swa_layers : 0;
+  const uint64_t kv_bytes_full = static_cast<uint64_t>(s.n_layer - n_ring_layers) * static_cast<uint64_t>(n_ctx) * kv_row;
+  const uint64_t kv_bytes_swa = static_cast<uint64_t>(n_ring_layers) * static_cast<uint64_t>(swa_ring) * kv_row;
+  const uint64_t kv_bytes = kv_bytes_full + kv_bytes_swa;
 
   if (as_json) {
     json j;
@@ -181,7 +193,10 @@ int cmd_info(int argc, char** argv) {
                     {"n_expert", hp ? hp->n_expert : 0}, {"n_expert_used", hp ? hp->n_expert_used : 0},
                     {"chat_template_fallback", tmpl.fallback ? json(std::string(tmpl.fallback->name)) : json(nullptr)}};
     j["memory"] = {{"n_ctx", n_ctx}, {"kv_type", kv_type}, {"weights_bytes", s.weight_bytes},
-                   {"kv_bytes", kv_bytes}, {"total_bytes", s.weight_bytes + kv_bytes}};
+                   {"kv_bytes", kv_bytes}, {"total_bytes", s.weight_bytes + kv_bytes},
+                   {"n_batch", n_batch}, {"swa_full", swa_full},
+                   {"kv_layers_full", s.n_layer - n_ring_layers}, {"kv_bytes_full_layers", kv_bytes_full},
+                   {"kv_layers_swa", n_ring_layers}, {"kv_rows_swa", swa_ring}, {"kv_bytes_swa_layers", kv_bytes_swa}};
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -203,8 +218,12 @@ int cmd_info(int argc, char** argv) {
   line("rope", fmt::format("freq base {}", static_cast<float>(s.rope_base)));
   line("rms norm eps", fmt::format("{}", static_cast<float>(s.rms_eps)));
   if (hp && hp->n_swa > 0)
-    line("sliding window", fmt::format("{} positions on {} of {} layers (their RoPE base {}); the KV cache holds "
-                                       "the whole context", hp->n_swa, n_swa_layers, hp->n_layer, hp->rope_freq_base_swa));
+    line("sliding window",
+         fmt::format("{} positions on {} of {} layers (their RoPE base {}); {}", hp->n_swa, n_swa_layers, hp->n_layer,
+                     hp->rope_freq_base_swa,
+                     swa_ring > 0 ? fmt::format("their KV cache is a ring of {} rows (n_swa + n_batch)", swa_ring)
+                                  : std::string(swa_full ? "their KV cache holds the whole context (--swa-full)"
+                                                         : "their KV cache holds the whole context (no longer than the ring)")));
   if (hp && (hp->attn_softcap > 0 || hp->final_softcap > 0))
     line("soft-capping", fmt::format("attention {}, final logits {}", hp->attn_softcap, hp->final_softcap));
   if (hp && hp->n_expert > 0)
@@ -241,6 +260,10 @@ int cmd_info(int argc, char** argv) {
   line("memory", fmt::format("weights {} + KV cache {} (ctx {}, {}) = {}", human_bytes(static_cast<double>(s.weight_bytes)),
                              human_bytes(static_cast<double>(kv_bytes)), n_ctx, kv_type,
                              human_bytes(static_cast<double>(s.weight_bytes + kv_bytes))));
+  if (n_ring_layers > 0)
+    line("KV cache", fmt::format("{} on {} full-attention layers ({} rows) + {} on {} sliding-window layers ({} rows)",
+                                 human_bytes(static_cast<double>(kv_bytes_full)), s.n_layer - n_ring_layers, n_ctx,
+                                 human_bytes(static_cast<double>(kv_bytes_swa)), n_ring_layers, swa_ring));
   if (tensors) {
     out += fmt::format("\n{:<40} {:<7} {:<24} {:>12} {:>12}\n", "tensor", "type", "shape", "offset", "bytes");
     for (const GgufTensor& t : f.tensors()) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/context-options.h"
 #include "core/thread-pool.h"
 #include "models/model.h"
 #include "runtime/session.h"
@@ -39,6 +40,7 @@ double log_prob(std::span<const float> row, int32_t target) {
 int cmd_perplexity(int argc, char** argv) {
   CLI::App app{"Perplexity of a model on a text file (llama-perplexity's method)", "minfer perplexity"};
   std::string model, file, kv = "f16";
+  bool swa_full = false;
   int n_ctx = 512, n_batch = 0, n_threads = 0, max_chunks = 0;
   bool json = false;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
@@ -48,6 +50,7 @@ int cmd_perplexity(int argc, char** argv) {
   app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
   app.add_option("--chunks", max_chunks, "score at most N chunks (0 = all)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--kv-type", kv, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  add_swa_full_flag(app, swa_full);
   app.add_flag("--json", json, "also print a JSON line with the figures");
   try {
     app.parse(argc, argv);
@@ -76,6 +79,7 @@ int cmd_perplexity(int argc, char** argv) {
   p.n_batch = n_batch > 0 ? n_batch : n_ctx;
   p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
   p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  p.swa_full = swa_full;
   auto session = Session::create(*m, p);
   if (!session) return fail("perplexity", session.error().message);
   Session& s = **session;

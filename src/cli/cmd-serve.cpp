@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/context-options.h"
 #include "cli/spec-options.h"
 #include "core/thread-pool.h"
 #include "models/model.h"
@@ -23,6 +24,7 @@ namespace minfer::cli {
 int cmd_serve(int argc, char** argv) {
   CLI::App app{"Serve MODEL over an OpenAI-compatible HTTP API (docs/server-api.md)", "minfer serve"};
   std::string model, kv = "f16";
+  bool swa_full = false;
   server::ServerParams sp;
   server::EngineParams ep;
   int n_ctx = 2048;
@@ -43,6 +45,7 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--queue", ep.max_queue, "requests waiting for a slot before 503 + Retry-After")
       ->capture_default_str()->check(CLI::Range(0, 1 << 16));
   app.add_option("--kv-type", kv, "KV cache element type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+  add_swa_full_flag(app, swa_full);
   app.add_option("--max-body-mb", max_body_mb, "largest request body (413 above)")->capture_default_str()->check(CLI::Range(0.001, 1024.0));
   app.add_option("-n,--n-predict", sp.default_n_predict, "max_tokens of requests without one (-1: until end or context full)")
       ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
@@ -114,6 +117,7 @@ int cmd_serve(int argc, char** argv) {
   const int64_t n_train = (*m)->hparams().n_ctx_train;
   ep.n_ctx_slot = n_train > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, n_train)) : n_ctx;
   ep.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  ep.swa_full = swa_full;
   sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
   server::EngineDraft draft;
   std::optional<LoadedDraft> loaded;

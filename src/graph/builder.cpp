@@ -214,7 +214,7 @@ int GraphBuilder::attn(std::string name, int q, int k, int v, int pos, int n_hea
   const int64_t hd_v = vn.ne[0] / n_head_kv;
   Node n = make(std::move(name), Op::kAttn, DType::F32, Shape{hd_v * n_head, n_tokens, 1, 1}, {q, k, v, pos});
   n.params.n_head_kv = n_head_kv;
-  MINFER_ASSERT(o.window >= 0 && o.softcap >= 0.0f);
+  MINFER_ASSERT(o.window >= 0 && o.softcap >= 0.0f && (!check_pos || o.ring == 0));
   n.params.attn_scale = o.scale;
   n.params.attn_window = o.window;
   n.params.attn_softcap = o.softcap;
@@ -231,6 +231,9 @@ int GraphBuilder::attn_ranges(std::string name, int q, int k, int v, int ranges,
   Node& n = g_.nodes[static_cast<size_t>(id)];
   n.src[3] = ranges;
   n.params.attn_ranges = true;
+  // A ring holds every key of a window at once (the window plus the batch's new rows).
+  MINFER_ASSERT(o.ring >= 0 && (o.ring == 0 || (o.window > 0 && o.ring >= o.window)));
+  n.params.attn_ring = o.ring;
   return id;
 }
 

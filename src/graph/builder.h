@@ -65,6 +65,7 @@ class GraphBuilder {
     float scale = 1.0f;
     int32_t window = 0;
     float softcap = 0.0f;
+    int32_t ring = 0;  // attn_ranges only: rows per sequence of a ring cache (OpParams::attn_ring)
   };
   // q [hd, n_head, n_tokens]; k, v: stored caches; pos I32 [n_tokens]. Query t attends to cache
   // rows 0..pos[t] (the last `window` of them with a window). Output [hd_v * n_head, n_tokens].

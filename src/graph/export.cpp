@@ -81,6 +81,7 @@ std::string params_json(const Node& n) {
     case Op::kAttn: {
       std::string o = fmt::format("\"layer\":{},\"n_head_kv\":{},\"scale\":{}", p.layer, p.n_head_kv, p.attn_scale);
       if (p.attn_window > 0) o += fmt::format(",\"window\":{}", p.attn_window);
+      if (p.attn_ring > 0) o += fmt::format(",\"ring\":{}", p.attn_ring);
       if (p.attn_softcap > 0) o += fmt::format(",\"softcap\":{}", p.attn_softcap);
       return o;
     }

@@ -42,6 +42,9 @@ struct OpParams {
   int32_t attn_window = 0;     // kAttn: sliding window: a query at position p reads positions
                                // p - window + 1 .. p only (0: every earlier position)
   float attn_softcap = 0.0f;   // kAttn: scores become c * tanh(score / c) before the softmax (0: off)
+  int32_t attn_ring = 0;       // kAttn with ranges: each sequence's rows are a ring of this many
+                               // rows from its first row, position p at first + p mod ring (a
+                               // sliding-window layer's cache; 0: position p at first + p)
   float scale = 1.0f;          // kScale: the factor; kSoftcap: the cap c
   int32_t top_k = 0;           // kTopK: k
   bool moe_norm = false;       // kMoeWeights: divide the selected weights by their sum

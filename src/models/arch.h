@@ -162,6 +162,7 @@ class LlmBuilder {
   std::map<std::string, int> weights_;
   int tokens_ = -1, pos_ = -1, out_ids_ = -1, rope_freqs_ = -1;
   int kv_rows_ = -1, kv_ranges_ = -1;  // multi_seq inputs
+  int kv_rows_swa_ = -1, kv_ranges_swa_ = -1;  // swa_ring inputs
 };
 
 // The Llama block (llama.cpp): pre-norm attention and SwiGLU FFN with residuals, the FFN a

@@ -15,6 +15,11 @@ LlmBuilder::LlmBuilder(const Model& m, const GraphParams& p) : m_(m), hp_(m.hpar
   if (p.multi_seq) {
     kv_rows_ = b_.input(kInpKvRows, DType::I32, {p.n_tokens});
     kv_ranges_ = b_.input(kInpKvRanges, DType::I32, {3, p.n_tokens});
+    if (p.swa_ring > 0) {
+      MINFER_ASSERT(hp_.n_swa > 0 && p.swa_ring >= hp_.n_swa && p.n_ctx_swa >= p.swa_ring);
+      kv_rows_swa_ = b_.input(kInpKvRowsSwa, DType::I32, {p.n_tokens});
+      kv_ranges_swa_ = b_.input(kInpKvRangesSwa, DType::I32, {3, p.n_tokens});
+    }
   }
   if (m.weights().rope_freqs) rope_freqs_ = weight(m.weights().rope_freqs);
 }
@@ -75,13 +80,17 @@ int LlmBuilder::attention(int il, int x, AttnBlock opts) {
   o.window = hp_.is_swa(il) ? static_cast<int32_t>(hp_.n_swa) : 0;
   o.softcap = hp_.attn_softcap;
 
-  const int k_cache = b_.kv_cache(p + "cache_k", il, false, p_.kv_type, hp_.n_embd_k(), p_.n_ctx);
-  const int v_cache = b_.kv_cache(p + "cache_v", il, true, p_.kv_type, hp_.n_embd_v(), p_.n_ctx);
-  const int rows = p_.multi_seq ? kv_rows_ : pos_;
+  // A sliding-window layer's cache is a ring of the window and a batch when the context asks.
+  const bool ring = o.window > 0 && kv_rows_swa_ >= 0;
+  if (ring) o.ring = static_cast<int32_t>(p_.swa_ring);
+  const int64_t cache_rows = ring ? p_.n_ctx_swa : p_.n_ctx;
+  const int k_cache = b_.kv_cache(p + "cache_k", il, false, p_.kv_type, hp_.n_embd_k(), cache_rows);
+  const int v_cache = b_.kv_cache(p + "cache_v", il, true, p_.kv_type, hp_.n_embd_v(), cache_rows);
+  const int rows = ring ? kv_rows_swa_ : p_.multi_seq ? kv_rows_ : pos_;
   const int k_stored = b_.kv_store(p + "cache_k.store", k_cache, k, rows);
   const int v_stored = b_.kv_store(p + "cache_v.store", v_cache, v, rows);
   const int n_kv = static_cast<int>(hp_.n_head_kv);
-  if (p_.multi_seq) return b_.attn_ranges(p + "attn", q, k_stored, v_stored, kv_ranges_, n_kv, o);
+  if (p_.multi_seq) return b_.attn_ranges(p + "attn", q, k_stored, v_stored, ring ? kv_ranges_swa_ : kv_ranges_, n_kv, o);
   return b_.attn(p + "attn", q, k_stored, v_stored, pos_, n_kv, o);
 }
 
@@ -147,6 +156,7 @@ Graph build_decoder_kv_move(const Model& m, const KvMoveParams& p) {
   }
   std::vector<int> outs;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if ((p.layers == KvLayers::kFull && hp.is_swa(il)) || (p.layers == KvLayers::kSwa && !hp.is_swa(il))) continue;
     const std::string pre = fmt::format("blk.{}.", il);
     const int li = static_cast<int>(il);
     const int kc = b.kv_cache(pre + "cache_k", li, false, p.kv_type, hp.n_embd_k(), p.n_ctx);

@@ -107,6 +107,11 @@ struct GraphParams {
   // is stored at and the rows it attends to come from kInpKvRows / kInpKvRanges instead of
   // following from kInpPos (which then only drives RoPE).
   bool multi_seq = false;
+  // multi_seq only: the sliding-window layers' caches are rings of swa_ring rows per sequence
+  // (n_ctx_swa rows in all), position p of a sequence at its first row + p mod swa_ring; their
+  // rows come from kInpKvRowsSwa / kInpKvRangesSwa. 0: they are full caches like the others.
+  int64_t swa_ring = 0;
+  int64_t n_ctx_swa = 0;
 
   bool operator==(const GraphParams&) const = default;
 };
@@ -117,6 +122,8 @@ inline constexpr const char* kInpPos = "inp_pos";          // I32 [n_tokens] pos
 inline constexpr const char* kInpOutIds = "inp_out_ids";   // I32 [n_out] rows kept for the output
 inline constexpr const char* kInpKvRows = "inp_kv_rows";     // multi_seq: I32 [n_tokens] cache row per token
 inline constexpr const char* kInpKvRanges = "inp_kv_ranges"; // multi_seq: I32 [3, n_tokens] (first, rows, seq rows)
+inline constexpr const char* kInpKvRowsSwa = "inp_kv_rows_swa";     // swa_ring: the same for the ring caches
+inline constexpr const char* kInpKvRangesSwa = "inp_kv_ranges_swa";
 inline constexpr const char* kOutLogits = "result_output"; // F32 [n_vocab, n_out]
 // The third kInpKvRanges value of a token whose arithmetic must not depend on the batch (the
 // server's batch-invariant mode): as if its sequence had an unbounded number of rows.
@@ -128,11 +135,13 @@ inline constexpr int32_t kAttnRowsInvariant = 0x7fffffff;
 // written to rows kInpKvDst. Removing positions (the rest shifts down, rotated) and copying a
 // prefix from one sequence's rows to another's are both such a move; it runs on the backends
 // that hold the caches, never through the host.
+enum class KvLayers { kAll, kFull, kSwa };  // which layers' caches a move graph edits
 struct KvMoveParams {
   int64_t n_rows = 1;   // rows moved
-  int64_t n_ctx = 512;  // KV cache rows (as GraphParams::n_ctx)
+  int64_t n_ctx = 512;  // rows of the edited caches (GraphParams::n_ctx, or n_ctx_swa for kSwa)
   DType kv_type = DType::F16;
   bool rotate = false;
+  KvLayers layers = KvLayers::kAll;  // kFull / kSwa: only the full-context / sliding-window layers
 
   bool operator==(const KvMoveParams&) const = default;
 };

@@ -19,6 +19,7 @@ size_t kv_elem_bytes(DType t) { return t == DType::F16 ? 2 : 4; }
 struct GraphEntry {
   std::unique_ptr<PreparedGraph> pg;
   int tokens = -1, pos = -1, out_ids = -1, kv_rows = -1, kv_ranges = -1, logits = -1;  // forward
+  int kv_rows_swa = -1, kv_ranges_swa = -1;                                          // rings
   int src = -1, dst = -1, shift = -1;                                                // KV move
   uint64_t last_use = 0;
 };
@@ -53,13 +54,18 @@ struct Context::Impl {
   std::vector<std::unique_ptr<Backend>> backends;
   std::unique_ptr<Scheduler> sched;
   GraphCache<std::pair<int, int>> forward;     // by (n_tokens, n_out)
-  GraphCache<std::pair<int, bool>> moves;      // by (n_rows, rotate)
-  std::vector<int32_t> b_rows, b_ranges, b_out;
+  GraphCache<std::tuple<int, bool, KvLayers>> moves;  // by (n_rows, rotate, layers)
+  std::vector<int32_t> b_rows, b_ranges, b_out, b_rows_swa, b_ranges_swa;
   std::vector<int> len, rows_of;  // decode(): [n_seq] lengths after the batch, its rows per sequence
   std::vector<float> logits;  // [n_out][n_vocab]
 
   Expected<GraphEntry*> forward_graph(const Model& m, const ContextParams& p, int n_ctx_total, int n_tokens, int n_out,
-                                      ContextStats& stats);
+                                      int ring, int n_seq, ContextStats& stats);
+  // The KV move graph of n rows of `layers` (whose caches have n_ctx rows), built on first use.
+  Expected<GraphEntry*> move_graph(const Model& m, const ContextParams& p, int n, bool rotate, KvLayers layers,
+                                   int64_t n_ctx, ContextStats& stats);
+  // Runs it: rows src[i] -> dst[i] (n of each), K rotated by `shift` positions when it rotates.
+  Status run_move(GraphEntry& e, std::span<const int32_t> src, std::span<const int32_t> dst, int32_t shift);
 
   ~Impl() {
     forward.entries.clear();  // arenas go back to the backends before they are destroyed
@@ -87,6 +93,8 @@ Expected<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> 
   c->n_threads_ = p.n_threads > 0 ? p.n_threads : hardware_threads();
   c->model_ = std::move(model);
   c->seq_len_.assign(static_cast<size_t>(p.n_seq), 0);
+  c->swa_ring_ = swa_ring_rows(c->model_->hparams(), c->n_ctx_seq_, c->n_batch_, p.swa_full);
+  c->swa_lo_.assign(static_cast<size_t>(p.n_seq), 0);
   c->impl_ = std::make_unique<Impl>();
   std::vector<Backend*> raw;
   for (const std::string& n : *names) {
@@ -99,8 +107,21 @@ Expected<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> 
   return c;
 }
 
+int Context::swa_ring_rows(const ModelHparams& hp, int n_ctx_seq, int n_batch, bool swa_full) {
+  bool any = false;
+  for (int64_t il = 0; il < hp.n_layer; ++il) any = any || hp.is_swa(il);
+  if (!any || swa_full) return 0;
+  // The window of a batch's first token and the batch's own rows (one spare).
+  const int64_t ring = hp.n_swa + n_batch;
+  return ring < n_ctx_seq ? static_cast<int>(ring) : 0;
+}
+
+int Context::window_lo(int n) const {
+  return std::max<int>(0, n - static_cast<int>(model_->hparams().n_swa) + 1);
+}
+
 Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const ContextParams& p, int n_ctx_total, int n_tokens,
-                                                   int n_out, ContextStats& stats) {
+                                                   int n_out, int ring, int n_seq, ContextStats& stats) {
   Impl& im = *this;
   const auto key = std::make_pair(n_tokens, n_out);
   if (GraphEntry* e = im.forward.find(key)) return e;
@@ -110,6 +131,8 @@ Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const Context
   gp.n_ctx = n_ctx_total;
   gp.kv_type = p.kv_type;
   gp.multi_seq = true;
+  gp.swa_ring = ring;
+  gp.n_ctx_swa = static_cast<int64_t>(ring) * n_seq;
   auto pg = im.sched->prepare(m.build_graph(gp), {.fuse = p.fuse});
   if (!pg) return pg.error();
   GraphEntry e;
@@ -120,8 +143,11 @@ Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const Context
   e.out_ids = g.find(kInpOutIds);
   e.kv_rows = g.find(kInpKvRows);
   e.kv_ranges = g.find(kInpKvRanges);
+  e.kv_rows_swa = g.find(kInpKvRowsSwa);
+  e.kv_ranges_swa = g.find(kInpKvRangesSwa);
   e.logits = g.outputs.at(0);
   MINFER_ASSERT(e.tokens >= 0 && e.pos >= 0 && e.kv_rows >= 0 && e.kv_ranges >= 0 && (n_out == n_tokens || e.out_ids >= 0));
+  MINFER_ASSERT((ring > 0) == (e.kv_rows_swa >= 0 && e.kv_ranges_swa >= 0));
   ++stats.n_graph_builds;
   return &im.forward.insert(key, std::move(e));
 }
@@ -151,7 +177,7 @@ int Context::seq_len(int s) const {
 Expected<const PreparedGraph*> Context::graph(int n_tokens, int n_out) {
   if (n_tokens < 1 || n_tokens > n_batch_ || n_out < 1 || n_out > n_tokens)
     return make_error("context: no graph for n_tokens {} (1..{}) with n_out {} (1..n_tokens)", n_tokens, n_batch_, n_out);
-  auto e = impl_->forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n_tokens, n_out, stats_);
+  auto e = impl_->forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n_tokens, n_out, swa_ring_, p_.n_seq, stats_);
   if (!e) return e.error();
   return static_cast<const PreparedGraph*>((*e)->pg.get());
 }
@@ -180,6 +206,9 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
       return make_error("decode: token {} of sequence {} has position {}, expected {} (the next one)", i, s, pos, l);
     if (l >= n_ctx_seq_)
       return make_error("decode: context full: sequence {} has {} of {} positions", s, l, n_ctx_seq_);
+    if (swa_ring_ > 0 && l == seq_len_[static_cast<size_t>(s)] && window_lo(l) < ring_lo(s))
+      return make_error("decode: sequence {}'s sliding-window cache no longer holds positions {}..{} (it keeps {}..{})", s,
+                        window_lo(l), l - 1, ring_lo(s), l - 1);
     ++l;
     ++rows_of[static_cast<size_t>(s)];
   }
@@ -196,10 +225,20 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
     im.b_ranges[3 * k + 2] = p_.attn == AttnArith::kInvariant ? kAttnRowsInvariant : rows_of[static_cast<size_t>(s)];
     if (b.logits[k]) im.b_out.push_back(i);
   }
+  if (swa_ring_ > 0) {
+    im.b_rows_swa.resize(static_cast<size_t>(n));
+    im.b_ranges_swa = im.b_ranges;
+    for (int i = 0; i < n; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      const int32_t base = b.seq[k] * swa_ring_;
+      im.b_rows_swa[k] = base + b.pos[k] % swa_ring_;
+      im.b_ranges_swa[3 * k] = base;
+    }
+  }
   const int n_want = static_cast<int>(im.b_out.size());
   if (im.b_out.empty()) im.b_out.push_back(n - 1);  // a graph always has an output row
   const int n_out = static_cast<int>(im.b_out.size());
-  auto ge = im.forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n, n_out, stats_);
+  auto ge = im.forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n, n_out, swa_ring_, p_.n_seq, stats_);
   if (!ge) return ge.error();
   GraphEntry& e = **ge;
   PreparedGraph& pg = *e.pg;
@@ -208,6 +247,10 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
   MINFER_TRY(sched.set_input(pg, e.pos, b.pos.data(), b.pos.size() * sizeof(int32_t)));
   MINFER_TRY(sched.set_input(pg, e.kv_rows, im.b_rows.data(), im.b_rows.size() * sizeof(int32_t)));
   MINFER_TRY(sched.set_input(pg, e.kv_ranges, im.b_ranges.data(), im.b_ranges.size() * sizeof(int32_t)));
+  if (swa_ring_ > 0) {
+    MINFER_TRY(sched.set_input(pg, e.kv_rows_swa, im.b_rows_swa.data(), im.b_rows_swa.size() * sizeof(int32_t)));
+    MINFER_TRY(sched.set_input(pg, e.kv_ranges_swa, im.b_ranges_swa.data(), im.b_ranges_swa.size() * sizeof(int32_t)));
+  }
   if (e.out_ids >= 0) MINFER_TRY(sched.set_input(pg, e.out_ids, im.b_out.data(), static_cast<size_t>(n_out) * sizeof(int32_t)));
   MINFER_TRY(sched.compute(pg));
   ++stats_.n_computes;
@@ -215,6 +258,9 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
   im.logits.resize(static_cast<size_t>(n_out) * n_vocab_z);
   MINFER_TRY(sched.get_output(pg, e.logits, im.logits.data(), im.logits.size() * sizeof(float)));
   seq_len_.swap(len);
+  if (swa_ring_ > 0)
+    for (int s = 0; s < p_.n_seq; ++s)
+      swa_lo_[static_cast<size_t>(s)] = std::max(swa_lo_[static_cast<size_t>(s)], seq_len_[static_cast<size_t>(s)] - swa_ring_);
   stats_.n_tokens += n;
   return std::span<const float>(im.logits.data(), static_cast<size_t>(n_want) * n_vocab_z);
 }
@@ -233,35 +279,61 @@ Status Context::move_rows(std::span<const int32_t> src, std::span<const int32_t>
   for (size_t done = 0; done < src.size();) {
     const int left = static_cast<int>(src.size() - done);
     const int n = std::min(max_rows, static_cast<int>(std::bit_floor(static_cast<unsigned>(left))));
-    const auto key = std::make_pair(n, rotate);
-    GraphEntry* e = im.moves.find(key);
-    if (!e) {
-      auto pg = im.sched->prepare(model_->build_kv_move({.n_rows = n, .n_ctx = n_ctx_total, .kv_type = p_.kv_type,
-                                                         .rotate = rotate}),
-                                  {.fuse = p_.fuse});
-      if (!pg) return pg.error();
-      GraphEntry ne;
-      ne.pg = std::move(*pg);
-      ne.src = ne.pg->graph.find(kInpKvSrc);
-      ne.dst = ne.pg->graph.find(kInpKvDst);
-      ne.shift = rotate ? ne.pg->graph.find(kInpKvShift) : -1;
-      MINFER_ASSERT(ne.src >= 0 && ne.dst >= 0 && (!rotate || ne.shift >= 0));
-      e = &im.moves.insert(key, std::move(ne));
-      ++stats_.n_graph_builds;
-    }
-    const std::span<const int32_t> s = src.subspan(done, static_cast<size_t>(n));
-    const std::span<const int32_t> d = dst.subspan(done, static_cast<size_t>(n));
-    MINFER_TRY(im.sched->set_input(*e->pg, e->src, s.data(), s.size_bytes()));
-    MINFER_TRY(im.sched->set_input(*e->pg, e->dst, d.data(), d.size_bytes()));
-    if (rotate) {
-      const std::vector<int32_t> sh(static_cast<size_t>(n), shift);
-      MINFER_TRY(im.sched->set_input(*e->pg, e->shift, sh.data(), sh.size() * sizeof(int32_t)));
-    }
-    MINFER_TRY(im.sched->compute(*e->pg));
+    const KvLayers layers = swa_ring_ > 0 ? KvLayers::kFull : KvLayers::kAll;
+    auto e = im.move_graph(*model_, p_, n, rotate, layers, n_ctx_total, stats_);
+    if (!e) return e.error();
+    MINFER_TRY(im.run_move(**e, src.subspan(done, static_cast<size_t>(n)), dst.subspan(done, static_cast<size_t>(n)), shift));
     done += static_cast<size_t>(n);
   }
   ++stats_.n_kv_moves;
   return Status::ok();
+}
+
+// The ring caches' rows: one graph (every row is read before any is written, so a permutation
+// within a ring is safe), padded to a power of two by repeating the last pair.
+Status Context::move_ring_rows(std::vector<int32_t> src, std::vector<int32_t> dst, int32_t shift) {
+  MINFER_ASSERT(src.size() == dst.size() && !src.empty() && swa_ring_ > 0);
+  const int n = static_cast<int>(std::bit_ceil(src.size()));
+  src.resize(static_cast<size_t>(n), src.back());
+  dst.resize(static_cast<size_t>(n), dst.back());
+  auto e = impl_->move_graph(*model_, p_, n, shift != 0, KvLayers::kSwa, int64_t{swa_ring_} * p_.n_seq, stats_);
+  if (!e) return e.error();
+  return impl_->run_move(**e, src, dst, shift);
+}
+
+Expected<GraphEntry*> Context::Impl::move_graph(const Model& m, const ContextParams& p, int n, bool rotate,
+                                                KvLayers layers, int64_t n_ctx, ContextStats& stats) {
+  const auto key = std::make_tuple(n, rotate, layers);
+  if (GraphEntry* e = moves.find(key)) return e;
+  auto pg = sched->prepare(m.build_kv_move({.n_rows = n, .n_ctx = n_ctx, .kv_type = p.kv_type, .rotate = rotate,
+                                            .layers = layers}),
+                           {.fuse = p.fuse});
+  if (!pg) return pg.error();
+  GraphEntry ne;
+  ne.pg = std::move(*pg);
+  ne.src = ne.pg->graph.find(kInpKvSrc);
+  ne.dst = ne.pg->graph.find(kInpKvDst);
+  ne.shift = rotate ? ne.pg->graph.find(kInpKvShift) : -1;
+  MINFER_ASSERT(ne.src >= 0 && ne.dst >= 0 && (!rotate || ne.shift >= 0));
+  ++stats.n_graph_builds;
+  return &moves.insert(key, std::move(ne));
+}
+
+Status Context::Impl::run_move(GraphEntry& e, std::span<const int32_t> src, std::span<const int32_t> dst, int32_t shift) {
+  MINFER_ASSERT(src.size() == dst.size());
+  MINFER_TRY(sched->set_input(*e.pg, e.src, src.data(), src.size_bytes()));
+  MINFER_TRY(sched->set_input(*e.pg, e.dst, dst.data(), dst.size_bytes()));
+  if (e.shift >= 0) {
+    const std::vector<int32_t> sh(src.size(), shift);
+    MINFER_TRY(sched->set_input(*e.pg, e.shift, sh.data(), sh.size() * sizeof(int32_t)));
+  }
+  return sched->compute(*e.pg);
+}
+
+bool Context::can_keep(int s, int n) const {
+  MINFER_ASSERT(s >= 0 && s < p_.n_seq);
+  if (n < 0 || n > seq_len_[static_cast<size_t>(s)]) return false;
+  return swa_ring_ == 0 || n == 0 || window_lo(n) >= ring_lo(s);
 }
 
 Status Context::seq_rm(int s, int p0, int p1) {
@@ -272,6 +344,12 @@ Status Context::seq_rm(int s, int p0, int p1) {
     return make_error("seq_rm: cannot remove positions [{}, {}) of sequence {} ({} cached)", p0, p1, s, len);
   const int d = p1 - p0, n_move = len - p1;
   if (d == 0) return Status::ok();
+  // The rings: positions from p1 on move down; what is left must hold the next token's window.
+  const int lo = ring_lo(s), lo2 = lo <= p0 ? lo : std::max(p0, lo - d);
+  if (swa_ring_ > 0 && len - d > 0 && window_lo(len - d) < lo2)
+    return make_error("seq_rm: removing positions [{}, {}) of sequence {} leaves its sliding-window cache without "
+                      "positions {}..{} (it keeps only the last {}); reprocess the sequence instead",
+                      p0, p1, s, window_lo(len - d), lo2 - 1, swa_ring_);
   if (n_move > 0) {
     // Within one move graph every source row is read before any destination row is written,
     // and move_rows's pieces go front to back.
@@ -282,8 +360,18 @@ Status Context::seq_rm(int s, int p0, int p1) {
       dst[static_cast<size_t>(i)] = base + p0 + i;
     }
     MINFER_TRY(move_rows(src, dst, -d));
+    if (swa_ring_ > 0) {
+      std::vector<int32_t> rs, rd;
+      const int32_t rbase = s * swa_ring_;
+      for (int q = std::max(p1, lo); q < len; ++q) {
+        rs.push_back(rbase + q % swa_ring_);
+        rd.push_back(rbase + (q - d) % swa_ring_);
+      }
+      if (!rs.empty()) MINFER_TRY(move_ring_rows(std::move(rs), std::move(rd), -d));
+    }
   }
   seq_len_[static_cast<size_t>(s)] = len - d;
+  swa_lo_[static_cast<size_t>(s)] = len - d == 0 ? 0 : lo2;
   return Status::ok();
 }
 
@@ -291,7 +379,11 @@ Status Context::seq_rollback(int s, int n) {
   if (s < 0 || s >= p_.n_seq) return make_error("seq_rollback: sequence {} does not exist (0..{})", s, p_.n_seq - 1);
   const int len = seq_len_[static_cast<size_t>(s)];
   if (n < 0 || n > len) return make_error("seq_rollback: cannot drop {} positions of sequence {} ({} cached)", n, s, len);
+  if (!can_keep(s, len - n))
+    return make_error("seq_rollback: sequence {}'s sliding-window cache keeps only positions {}..{}; cannot go back {}",
+                      s, ring_lo(s), len - 1, n);
   seq_len_[static_cast<size_t>(s)] = len - n;
+  if (len == n) swa_lo_[static_cast<size_t>(s)] = 0;
   return Status::ok();
 }
 
@@ -301,6 +393,9 @@ Status Context::seq_cp(int src, int dst, int n) {
   if (src == dst) return make_error("seq_cp: source and destination are both sequence {}", src);
   const int len = seq_len_[static_cast<size_t>(src)];
   if (n < 0 || n > len) return make_error("seq_cp: cannot copy {} positions of sequence {} ({} cached)", n, src, len);
+  if (!can_keep(src, n))
+    return make_error("seq_cp: sequence {}'s sliding-window cache keeps only positions {}..{}; cannot copy its first {}",
+                      src, ring_lo(src), len - 1, n);
   if (n > 0) {
     std::vector<int32_t> from(static_cast<size_t>(n)), to(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
@@ -308,21 +403,35 @@ Status Context::seq_cp(int src, int dst, int n) {
       to[static_cast<size_t>(i)] = dst * n_ctx_seq_ + i;
     }
     MINFER_TRY(move_rows(from, to, 0));
+    if (swa_ring_ > 0) {
+      std::vector<int32_t> rs, rd;
+      for (int q = ring_lo(src); q < n; ++q) {
+        rs.push_back(src * swa_ring_ + q % swa_ring_);
+        rd.push_back(dst * swa_ring_ + q % swa_ring_);
+      }
+      if (!rs.empty()) MINFER_TRY(move_ring_rows(std::move(rs), std::move(rd), 0));
+    }
   }
   seq_len_[static_cast<size_t>(dst)] = n;
+  swa_lo_[static_cast<size_t>(dst)] = n == 0 ? 0 : ring_lo(src);
   return Status::ok();
 }
 
 void Context::seq_clear(int s) {
   MINFER_ASSERT(s >= 0 && s < p_.n_seq);
   seq_len_[static_cast<size_t>(s)] = 0;
+  swa_lo_[static_cast<size_t>(s)] = 0;
 }
 
 // ---- export / import ----------------------------------------------------------------------
 
-size_t Context::kv_row_bytes() const {
+size_t Context::kv_export_bytes(int n) const {
   const ModelHparams& hp = model_->hparams();
-  return static_cast<size_t>(hp.n_layer * (hp.n_embd_k() + hp.n_embd_v())) * kv_elem_bytes(p_.kv_type);
+  const size_t row = static_cast<size_t>(hp.n_embd_k() + hp.n_embd_v()) * kv_elem_bytes(p_.kv_type);
+  size_t total = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il)
+    total += static_cast<size_t>(swa_ring_ > 0 && hp.is_swa(il) ? n - window_lo(n) : n) * row;
+  return total;
 }
 
 namespace {
@@ -338,11 +447,17 @@ Expected<Scheduler::RegionView> kv_region(const Scheduler& sched, int64_t il, bo
   return r;
 }
 
-// The flat layout of kv_export/kv_import: for each layer, its K rows then its V rows; fn gets
-// each cache's region, the byte offset of the sequence's first row in it, the offset in the
-// flat buffer and the byte count.
-Status for_each_kv_slice(const Scheduler& sched, const ModelHparams& hp, DType type, int64_t first_row, int n_pos,
-                         const std::function<void(const Scheduler::RegionView&, size_t, size_t, size_t)>& fn) {
+// Where sequence s's positions lo .. n - 1 are in a cache: its rows from `base`, position p at
+// base + p (ring == 0) or base + p mod ring.
+struct SeqRows {
+  int64_t base, ring, lo, n;
+};
+
+// The flat layout of kv_export/kv_import: for each layer, its K rows then its V rows (the
+// positions `full` gives, or `swa` for a ring layer); fn gets each contiguous piece: the
+// cache's region, the byte offset of its first row, the offset in the flat buffer, the bytes.
+Status for_each_kv_slice(const Scheduler& sched, const ModelHparams& hp, DType type, const SeqRows& full,
+                         const SeqRows& swa, const std::function<void(const Scheduler::RegionView&, size_t, size_t, size_t)>& fn) {
   const size_t esz = kv_elem_bytes(type);
   size_t off = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il)
@@ -351,9 +466,14 @@ Status for_each_kv_slice(const Scheduler& sched, const ModelHparams& hp, DType t
       auto r = kv_region(sched, il, is_value, n_embd, type);
       if (!r) return r.error();
       const size_t row = static_cast<size_t>(n_embd) * esz;
-      const size_t n = static_cast<size_t>(n_pos) * row;
-      fn(*r, static_cast<size_t>(first_row) * row, off, n);
-      off += n;
+      const SeqRows& sr = swa.ring > 0 && hp.is_swa(il) ? swa : full;
+      for (int64_t p = sr.lo; p < sr.n;) {  // pieces up to the ring's end
+        const int64_t at = sr.ring > 0 ? p % sr.ring : p;
+        const int64_t len = sr.ring > 0 ? std::min(sr.n - p, sr.ring - at) : sr.n - p;
+        fn(*r, static_cast<size_t>(sr.base + at) * row, off, static_cast<size_t>(len) * row);
+        off += static_cast<size_t>(len) * row;
+        p += len;
+      }
     }
   return Status::ok();
 }
@@ -363,9 +483,10 @@ Status for_each_kv_slice(const Scheduler& sched, const ModelHparams& hp, DType t
 Expected<std::vector<uint8_t>> Context::kv_export(int s) const {
   if (s < 0 || s >= p_.n_seq) return make_error("kv_export: sequence {} does not exist (0..{})", s, p_.n_seq - 1);
   const int n = seq_len_[static_cast<size_t>(s)];
-  std::vector<uint8_t> out(static_cast<size_t>(n) * kv_row_bytes());
+  std::vector<uint8_t> out(kv_export_bytes(n));
   if (n == 0) return out;
-  MINFER_TRY(for_each_kv_slice(*impl_->sched, model_->hparams(), p_.kv_type, static_cast<int64_t>(s) * n_ctx_seq_, n,
+  MINFER_TRY(for_each_kv_slice(*impl_->sched, model_->hparams(), p_.kv_type, {int64_t{s} * n_ctx_seq_, 0, 0, n},
+                               {int64_t{s} * swa_ring_, swa_ring_, window_lo(n), n},
                                [&](const Scheduler::RegionView& r, size_t src, size_t off, size_t bytes) {
                                  r.backend->read(out.data() + off, static_cast<const uint8_t*>(r.base) + src, bytes);
                                }));
@@ -375,16 +496,17 @@ Expected<std::vector<uint8_t>> Context::kv_export(int s) const {
 Status Context::kv_import(int s, std::span<const uint8_t> bytes, int n) {
   if (s < 0 || s >= p_.n_seq) return make_error("kv_import: sequence {} does not exist (0..{})", s, p_.n_seq - 1);
   if (n < 0 || n > n_ctx_seq_) return make_error("kv_import: cannot import {} positions into n_ctx {}", n, n_ctx_seq_);
-  if (bytes.size() != static_cast<size_t>(n) * kv_row_bytes())
-    return make_error("kv_import: {} bytes, expected {} ({} positions x {} bytes)", bytes.size(),
-                      static_cast<size_t>(n) * kv_row_bytes(), n, kv_row_bytes());
+  if (bytes.size() != kv_export_bytes(n))
+    return make_error("kv_import: {} bytes, expected {} for {} positions", bytes.size(), kv_export_bytes(n), n);
   auto g = graph(1, 1);  // creates the cache regions on a fresh context
   if (!g) return g.error();
-  MINFER_TRY(for_each_kv_slice(*impl_->sched, model_->hparams(), p_.kv_type, static_cast<int64_t>(s) * n_ctx_seq_, n,
+  MINFER_TRY(for_each_kv_slice(*impl_->sched, model_->hparams(), p_.kv_type, {int64_t{s} * n_ctx_seq_, 0, 0, n},
+                               {int64_t{s} * swa_ring_, swa_ring_, window_lo(n), n},
                                [&](const Scheduler::RegionView& r, size_t dst, size_t off, size_t nb) {
                                  r.backend->write(static_cast<uint8_t*>(r.base) + dst, bytes.data() + off, nb);
                                }));
   seq_len_[static_cast<size_t>(s)] = n;
+  swa_lo_[static_cast<size_t>(s)] = swa_ring_ > 0 ? window_lo(n) : 0;
   return Status::ok();
 }
 

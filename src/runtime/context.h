@@ -16,6 +16,11 @@
 // KV layout: sequence s owns cache rows [s * n_ctx_seq, (s + 1) * n_ctx_seq); its position p is
 // row s * n_ctx_seq + p, so a sequence is always positions 0 .. seq_len(s) - 1. A token's
 // position must be the next one of its sequence (batch tokens of one sequence in order).
+// Sliding-window layers (Gemma) keep only a ring of R = n_swa + n_batch rows per sequence
+// (swa_ring_rows; position p at row s * R + p mod R): the window of every token of a batch fits.
+// What the rings forget limits the edits: a sequence can be cut back to n positions, or copied,
+// only while its rings still hold the window before n (can_keep); a rollback of the last batch,
+// a context shift and a fresh start always can. ContextParams::swa_full keeps whole caches.
 //
 // Arithmetic: with AttnArith::kByBatch the attention of a token rounds as llama.cpp's CPU
 // flash attention does for a batch of that many rows of its sequence (output identical to
@@ -39,6 +44,7 @@
 namespace minfer {
 
 class Model;
+struct ModelHparams;
 struct Node;
 struct PreparedGraph;
 // Called with each computed node's result in host memory (graph/scheduler.h declares the same).
@@ -55,6 +61,7 @@ struct ContextParams {
   std::string backends = "cpu";  // registry names, comma-separated (backends/registry)
   bool fuse = true;    // run the fusion pass (off: for debugging and fused-vs-unfused tests)
   AttnArith attn = AttnArith::kByBatch;
+  bool swa_full = false;  // sliding-window layers cache the whole context (llama.cpp's --swa-full)
 };
 
 // Tokens for one forward pass: token i goes to sequence seq[i] at position pos[i]; its logits
@@ -83,6 +90,9 @@ class Context {
  public:
   static Expected<std::unique_ptr<Context>> create(std::shared_ptr<const Model> model, const ContextParams& p);
   ~Context();
+  // Rows per sequence of the sliding-window layers' ring caches; 0 when they cache the whole
+  // context (no such layers, swa_full, or a context no longer than the ring).
+  static int swa_ring_rows(const ModelHparams& hp, int n_ctx_seq, int n_batch, bool swa_full);
 
   // One forward pass; returns the flagged rows' logits in batch order, [n_out][n_vocab]
   // (empty when no row is flagged). The span stays valid until the next call.
@@ -95,13 +105,18 @@ class Context {
   Status seq_rollback(int s, int n);     // drops the last n positions of s
   Status seq_cp(int src, int dst, int n);  // dst becomes src's first n positions
   void seq_clear(int s);
+  // Whether sequence s can be cut back to (or copied as) its first n positions: always with
+  // whole caches; with rings, while they still hold the n_swa - 1 positions before n.
+  bool can_keep(int s, int n) const;
 
-  // Sequence s's rows of every cache: for each layer its K rows then its V rows (n = seq_len).
+  // Sequence s's rows of every cache: for each layer its K rows then its V rows, positions
+  // 0 .. seq_len - 1 (a sliding-window layer: only the last n_swa - 1 of them).
   Expected<std::vector<uint8_t>> kv_export(int s) const;
   // Writes rows laid out as kv_export returns them; sets seq_len(s) to n.
   Status kv_import(int s, std::span<const uint8_t> bytes, int n);
-  size_t kv_row_bytes() const;  // one position across all layers, K and V
+  size_t kv_export_bytes(int n) const;  // kv_export's size for a sequence of n positions
   size_t kv_bytes() const;      // the whole cache
+  int swa_ring() const { return swa_ring_; }  // swa_ring_rows of this context
 
   int n_seq() const { return p_.n_seq; }
   int n_ctx_seq() const { return n_ctx_seq_; }
@@ -122,6 +137,10 @@ class Context {
   struct Impl;
   Context() = default;
   Status move_rows(std::span<const int32_t> src, std::span<const int32_t> dst, int32_t shift);
+  Status move_ring_rows(std::vector<int32_t> src, std::vector<int32_t> dst, int32_t shift);
+  // Positions of sequence s its rings no longer hold start below this (0 without rings).
+  int ring_lo(int s) const { return swa_lo_[static_cast<size_t>(s)]; }
+  int window_lo(int n) const;  // first position the next token after n positions attends to
 
   std::shared_ptr<const Model> model_;
   ContextParams p_;
@@ -129,6 +148,8 @@ class Context {
   int n_batch_ = 0;
   int n_threads_ = 0;
   std::vector<int> seq_len_;  // [n_seq]
+  int swa_ring_ = 0;          // rows per sequence of the ring caches (0: none)
+  std::vector<int> swa_lo_;   // [n_seq] the rings hold positions swa_lo_[s] .. seq_len(s) - 1
   ContextStats stats_;
   std::unique_ptr<Impl> impl_;
 };

@@ -120,13 +120,15 @@ Status DraftModel::sync(int s, std::span<const int32_t> history, size_t& keep) {
                       c.begin() + static_cast<std::ptrdiff_t>(keep + d + m),
                       history.begin() + static_cast<std::ptrdiff_t>(keep)))
         continue;
-      MINFER_TRY(ctx_->seq_rm(s, static_cast<int>(keep), static_cast<int>(keep + d)));
+      // A sliding-window cache that cannot shift this far: cut back below instead.
+      if (!ctx_->seq_rm(s, static_cast<int>(keep), static_cast<int>(keep + d))) break;
       c.erase(c.begin() + static_cast<std::ptrdiff_t>(keep), c.begin() + static_cast<std::ptrdiff_t>(keep + d));
       n_reused_ += static_cast<int64_t>(m);
       keep = std::min(common_prefix(c, history), h - 1);
       break;
     }
     if (keep < c.size()) {
+      if (!ctx_->can_keep(s, static_cast<int>(keep))) keep = 0;  // the ring lost the window before keep
       MINFER_TRY(ctx_->seq_rm(s, static_cast<int>(keep), -1));
       c.resize(keep);
     }

@@ -19,6 +19,7 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   cp.backends = p.backends;
   cp.fuse = p.fuse;
   cp.attn = p.attn;
+  cp.swa_full = p.swa_full;
   auto ctx = Context::create(std::move(model), cp);
   if (!ctx) return make_error("{}", ctx.error().message);
   std::unique_ptr<Session> s(new Session());
@@ -51,7 +52,9 @@ Expected<std::span<const float>> Session::decode(std::span<const int32_t> tokens
       batch_.add(tokens[static_cast<size_t>(i)], n_past0 + i, 0, i >= first_out);
     auto rows = ctx_->decode(batch_);
     if (!rows) {
-      (void)ctx_->seq_rm(0, n_past0, -1);  // an error leaves the session as it was
+      // An error leaves the session as it was; a sliding-window cache that has already moved
+      // past n_past0 cannot go back, and starts empty instead (n_past() says so).
+      if (!ctx_->seq_rm(0, n_past0, -1)) ctx_->seq_clear(0);
       return rows.error();
     }
     if (!rows->empty())

@@ -47,6 +47,7 @@ struct SessionParams {
   bool fuse = true;    // run the fusion pass (off: for debugging and fused-vs-unfused tests)
   std::string backends = "cpu";  // registry names (backends/registry)
   AttnArith attn = AttnArith::kByBatch;
+  bool swa_full = false;  // sliding-window layers cache the whole context (ContextParams::swa_full)
 };
 
 using SessionStats = ContextStats;
@@ -59,6 +60,9 @@ class Session {
   Expected<std::span<const float>> decode(std::span<const int32_t> tokens, int n_out = 1);
   void clear() { ctx_->seq_clear(0); }
   Status truncate(int n_past) { return ctx_->seq_rm(0, n_past, -1); }  // 0 <= n_past <= n_past()
+  // Whether truncate(n) can keep n positions (Context::can_keep: a sliding-window ring may have
+  // overwritten the window of position n - 1; the caller then starts over from 0).
+  bool can_keep(int n) const { return ctx_->can_keep(0, n); }
 
   int n_past() const { return ctx_->seq_len(0); }
   int n_ctx() const { return ctx_->n_ctx_seq(); }
@@ -85,9 +89,9 @@ class Session {
   // The first n_past() rows of every cache: for each layer, its K rows then its V rows.
   Expected<std::vector<uint8_t>> kv_export() const { return ctx_->kv_export(0); }
   // Writes rows laid out as kv_export() returns them and sets n_past() to n_past;
-  // bytes.size() must be n_past * kv_row_bytes() and n_past <= n_ctx().
+  // bytes.size() must be kv_export_bytes(n_past) and n_past <= n_ctx().
   Status kv_import(std::span<const uint8_t> bytes, int n_past) { return ctx_->kv_import(0, bytes, n_past); }
-  size_t kv_row_bytes() const { return ctx_->kv_row_bytes(); }
+  size_t kv_export_bytes(int n_past) const { return ctx_->kv_export_bytes(n_past); }
 
  private:
   Session() = default;

@@ -306,6 +306,9 @@ struct Engine::Impl {
     // At least the last prompt token is decoded again: its logits start the generation.
     const size_t limit = job.prompt.size() - 1;
     size_t keep = std::min(own_prefix, limit);
+    // A sliding-window model's cache may no longer hold the window before that prefix: then
+    // the prompt is prefilled from the start (as llama-server does).
+    if (!ctx->can_keep(s.id, static_cast<int>(keep))) keep = 0;
     // A longer common prefix in another slot is copied instead of prefilled.
     Slot* donor = nullptr;
     size_t donor_n = 0;
@@ -633,6 +636,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
   cp.kv_type = p.kv_type;
   cp.backends = p.backends;
   cp.attn = AttnArith::kInvariant;
+  cp.swa_full = p.swa_full;
   auto ctx = Context::create(std::move(model), cp);
   if (!ctx) return make_error("engine: {}", ctx.error().message);
   impl->ctx = std::move(*ctx);

@@ -68,6 +68,7 @@ struct EngineParams {
   int n_threads = 0;      // 0 = all hardware threads
   int max_queue = 64;     // jobs waiting for a slot; more are refused (HTTP 503)
   DType kv_type = DType::F16;
+  bool swa_full = false;  // sliding-window layers cache the whole context (--swa-full)
   std::string backends = "cpu";
   double queue_timeout_s = 300;  // a job waiting longer for a slot ends with an error
   double watchdog_s = 60;        // work but no finished step for this long: stalled()

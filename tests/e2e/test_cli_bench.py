@@ -1,4 +1,5 @@
-"""End-to-end tests of `minfer bench` (llama-bench-like speed and memory report) on SmolLM2."""
+"""End-to-end tests of `minfer bench` (llama-bench-like speed and memory report) on SmolLM2, and of
+the KV memory `info` reports against what a Gemma 3 context really allocates."""
 import json
 import os
 import re
@@ -7,6 +8,7 @@ import subprocess
 
 MINFER = os.environ.get("MINFER_BIN", "")
 MODEL = os.environ.get("MINFER_SMOLLM2", "")
+GEMMA3 = os.environ.get("MINFER_GEMMA3", "")
 
 
 def run(*args):
@@ -67,3 +69,30 @@ def test_bad_arguments_are_errors():
     assert r.returncode != 0 and r.stderr.strip()
     r = run(MODEL, "-p", "16", "-n", "4", "-o", "xml")
     assert r.returncode != 0
+
+
+def test_info_reports_the_kv_memory_a_sliding_window_context_allocates():
+    # Gemma 3 270M: 15 of 18 layers see a 512-token window. At 1100 positions with -b 512 their
+    # cache is a ring of 512 + 512 rows; --swa-full gives every layer 1100. bench's kv_bytes is the
+    # scheduler's persistent allocation of a real context of max(-p, -n) positions.
+    assert os.path.isfile(GEMMA3), f"MINFER_GEMMA3={GEMMA3!r} is missing (scripts/setup.sh fetches it)"
+    seen = {}
+    for extra in ([], ["--swa-full"]):
+        r = subprocess.run([MINFER, "info", GEMMA3, "--json", "-c", "1100", *extra], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        mem = json.loads(r.stdout)["memory"]
+        b = subprocess.run([MINFER, "bench", GEMMA3, "-p", "1100", "-n", "0", "-r", "1", "-t", "2", "-o", "json", *extra],
+                           capture_output=True, text=True, timeout=600)
+        assert b.returncode == 0, b.stderr
+        allocated = json.loads(b.stdout)[0]["kv_bytes"]
+        assert mem["kv_bytes"] == allocated, (extra, mem, allocated)
+        seen[bool(extra)] = mem
+    ring, full = seen[False], seen[True]
+    assert ring["kv_layers_swa"] == 15 and ring["kv_rows_swa"] == 1024 and ring["kv_layers_full"] == 3
+    assert full["kv_layers_swa"] == 0 and full["kv_layers_full"] == 18 and full["kv_bytes_swa_layers"] == 0
+    # per layer and row the same bytes: the ring layers hold 1024 of the 1100 rows
+    row = full["kv_bytes"] // (18 * 1100)
+    assert ring["kv_bytes"] == row * (3 * 1100 + 15 * 1024)
+    text = subprocess.run([MINFER, "info", GEMMA3, "-c", "1100"], capture_output=True, text=True, timeout=120).stdout
+    assert "their KV cache is a ring of 1024 rows" in text and "on 15 sliding-window layers (1024 rows)" in text

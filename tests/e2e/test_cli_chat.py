@@ -13,6 +13,7 @@ import pytest
 
 MINFER = os.environ.get("MINFER_BIN", "")
 MODEL = os.environ.get("MINFER_SMOLLM2", "")
+GEMMA3 = os.environ.get("MINFER_GEMMA3", "")
 N = "24"  # tokens per reply: keeps the suite short
 
 
@@ -197,3 +198,24 @@ def test_a_message_larger_than_the_context_is_refused():
     assert "the message is too long" in r.stderr and "the context holds 128" in r.stderr, r.stderr
     assert len(replies(r, 1)) == 1  # the next message still gets its reply
     assert "[stats]" not in r.stderr
+
+
+def test_gemma3_chat_past_its_sliding_window_ring():
+    # -b 16: Gemma 3's local layers cache a ring of 512 + 16 rows. After two 300-token replies the
+    # ring has overwritten the first ~100 positions, so /regen cannot keep the prompt of turn 2
+    # (its window is gone): it re-reads the conversation, and every reply equals a chat whose
+    # caches hold everything (--swa-full).
+    assert os.path.isfile(GEMMA3), f"MINFER_GEMMA3={GEMMA3!r} is missing (scripts/setup.sh fetches it)"
+    stdin = "Write a long poem about the sea.\nNow one about rivers.\n/regen\nThanks!\n"
+    out = {}
+    for extra in ([], ["--swa-full"]):
+        r = subprocess.run([MINFER, "--cnv", GEMMA3, "--temp", "0", "-n", "300", "-t", "2", "-c", "2048", "-b", "16", *extra],
+                           capture_output=True, text=True, input=stdin, timeout=300)
+        assert r.returncode == 0 and "minfer:" not in r.stderr, r.stderr
+        out[bool(extra)] = (r.stdout, turns(r.stderr))
+    (ring_text, ring_turns), (full_text, full_turns) = out[False], out[True]
+    assert ring_text == full_text and len(ring_turns) == 4
+    assert [t[0] for t in full_turns][2] == full_turns[1][0]  # whole caches: /regen replays turn 2's prefill
+    n1 = ring_turns[0][0] + 300 - 1 + 3  # turn 1 cached: prompt, reply (its last token not decoded), end of turn
+    assert ring_turns[2][0] == n1 + ring_turns[1][0], ring_turns  # the ring: turn 1 and turn 2's prompt again
+    assert ring_turns[3][0] == full_turns[3][0]  # after that, only the new message

@@ -176,7 +176,7 @@ TEST_P(KvShift, ExportImportRoundTripsExactly) {
   ASSERT_TRUE(a->decode(toks, 1));
   auto bytes = a->kv_export();
   ASSERT_TRUE(bytes);
-  EXPECT_EQ(bytes->size(), 23 * a->kv_row_bytes());
+  EXPECT_EQ(bytes->size(), a->kv_export_bytes(23));
   auto b = make_session(m, kv, 64);  // fresh: no graph prepared yet
   const Status st = b->kv_import(*bytes, 23);
   ASSERT_TRUE(st) << (st ? "" : st.error().message);

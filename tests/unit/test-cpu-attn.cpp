@@ -254,6 +254,82 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
   }
 }
 
+// A sliding-window layer's ring cache (params.attn_ring = R: position p of the sequence whose
+// rows start at `first` is row first + p mod R) gives, bit for bit, what the full cache gives,
+// on the narrow f16 and f32 paths and the wide one, windows that wrap round the ring included.
+std::vector<float> run_ranges(const CpuKernels& kern, DType cache, int64_t hd, int64_t n_head, int64_t n_head_kv,
+                              int64_t cache_rows, const void* kc, const void* vc, const std::vector<float>& q,
+                              const std::vector<int32_t>& ranges, int32_t window, int32_t ring) {
+  ThreadPool pool(2);
+  const int64_t n_tok = static_cast<int64_t>(ranges.size() / 3);
+  Node qn = make_node(Op::kRope, DType::F32, {hd, n_head, n_tok, 1});
+  Node kn = make_node(Op::kKvStore, cache, {n_head_kv * hd, cache_rows, 1, 1});
+  Node rn = make_node(Op::kInput, DType::I32, {3, n_tok, 1, 1});
+  Node yn = make_node(Op::kAttn, DType::F32, {hd * n_head, n_tok, 1, 1});
+  yn.params.n_head_kv = static_cast<int32_t>(n_head_kv);
+  yn.params.attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  yn.params.attn_window = window;
+  yn.params.attn_ring = ring;
+  yn.params.attn_ranges = true;
+  std::vector<float> y(static_cast<size_t>(hd * n_head * n_tok));
+  OpArgs a;
+  a.dst = {&yn, y.data()};
+  a.src[0] = {&qn, const_cast<float*>(q.data())};
+  a.src[1] = {&kn, const_cast<void*>(kc)};
+  a.src[2] = {&kn, const_cast<void*>(vc)};
+  a.src[3] = {&rn, const_cast<int32_t*>(ranges.data())};
+  op_attn(OpContext{pool, kern, nullptr, 0}, a);
+  return y;
+}
+
+TEST(CpuAttention, RingCacheEqualsTheFullCache) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  struct Case {
+    DType cache;
+    int32_t p0, n_tok, window, ring;
+  };
+  // (first position, batch, window, ring rows): decode steps and short batches wrapping, a wide
+  // batch (64 rows) wrapping, a ring exactly window + batch - 1 rows.
+  const Case cases[] = {{DType::F16, 45, 1, 16, 20}, {DType::F16, 30, 5, 16, 20}, {DType::F32, 37, 3, 12, 14},
+                        {DType::F16, 100, 64, 24, 87}, {DType::F32, 75, 64, 16, 79}, {DType::F16, 3, 7, 16, 22}};
+  const int64_t hd = 64, n_head = 4, n_head_kv = 2, row = n_head_kv * hd;
+  for (const Case& c : cases) {
+    const bool f16 = c.cache == DType::F16;
+    const int64_t n_full = c.p0 + c.n_tok, first = 3, ring_rows = first + c.ring + 2;
+    const std::vector<float> k = randn(static_cast<size_t>(row * n_full), 21), v = randn(static_cast<size_t>(row * n_full), 22);
+    std::vector<float> kr = randn(static_cast<size_t>(row * ring_rows), 23), vr = randn(static_cast<size_t>(row * ring_rows), 24);
+    // The ring holds the last `ring` positions; older rows and the rows around it are noise.
+    for (int64_t p = std::max<int64_t>(0, n_full - c.ring); p < n_full; ++p)
+      for (int64_t i = 0; i < row; ++i) {
+        kr[static_cast<size_t>((first + p % c.ring) * row + i)] = k[static_cast<size_t>(p * row + i)];
+        vr[static_cast<size_t>((first + p % c.ring) * row + i)] = v[static_cast<size_t>(p * row + i)];
+      }
+    auto as16 = [](const std::vector<float>& f) {
+      std::vector<uint16_t> h(f.size());
+      for (size_t i = 0; i < f.size(); ++i) h[i] = fp32_to_fp16(f[i]);
+      return h;
+    };
+    const auto k16 = as16(k), v16 = as16(v), kr16 = as16(kr), vr16 = as16(vr);
+    const std::vector<float> q = randn(static_cast<size_t>(hd * n_head * c.n_tok), 25, 2.0f);
+    std::vector<int32_t> full_ranges, ring_ranges;
+    for (int32_t t = 0; t < c.n_tok; ++t) {
+      full_ranges.insert(full_ranges.end(), {0, c.p0 + t + 1, c.n_tok});
+      ring_ranges.insert(ring_ranges.end(), {static_cast<int32_t>(first), c.p0 + t + 1, c.n_tok});
+    }
+    for (int t = 0; t < n_tables; ++t) {
+      const auto want = run_ranges(*tables[t], c.cache, hd, n_head, n_head_kv, n_full, f16 ? (const void*)k16.data() : k.data(),
+                                   f16 ? (const void*)v16.data() : v.data(), q, full_ranges, c.window, 0);
+      const auto got = run_ranges(*tables[t], c.cache, hd, n_head, n_head_kv, ring_rows, f16 ? (const void*)kr16.data() : kr.data(),
+                                  f16 ? (const void*)vr16.data() : vr.data(), q, ring_ranges, c.window, c.ring);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << "element " << i << " p0 " << c.p0 << " batch " << c.n_tok
+                                                       << " ring " << c.ring << " on " << tables[t]->isa;
+    }
+  }
+}
+
 // The several-row kernels are the one-row kernels row by row, bit for bit, on every ISA (head
 // sizes with and without a tail; a row of zeros; more rows than a GQA group).
 TEST(CpuAttention, RowKernelsEqualTheOneRowKernels) {

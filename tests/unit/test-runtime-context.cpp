@@ -124,6 +124,78 @@ TEST_P(ContextArch, CopyAndRollbackMatchRecomputation) {
 INSTANTIATE_TEST_SUITE_P(Archs, ContextArch,
                          ::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen3moe", "mixtral"));
 
+// Sliding-window layers keep a ring of n_swa + n_batch rows per sequence: the same logits, bit
+// for bit, as whole caches through wrapping batches, a rollback, a copy, a context shift and an
+// export/import; edits the ring cannot honour are refused, changing nothing.
+TEST(Context, SlidingWindowRingsMatchWholeCaches) {
+  Tiny t = test::tiny_for("gemma3");  // window 4 on every other layer
+  t.type = DType::Q8_0;
+  auto m = test::load(t, "ctx-ring");
+  ASSERT_TRUE(m);
+  auto mk = [&](bool full) {
+    auto c = Context::create(m, {.n_seq = 3, .n_ctx_seq = 128, .n_batch = 8, .n_threads = 2, .swa_full = full});
+    EXPECT_TRUE(c) << (c ? "" : c.error().message);
+    return c ? std::move(*c) : nullptr;
+  };
+  auto ring = mk(false), whole = mk(true);
+  ASSERT_TRUE(ring && whole);
+  EXPECT_EQ(ring->swa_ring(), 4 + 8);
+  EXPECT_EQ(whole->swa_ring(), 0);
+  const std::vector<int32_t> toks = tokens(100, 9);
+  auto both = [&](int s, int from, int to, int chunk) {
+    std::vector<float> a, b;
+    feed(*ring, s, toks, from, to, chunk, a);
+    feed(*whole, s, toks, from, to, chunk, b);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "sequence " << s << " positions " << from << ".." << to;
+  };
+  both(0, 0, 60, 5);  // wraps the 12-row ring five times
+  EXPECT_LT(ring->kv_bytes(), whole->kv_bytes());
+  // A rollback of the last batch, decoded again.
+  ASSERT_TRUE(ring->seq_rollback(0, 5));
+  ASSERT_TRUE(whole->seq_rollback(0, 5));
+  both(0, 55, 60, 1);
+  // The ring holds positions 48..59: a copy or a cut back to 58 keeps the window, to 20 cannot.
+  EXPECT_TRUE(ring->can_keep(0, 58));
+  EXPECT_FALSE(ring->can_keep(0, 20));
+  EXPECT_TRUE(whole->can_keep(0, 20));
+  EXPECT_TRUE(ring->can_keep(0, 0));
+  EXPECT_FALSE(ring->seq_cp(0, 2, 20));
+  EXPECT_FALSE(ring->seq_rm(0, 20, -1));
+  EXPECT_FALSE(ring->seq_rollback(0, 40));
+  EXPECT_EQ(ring->seq_len(0), 60);
+  EXPECT_EQ(ring->seq_len(2), 0);
+  ASSERT_TRUE(ring->seq_cp(0, 1, 58));
+  ASSERT_TRUE(whole->seq_cp(0, 1, 58));
+  both(1, 58, 70, 4);
+  // A context shift: positions 10..29 go, 30..59 move down (keys re-rotated).
+  ASSERT_TRUE(ring->seq_rm(0, 10, 30));
+  ASSERT_TRUE(whole->seq_rm(0, 10, 30));
+  std::vector<int32_t> shifted(toks.begin(), toks.begin() + 10);
+  shifted.insert(shifted.end(), toks.begin() + 30, toks.begin() + 60);
+  shifted.insert(shifted.end(), toks.begin() + 60, toks.begin() + 75);
+  {
+    std::vector<float> a, b;
+    feed(*ring, 0, shifted, 40, 55, 3, a);
+    feed(*whole, 0, shifted, 40, 55, 3, b);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "after the shift";
+  }
+  // Export / import: the ring layers' part is their last n_swa - 1 positions.
+  auto e = ring->kv_export(1);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->size(), ring->kv_export_bytes(70));
+  EXPECT_LT(e->size(), whole->kv_export_bytes(70));
+  auto fresh = mk(false);
+  ASSERT_TRUE(fresh->kv_import(2, *e, 70));
+  std::vector<float> a, b;
+  feed(*fresh, 2, toks, 70, 80, 5, a);
+  feed(*whole, 1, toks, 70, 80, 5, b);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "after an import";
+  EXPECT_FALSE(fresh->seq_rollback(2, 20));  // the import brought only the window
+}
+
 // seq_rm's K rotation against one written here: pair i of each head at angle
 // -d * base^(-2i/n_rot) (built by repeated multiplication, in f32), NORM pairs (2i, 2i+1) for
 // llama, NEOX pairs (i, i + n_rot/2) for qwen; V rows only move.

@@ -63,8 +63,8 @@ void attn_wide(const AttnWideArgs& a) {
     const int nb = static_cast<int>(std::min<int64_t>(8, a.n_kv - j0));
     for (int k = 0; k < 8; ++k) {
       if (k < nb) {
-        load_row(a.k + static_cast<size_t>(j0 + k) * a.k_row, a.hd, a.f16, kf + k * a.hd);
-        load_row(a.v + static_cast<size_t>(j0 + k) * a.v_row, a.hd_v, a.f16, vf + k * a.hd_v);
+        load_row(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
+        load_row(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
       } else {
         std::fill(kf + k * a.hd, kf + (k + 1) * a.hd, 0.0f);
         std::fill(vf + k * a.hd_v, vf + (k + 1) * a.hd_v, 0.0f);

@@ -27,8 +27,8 @@ void attn_wide(const AttnWideArgs& a) {
   for (int64_t j0 = 0; j0 < a.n_kv; j0 += 8) {
     const int nb = static_cast<int>(std::min<int64_t>(8, a.n_kv - j0));
     for (int k = 0; k < nb; ++k) {
-      load(a.k + static_cast<size_t>(j0 + k) * a.k_row, a.hd, kf + k * a.hd);
-      load(a.v + static_cast<size_t>(j0 + k) * a.v_row, a.hd_v, vf + k * a.hd_v);
+      load(a.k_at(j0 + k), a.hd, kf + k * a.hd);
+      load(a.v_at(j0 + k), a.hd_v, vf + k * a.hd_v);
     }
     for (int64_t r = 0; r < G; ++r) {
       const float* q = a.q + r * a.q_stride;

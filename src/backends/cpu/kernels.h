@@ -56,11 +56,22 @@ struct AttnWideArgs {
   const float* q = nullptr;  // [G][q_stride] the query rows
   int64_t q_stride = 0, G = 0;
   int64_t hd = 0, hd_v = 0;
-  const uint8_t* k = nullptr;  // cache row 0 of this KV head; rows k_row bytes apart
+  const uint8_t* k = nullptr;  // cache row of key 0, this KV head; rows k_row bytes apart
   const uint8_t* v = nullptr;
   size_t k_row = 0, v_row = 0;
   bool f16 = true;             // cache element type (else f32)
   int64_t n_kv = 0;            // keys 0 .. n_kv - 1
+  // A ring cache (a sliding-window layer) wraps: keys from n_first on are at k_wrap, v_wrap
+  // (the ring's first row) instead of following on from k, v.
+  int64_t n_first = INT64_MAX;
+  const uint8_t* k_wrap = nullptr;
+  const uint8_t* v_wrap = nullptr;
+  const uint8_t* k_at(int64_t j) const {
+    return j < n_first ? k + static_cast<size_t>(j) * k_row : k_wrap + static_cast<size_t>(j - n_first) * k_row;
+  }
+  const uint8_t* v_at(int64_t j) const {
+    return j < n_first ? v + static_cast<size_t>(j) * v_row : v_wrap + static_cast<size_t>(j - n_first) * v_row;
+  }
   float scale = 1.0f;
   float softcap = 0.0f;        // > 0: scores s = q.k * scale become softcap * tanh(s) (the caller
                                // divides scale by softcap first)

@@ -4,6 +4,9 @@
 //   K, V  [n_head_kv * hd, n_ctx] f16 or f32; cache row p holds position p, laid out
 //         [kv_head][hd], so element (p, kv_head, i) is at p * n_head_kv * hd + kv_head * hd + i
 //   pos   [n_tokens] I32: query t sees cache rows 0 .. pos[t] (causality comes from the data)
+// or, with several sequences, ranges [3, n_tokens] (first row, positions, query rows); a ring
+// cache (sliding-window layers, params.attn_ring = R) holds position p of a sequence at row
+// first + p mod R, so a query's window may wrap round to the ring's first row.
 //   out   [hd_v * n_head, n_tokens] f32
 // Query head h reads KV head h / (n_head / n_head_kv).
 //
@@ -34,30 +37,66 @@ struct AttnShape {
   float scale;    // divided by softcap when capping (llama.cpp's order: c * tanh(s * (scale / c)))
   float softcap;  // 0: off
   int64_t window; // 0: off
+  int64_t ring;   // rows per sequence of a ring cache (0: position p is row first + p)
 };
+
+// The cache rows a query reads: n keys in position order, from row0; from the n_first-th on
+// they continue at wrap_row (a ring cache wrapping round).
+struct KeyRows {
+  int64_t row0, n, n_first, wrap_row;
+};
+
+// Of positions 0 .. n_kv - 1 of the sequence whose rows start at `first`, the window's (the
+// last `window`, when set) and where they are.
+KeyRows key_rows(const AttnShape& sh, int64_t first, int64_t n_kv, int64_t cache_rows) {
+  MINFER_ASSERT(first >= 0 && n_kv >= 1);
+  int64_t lo = 0, n = n_kv;
+  if (sh.window > 0 && n > sh.window) {
+    lo = n - sh.window;
+    n = sh.window;
+  }
+  if (sh.ring == 0) {
+    MINFER_ASSERT(first + n_kv <= cache_rows);
+    return {first + lo, n, n, first};
+  }
+  MINFER_ASSERT(n <= sh.ring && first + sh.ring <= cache_rows);
+  const int64_t o = lo % sh.ring;
+  return {first + o, n, std::min(n, sh.ring - o), first};
+}
+
+// Key and value rows of one KV head as a query reads them (KeyRows resolved to pointers).
+struct KvView {
+  const uint8_t *k, *v, *k_wrap, *v_wrap;
+  size_t k_row, v_row;
+  int64_t n, n_first;
+  const uint8_t* k_at(int64_t j) const {
+    return j < n_first ? k + static_cast<size_t>(j) * k_row : k_wrap + static_cast<size_t>(j - n_first) * k_row;
+  }
+  const uint8_t* v_at(int64_t j) const {
+    return j < n_first ? v + static_cast<size_t>(j) * v_row : v_wrap + static_cast<size_t>(j - n_first) * v_row;
+  }
+};
+
+KvView kv_view(const AttnShape& sh, const uint8_t* kc, const uint8_t* vc, int64_t kvh, const KeyRows& r) {
+  const size_t ko = static_cast<size_t>(kvh) * sh.k_head, vo = static_cast<size_t>(kvh) * sh.v_head;
+  return {kc + static_cast<size_t>(r.row0) * sh.k_row + ko, vc + static_cast<size_t>(r.row0) * sh.v_row + vo,
+          kc + static_cast<size_t>(r.wrap_row) * sh.k_row + ko, vc + static_cast<size_t>(r.wrap_row) * sh.v_row + vo,
+          sh.k_row, sh.v_row, r.n, r.n_first};
+}
 
 inline float score(const AttnShape& sh, float dot) {
   const float s = dot * sh.scale;
   return sh.softcap > 0.0f ? sh.softcap * std::tanh(s) : s;
 }
 
-// The sliding window: of the n_kv rows from `first`, only the last `window`.
-inline void clip_window(const AttnShape& sh, int64_t& first, int64_t& n_kv) {
-  if (sh.window > 0 && n_kv > sh.window) {
-    first += n_kv - sh.window;
-    n_kv = sh.window;
-  }
-}
-
 // One (token, head) row of the small-batch arithmetic over an f32 cache.
-void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* qr, const uint8_t* kc, const uint8_t* vc,
-                         int64_t n_kv, float* yr) {
+void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* qr, const KvView& kv, float* yr) {
   float acc[kMaxHeadDim];  // [hd_v] V sum, then the output row
   for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = 0.0f;
   float m = -INFINITY, l = 0.0f;  // running max and sum of exp(s - m)
-  for (int64_t j = 0; j < n_kv; ++j) {
-    const auto* kr = reinterpret_cast<const float*>(kc + static_cast<size_t>(j) * sh.k_row);
-    const auto* v = reinterpret_cast<const float*>(vc + static_cast<size_t>(j) * sh.v_row);
+  for (int64_t j = 0; j < kv.n; ++j) {
+    const auto* kr = reinterpret_cast<const float*>(kv.k_at(j));
+    const auto* v = reinterpret_cast<const float*>(kv.v_at(j));
     const float s = score(sh, k.dot_w64_f32(sh.hd, kr, qr));
     float ms = 1.0f, p = 1.0f;
     if (s > m) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
@@ -80,8 +119,8 @@ void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* 
 // rows (k.dot_w64_rows_f16, k.mad_rows_f16).
 constexpr int64_t kRowsMax = 8;
 
-void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float* q, int64_t n_rows, const uint8_t* kc,
-                          const uint8_t* vc, int64_t n_kv, float* y) {
+void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float* q, int64_t n_rows, const KvView& kv,
+                          float* y) {
   MINFER_ASSERT(n_rows >= 1 && n_rows <= kRowsMax);
   float qf[kRowsMax][kMaxHeadDim];         // [n_rows][hd] q rounded to f16, as f32
   uint16_t acc16[kRowsMax][kMaxHeadDim];   // [n_rows][hd_v] f16 V sums
@@ -92,9 +131,9 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
-  for (int64_t j = 0; j < n_kv; ++j) {
-    const auto* kr = reinterpret_cast<const uint16_t*>(kc + static_cast<size_t>(j) * sh.k_row);
-    const auto* vr = reinterpret_cast<const uint16_t*>(vc + static_cast<size_t>(j) * sh.v_row);
+  for (int64_t j = 0; j < kv.n; ++j) {
+    const auto* kr = reinterpret_cast<const uint16_t*>(kv.k_at(j));
+    const auto* vr = reinterpret_cast<const uint16_t*>(kv.v_at(j));
     k.dot_w64_rows_f16(sh.hd, kr, qf[0], kMaxHeadDim, n_rows, s);
     for (int64_t r = 0; r < n_rows; ++r) {
       const float sr = score(sh, s[r]);
@@ -134,6 +173,7 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   sh.softcap = out.params.attn_softcap;
   sh.scale = sh.softcap > 0.0f ? out.params.attn_scale / sh.softcap : out.params.attn_scale;
   sh.window = out.params.attn_window;
+  sh.ring = out.params.attn_ring;
   sh.k_row = row_bytes(kn.type, kn.ne[0]);
   sh.k_head = row_bytes(kn.type, sh.hd);
   sh.v_row = row_bytes(vn.type, vn.ne[0]);
@@ -167,13 +207,9 @@ void op_attn(const OpContext& c, const OpArgs& a) {
         const int64_t t = item / (sh.n_head_kv * per_kv), kvh = item / per_kv % sh.n_head_kv;
         const int64_t h0 = kvh * sh.group + item % per_kv * chunk;
         const int64_t n_rows = std::min(chunk, (kvh + 1) * sh.group - h0);
-        int64_t first = ranges ? ranges[3 * t] : 0;
-        int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
-        MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
-        clip_window(sh, first, n_kv);
-        attn_rows_narrow_f16(c.k, sh, q + (t * sh.n_head + h0) * sh.hd,  n_rows,
-                             kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head,
-                             vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head, n_kv,
+        const KeyRows r = key_rows(sh, ranges ? ranges[3 * t] : 0,
+                                   ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1, kn.ne[1]);
+        attn_rows_narrow_f16(c.k, sh, q + (t * sh.n_head + h0) * sh.hd, n_rows, kv_view(sh, kc, vc, kvh, r),
                              y + t * sh.n_head * sh.hd_v + h0 * sh.hd_v);
       }
     }, 1);
@@ -183,14 +219,10 @@ void op_attn(const OpContext& c, const OpArgs& a) {
     c.pool.parallel_for(sh.n_tokens * sh.n_head, [&](int64_t i0, int64_t i1) {
       for (int64_t item = i0; item < i1; ++item) {
         const int64_t t = item / sh.n_head, h = item % sh.n_head, kvh = h / sh.group;
-        int64_t first = ranges ? ranges[3 * t] : 0;
-        int64_t n_kv = ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1;
-        MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
-        clip_window(sh, first, n_kv);
-        attn_row_narrow_f32(c.k, sh, q + (t * sh.n_head + h) * sh.hd,
-                        kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head,
-                        vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head, n_kv,
-                        y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
+        const KeyRows r = key_rows(sh, ranges ? ranges[3 * t] : 0,
+                                   ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1, kn.ne[1]);
+        attn_row_narrow_f32(c.k, sh, q + (t * sh.n_head + h) * sh.hd, kv_view(sh, kc, vc, kvh, r),
+                            y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
       }
     }, 1);
     return;
@@ -210,19 +242,16 @@ void op_attn(const OpContext& c, const OpArgs& a) {
       } else {
         n_kv = static_cast<int64_t>(pos[t]) + 1;
       }
-      MINFER_ASSERT(first >= 0 && n_kv >= 1 && first + n_kv <= kn.ne[1]);
-      clip_window(sh, first, n_kv);
-      const uint8_t* kh = kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head;
-      const uint8_t* vh = vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head;
+      const KvView kv = kv_view(sh, kc, vc, kvh, key_rows(sh, first, n_kv, kn.ne[1]));
       const float* qg = q + (t * sh.n_head + kvh * sh.group) * sh.hd;
       float* yg = y + t * sh.n_head * sh.hd_v + kvh * sh.group * sh.hd_v;
       if (rows < kWideBatch) {
         for (int64_t h0 = 0; h0 < sh.group; h0 += kRowsMax) {
           const int64_t n_rows = std::min(kRowsMax, sh.group - h0);
           if (k_f16)
-            attn_rows_narrow_f16(c.k, sh, qg + h0 * sh.hd, n_rows, kh, vh, n_kv, yg + h0 * sh.hd_v);
+            attn_rows_narrow_f16(c.k, sh, qg + h0 * sh.hd, n_rows, kv, yg + h0 * sh.hd_v);
           else
-            for (int64_t h = h0; h < h0 + n_rows; ++h) attn_row_narrow_f32(c.k, sh, qg + h * sh.hd, kh, vh, n_kv, yg + h * sh.hd_v);
+            for (int64_t h = h0; h < h0 + n_rows; ++h) attn_row_narrow_f32(c.k, sh, qg + h * sh.hd, kv, yg + h * sh.hd_v);
         }
         continue;
       }
@@ -232,12 +261,15 @@ void op_attn(const OpContext& c, const OpArgs& a) {
       w.G = sh.group;
       w.hd = sh.hd;
       w.hd_v = sh.hd_v;
-      w.k = kh;
-      w.v = vh;
+      w.k = kv.k;
+      w.v = kv.v;
       w.k_row = sh.k_row;
       w.v_row = sh.v_row;
       w.f16 = k_f16;
-      w.n_kv = n_kv;
+      w.n_kv = kv.n;
+      w.n_first = kv.n_first;
+      w.k_wrap = kv.k_wrap;
+      w.v_wrap = kv.v_wrap;
       w.scale = sh.scale;
       w.softcap = sh.softcap;
       w.y = yg;

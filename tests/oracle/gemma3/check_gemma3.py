@@ -9,8 +9,13 @@ license texts, as the SmolLM2 check uses) are
     kinds of layer are checked), every top-1 difference a near-tie (llama.cpp's margin between the
     two tokens within twice the largest logit difference at that position), and a greedy
     continuation of N tokens that must be identical;
-  - scored for perplexity (-c 1024, one chunk: its scored half, positions 512-1023, all lie past
-    the window), minfer within 0.5% of llama.cpp.
+  - scored for perplexity (-c 1024, four chunks: their scored halves, positions 512-1023, all lie
+    past the window), minfer within 0.5% of llama.cpp. One chunk (511 tokens, +/- 13%) is too
+    few: float order alone moves it by ~1% (2026-12-04, Zen 4: llama.cpp 16.01, minfer's scalar
+    reference / AVX2 / AVX-512 kernels 15.94 / 16.05 / 15.86); four chunks: 16.175 vs 16.128 /
+    16.216 / 16.162, eight: 13.730 vs - / 13.706 / 13.691;
+  - scored again with -b 256 (one chunk), so the local layers cache a ring of 768 rows that wraps
+    three times: the same perplexity, to the last bit, as with whole caches (--swa-full).
 
   python3 tests/oracle/gemma3/check_gemma3.py --minfer build/bin/minfer \
       --oracle build/tests/llama-oracle --model ~/.cache/minfer/models/gemma3-270m-Q4_K_M.gguf
@@ -123,19 +128,29 @@ def main():
     print(f"greedy: {a.greedy} tokens after the prompt, identical for {same}/{len(o_greedy)} steps "
           f"{'ok' if greedy_ok else 'FAIL'}")
 
-    # 3. perplexity, -c 1024, 1 chunk
+    # 3. perplexity, -c 1024, 4 chunks
     corpus = os.path.join(tmp, "corpus.txt")
     with open(corpus, "w", encoding="utf-8") as f:
         f.write(text)
-    flags = ["-f", corpus, "-c", "1024", "--chunks", "1", "-t", "2"]
+    flags = ["-f", corpus, "-c", "1024", "--chunks", "4", "-t", "2"]
     theirs_ppl = json.loads(run([a.oracle, "perplexity", a.model] + flags, "llama-oracle perplexity").strip().splitlines()[-1])
     ours_ppl = json.loads(run([a.minfer, "perplexity", a.model] + flags + ["--json"], "minfer perplexity").strip().splitlines()[-1])
     rel = abs(ours_ppl["ppl"] - theirs_ppl["ppl"]) / theirs_ppl["ppl"]
     ppl_ok = rel <= PPL_REL_MAX and ours_ppl["n_scored"] == theirs_ppl["n_scored"]
     ok &= ppl_ok
-    print(f"perplexity (-c 1024, 1 chunk): minfer {ours_ppl['ppl']:.4f} +/- {ours_ppl['ppl_err']:.4f}, llama.cpp "
+    print(f"perplexity (-c 1024, 4 chunks): minfer {ours_ppl['ppl']:.4f} +/- {ours_ppl['ppl_err']:.4f}, llama.cpp "
           f"{theirs_ppl['ppl']:.4f} +/- {theirs_ppl['ppl_err']:.4f}, {ours_ppl['n_scored']} tokens scored, difference "
           f"{100 * rel:.3f}% ({'ok' if ppl_ok else 'FAIL'}: limit {100 * PPL_REL_MAX:g}%)")
+    # 4. the sliding-window ring: -b 256 makes the local layers' cache a ring of 512 + 256 rows
+    # (of the chunk's 1024 positions), which wraps three times; scores equal to whole caches.
+    one = ["-f", corpus, "-c", "1024", "--chunks", "1", "-t", "2", "-b", "256", "--json"]
+    ring = json.loads(run([a.minfer, "perplexity", a.model] + one, "minfer perplexity -b 256").strip().splitlines()[-1])
+    full = json.loads(run([a.minfer, "perplexity", a.model] + one + ["--swa-full"],
+                          "minfer perplexity -b 256 --swa-full").strip().splitlines()[-1])
+    ring_ok = ring["ppl"] == full["ppl"] and ring["n_scored"] == full["n_scored"] == 511
+    ok &= ring_ok
+    print(f"sliding-window ring (-b 256: 768 rows of 1024, 1 chunk): perplexity {ring['ppl']:.6f}, whole caches "
+          f"(--swa-full) {full['ppl']:.6f}: {'identical ok' if ring_ok else 'FAIL'}")
     for p in (o_path, m_path, corpus):
         os.remove(p)
     os.rmdir(tmp)
