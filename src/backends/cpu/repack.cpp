@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <type_traits>
+#include <vector>
 #include <mutex>
 
 #include "core/status.h"
@@ -292,6 +293,65 @@ void repack_rows(const void* data, size_t row_bytes, RepackedWeight& w, bool rel
   }
 }
 
+// Repacked weights live in chunks of 64 MiB, 2 MiB-aligned and marked for transparent huge
+// pages (THP in "madvise" mode is the common default): a decode step streams every weight once,
+// and on 4 KiB pages each page is a TLB miss. Small weights (a MoE layer's experts are ~1 MiB
+// each) share chunks, bump-allocated; a chunk goes back when its last weight is freed (untouched
+// pages of its tail are never resident). Larger weights get a region of their own.
+class WeightArena {
+ public:
+  uint8_t* alloc(size_t bytes) {
+    const size_t n = (bytes + 63) / 64 * 64;
+    if (n > kChunk / 4) return huge_region(n);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (chunks_.empty() || chunks_.back().used + n > kChunk) {
+      uint8_t* base = huge_region(kChunk);
+      if (!base) return nullptr;
+      chunks_.push_back({base, 0, 0});
+    }
+    Chunk& c = chunks_.back();
+    uint8_t* p = c.base + c.used;
+    c.used += n;
+    ++c.live;
+    return p;
+  }
+  void free(uint8_t* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      Chunk& c = chunks_[i];
+      if (p < c.base || p >= c.base + kChunk) continue;
+      if (--c.live == 0) {
+        std::free(c.base);
+        chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      return;
+    }
+    std::free(p);  // a region of its own
+  }
+
+ private:
+  static constexpr size_t kHuge = size_t{2} << 20, kChunk = size_t{64} << 20;
+  struct Chunk {
+    uint8_t* base;
+    size_t used;
+    int live;
+  };
+  static uint8_t* huge_region(size_t bytes) {
+    const size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
+    void* p = nullptr;
+    if (posix_memalign(&p, kHuge, n) != 0) return nullptr;
+    madvise(p, n, MADV_HUGEPAGE);  // advice only: without THP it stays 4 KiB pages
+    return static_cast<uint8_t*>(p);
+  }
+  std::mutex mu_;
+  std::vector<Chunk> chunks_;
+};
+
+WeightArena& weight_arena() {
+  static WeightArena* a = new WeightArena();  // never destroyed: weights may outlive static destructors
+  return *a;
+}
+
 std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_in, int64_t n_out, bool release_source) {
   const int64_t block_elems = repack_block_elems(type);
   if (!repack_supported(type) || n_out < kRepackRows || n_in % block_elems != 0) return nullptr;
@@ -303,7 +363,7 @@ std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_i
   w->n_blocks = n_in / block_elems;
   w->block_bytes = repack_block_bytes(type);
   const size_t bytes = static_cast<size_t>(w->n_groups * w->n_blocks) * w->block_bytes;
-  w->data = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  w->data = weight_arena().alloc(bytes);
   if (!w->data) return nullptr;
   const size_t row = row_bytes(type, n_in);
   switch (type) {
@@ -328,7 +388,9 @@ std::unique_ptr<RepackedWeight> repack(DType type, const void* data, int64_t n_i
 
 }  // namespace
 
-RepackedWeight::~RepackedWeight() { std::free(data); }
+RepackedWeight::~RepackedWeight() {
+  if (data) weight_arena().free(data);
+}
 
 void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
   const int64_t g = row / kRepackRows;

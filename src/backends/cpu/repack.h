@@ -72,7 +72,7 @@ struct RepackedWeight {
   int64_t n_groups = 0;        // n_out / 16
   int64_t n_blocks = 0;        // n_in / repack_block_elems(type)
   size_t block_bytes = 0;      // one block of a group (288 ... 3360, the layouts above)
-  uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned
+  uint8_t* data = nullptr;     // [n_groups][n_blocks][block_bytes], 64-byte aligned (huge-page chunks)
   ~RepackedWeight();
   const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g * n_blocks) * block_bytes; }
 };
