@@ -76,6 +76,9 @@ int cmd_generate(int argc, char** argv) {
     return app.exit(e);
   }
 
+  // The model first: a wrong name is reported before anything waits for a prompt on stdin.
+  const std::string path = resolve_model(model);
+  if (path.empty()) return 1;
   std::string prompt;
   if (!prompt_file.empty()) {
     bool ok = false;
@@ -91,8 +94,6 @@ int cmd_generate(int argc, char** argv) {
   }
   if (prompt.empty()) return fail("", "empty prompt (give PROMPT, -f FILE or text on stdin)");
 
-  const std::string path = resolve_model(model);
-  if (path.empty()) return 1;
   auto m = Model::load(path);
   if (!m) return fail("", m.error().message);
   const GgufFile& file = (*m)->file();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 
@@ -32,6 +33,7 @@ int cmd_quantize(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  for (char& ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));  // q4_k_m = Q4_K_M
   const auto ft = file_type_from_name(type);
   if (!ft || *ft == FileType::F32) {
     std::fprintf(stderr, "minfer quantize: unknown type '%s'; expected one of %s\n", type.c_str(),

@@ -1,4 +1,4 @@
-// `minfer tokenize MODEL [TEXT | -f FILE] [--json | --jsonl] [--no-special] [--bos]`
+// `minfer tokenize MODEL [TEXT... | -f FILE] [--json | --jsonl] [--no-special] [--bos]`
 // `minfer detokenize MODEL ID,ID,... [--no-special]`  |  `minfer detokenize MODEL --jsonl`
 //
 // tokenize prints the ids on one line separated by single spaces (--json: a JSON array).
@@ -104,9 +104,11 @@ int detokenize_jsonl(const Tokenizer& tok, const DecodeOptions& opt) {
 int cmd_tokenize(int argc, char** argv) {
   CLI::App app{"Print the token ids of a text (special-token text such as <|im_start|> is parsed)", "minfer tokenize"};
   std::string model, text, file;
+  std::vector<std::string> words;
   bool json = false, jsonl = false, no_special = false, bos = false;
   app.add_option("MODEL", model, "GGUF file or cached model name")->required();
-  app.add_option("TEXT", text, "text to tokenize (default: -f FILE, else stdin)");
+  app.add_option("TEXT", words, "text to tokenize, words joined with single spaces as the main command does "
+                                "(default: -f FILE, else stdin)");
   app.add_option("-f,--file", file, "read the text from FILE ('-': stdin)");
   app.add_flag("--json", json, "print a JSON array instead of space-separated ids");
   app.add_flag("--jsonl", jsonl, "read one JSON string per stdin line, print one JSON array per line");
@@ -118,6 +120,7 @@ int cmd_tokenize(int argc, char** argv) {
     return app.exit(e);
   }
   const bool has_text = app.count("TEXT") > 0;
+  for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
   if ((has_text ? 1 : 0) + (file.empty() ? 0 : 1) + (jsonl ? 1 : 0) > 1) {
     return fail("tokenize", "give at most one of TEXT, -f FILE and --jsonl");
   }

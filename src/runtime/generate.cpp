@@ -32,6 +32,7 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   st.n_prompt = static_cast<int>(prompt.size());
   st.prompt_s = seconds_since(t0);
   sampler.accept_prompt(prompt);
+  if (params.n_predict == 0) return st;  // -n 0: the prompt is read, nothing is sampled (reason: length)
   const SpecStats spec0 = spec ? spec->stats() : SpecStats{};
 
   // history: the tokens in the cache (speculative decoding only: what drafting looks at).

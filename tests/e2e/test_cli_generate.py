@@ -38,6 +38,26 @@ def test_n_predict_limits_generation():
     assert "[generate] 5 tokens" in r.stderr and "stop: length" in r.stderr
 
 
+def test_n_predict_zero_reads_the_prompt_only():
+    r = run(MODEL, "Count from one to one hundred.", "--temp", "0", "-n", "0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "" and "[generate] 0 tokens" in r.stderr and "[prompt]" in r.stderr
+
+
+def test_a_wrong_model_name_is_reported_before_reading_stdin():
+    # stdin stays open and empty: the old order read it (forever) before looking at the name.
+    p = subprocess.Popen([MINFER, "no-such-model-name"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        p.wait(timeout=30)  # stdin is not closed meanwhile
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise AssertionError("minfer waited for stdin before resolving the model")
+    _, err = p.communicate()
+    assert p.returncode == 1 and "no model named" in err, err
+
+
 def test_stop_string_cuts_the_reply():
     full = run(MODEL, "What is the capital of France?", "--temp", "0", "-n", "24").stdout
     assert len(full) > 6
