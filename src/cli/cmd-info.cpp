@@ -1,4 +1,4 @@
-// `minfer info MODEL [--json] [--tensors] [-c N] [-b N] [--kv-type f16|f32] [--swa-full]`
+// `minfer info MODEL [--json [--no-vocab]] [--tensors] [-c N] [-b N] [--kv-type f16|f32] [--swa-full]`
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -109,7 +109,7 @@ int cmd_info(int argc, char** argv) {
   CLI::App app{"Show a GGUF model's architecture, hyperparameters, tokenizer, tensors and memory needs",
                "minfer info"};
   std::string model;
-  bool as_json = false, tensors = false;
+  bool as_json = false, tensors = false, no_vocab = false;
   int64_t n_ctx = 4096;
   int n_batch = 512;
   bool swa_full = false;
@@ -117,6 +117,9 @@ int cmd_info(int argc, char** argv) {
   app.add_option("MODEL", model, "GGUF file (first part of a split model) or cached model name")->required();
   app.add_flag("--json", as_json, "print one JSON object (metadata in full, tensors, summary)");
   app.add_flag("--tensors", tensors, "list every tensor");
+  app.add_flag("--no-vocab", no_vocab,
+               "with --json: leave out the vocabulary arrays (tokens, scores, token types, merges); their "
+               "types and lengths stay in metadata_types and vocab_lengths");
   app.add_option("-c,--ctx-size", n_ctx, "context size for the KV-cache memory estimate")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--kv-type", kv_type, "KV cache element type for the estimate")
@@ -129,6 +132,7 @@ int cmd_info(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (no_vocab && !as_json) return fail("info", "--no-vocab shapes the --json output; give --json too");
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto file = GgufFile::open(path);
@@ -165,15 +169,23 @@ int cmd_info(int argc, char** argv) {
       parts.push_back({{"path", p.path}, {"size", p.file_size}, {"n_tensors", p.n_tensors},
                        {"data_offset", p.data_offset}});
     j["parts"] = parts;
-    json md = json::object(), md_types = json::object();
+    json md = json::object(), md_types = json::object(), vocab_lengths = json::object();
     for (const GgufKV& kv : f.metadata()) {
-      md[kv.key] = to_json(kv.value);
       std::string type(gguf_type_name(kv.value.type()));
-      if (const GgufArray* a = kv.value.as_array()) type += fmt::format("[{}]", gguf_type_name(a->elem_type()));
+      const GgufArray* a = kv.value.as_array();
+      if (a) type += fmt::format("[{}]", gguf_type_name(a->elem_type()));
       md_types[kv.key] = type;
+      const bool vocab_array = a && (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.scores" ||
+                                     kv.key == "tokenizer.ggml.token_type" || kv.key == "tokenizer.ggml.merges");
+      if (no_vocab && vocab_array) {
+        vocab_lengths[kv.key] = a->size();
+        continue;
+      }
+      md[kv.key] = to_json(kv.value);
     }
     j["metadata"] = md;
     j["metadata_types"] = md_types;
+    if (no_vocab) j["vocab_lengths"] = vocab_lengths;
     json ts = json::array();
     for (const GgufTensor& t : f.tensors())
       ts.push_back({{"name", t.name}, {"type", std::string(dtype_name(t.type))}, {"shape", t.shape},
