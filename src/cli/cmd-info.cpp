@@ -149,14 +149,19 @@ int cmd_info(int argc, char** argv) {
   int64_t n_swa_layers = 0;
   if (hp)
     for (int64_t il = 0; il < hp->n_layer; ++il) n_swa_layers += hp->is_swa(il) ? 1 : 0;
-  // The cache as a context allocates it: every layer n_ctx rows, except that sliding-window
-  // layers hold a ring of Context::swa_ring_rows (0: they cache the whole context too).
-  const uint64_t kv_elem = kv_type == "f32" ? 4 : 2;
-  const uint64_t kv_row = static_cast<uint64_t>(s.n_head_kv) * static_cast<uint64_t>(s.head_dim_k + s.head_dim_v) * kv_elem;
-  const int swa_ring = hp ? Context::swa_ring_rows(*hp, static_cast<int>(n_ctx), n_batch, swa_full) : 0;
-  const int64_t n_ring_layers = swa_ring > 0 ? n_swa_layers : 0;
-  const uint64_t kv_bytes_full = static_cast<uint64_t>(s.n_layer - n_ring_layers) * static_cast<uint64_t>(n_ctx) * kv_row;
-  const uint64_t kv_bytes_swa = static_cast<uint64_t>(n_ring_layers) * static_cast<uint64_t>(swa_ring) * kv_row;
+  // The cache as a context allocates it (Context::kv_footprint); a model that does not run
+  // here: every layer n_ctx rows of the file's head sizes.
+  Context::KvFootprint kvf;
+  if (hp) {
+    kvf = Context::kv_footprint(*hp, static_cast<int>(n_ctx), n_batch, kv_type == "f32" ? DType::F32 : DType::F16, swa_full);
+  } else {
+    kvf.layers_full = s.n_layer;
+    kvf.bytes_full = static_cast<size_t>(s.n_layer) * static_cast<size_t>(n_ctx) * static_cast<size_t>(s.n_head_kv) *
+                     static_cast<size_t>(s.head_dim_k + s.head_dim_v) * (kv_type == "f32" ? 4 : 2);
+  }
+  const int swa_ring = kvf.rows_swa;
+  const int64_t n_ring_layers = kvf.layers_swa;
+  const uint64_t kv_bytes_full = kvf.bytes_full, kv_bytes_swa = kvf.bytes_swa;
   const uint64_t kv_bytes = kv_bytes_full + kv_bytes_swa;
 
   if (as_json) {
@@ -207,7 +212,7 @@ int cmd_info(int argc, char** argv) {
     j["memory"] = {{"n_ctx", n_ctx}, {"kv_type", kv_type}, {"weights_bytes", s.weight_bytes},
                    {"kv_bytes", kv_bytes}, {"total_bytes", s.weight_bytes + kv_bytes},
                    {"n_batch", n_batch}, {"swa_full", swa_full},
-                   {"kv_layers_full", s.n_layer - n_ring_layers}, {"kv_bytes_full_layers", kv_bytes_full},
+                   {"kv_layers_full", kvf.layers_full}, {"kv_bytes_full_layers", kv_bytes_full},
                    {"kv_layers_swa", n_ring_layers}, {"kv_rows_swa", swa_ring}, {"kv_bytes_swa_layers", kv_bytes_swa}};
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return 0;
@@ -274,7 +279,7 @@ int cmd_info(int argc, char** argv) {
                              human_bytes(static_cast<double>(s.weight_bytes + kv_bytes))));
   if (n_ring_layers > 0)
     line("KV cache", fmt::format("{} on {} full-attention layers ({} rows) + {} on {} sliding-window layers ({} rows)",
-                                 human_bytes(static_cast<double>(kv_bytes_full)), s.n_layer - n_ring_layers, n_ctx,
+                                 human_bytes(static_cast<double>(kv_bytes_full)), kvf.layers_full, n_ctx,
                                  human_bytes(static_cast<double>(kv_bytes_swa)), n_ring_layers, swa_ring));
   if (tensors) {
     out += fmt::format("\n{:<40} {:<7} {:<24} {:>12} {:>12}\n", "tensor", "type", "shape", "offset", "bytes");

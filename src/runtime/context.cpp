@@ -116,6 +116,23 @@ int Context::swa_ring_rows(const ModelHparams& hp, int n_ctx_seq, int n_batch, b
   return ring < n_ctx_seq ? static_cast<int>(ring) : 0;
 }
 
+Context::KvFootprint Context::kv_footprint(const ModelHparams& hp, int n_ctx_seq, int n_batch, DType kv_type,
+                                           bool swa_full) {
+  KvFootprint f;
+  f.rows_swa = swa_ring_rows(hp, n_ctx_seq, n_batch, swa_full);
+  const size_t row = static_cast<size_t>(hp.n_embd_k() + hp.n_embd_v()) * kv_elem_bytes(kv_type);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (f.rows_swa > 0 && hp.is_swa(il)) {
+      ++f.layers_swa;
+      f.bytes_swa += static_cast<size_t>(f.rows_swa) * row;
+    } else {
+      ++f.layers_full;
+      f.bytes_full += static_cast<size_t>(n_ctx_seq) * row;
+    }
+  }
+  return f;
+}
+
 int Context::window_lo(int n) const {
   return std::max<int>(0, n - static_cast<int>(model_->hparams().n_swa) + 1);
 }

@@ -93,6 +93,14 @@ class Context {
   // Rows per sequence of the sliding-window layers' ring caches; 0 when they cache the whole
   // context (no such layers, swa_full, or a context no longer than the ring).
   static int swa_ring_rows(const ModelHparams& hp, int n_ctx_seq, int n_batch, bool swa_full);
+  // The KV cache one sequence of such a context holds: layers with n_ctx_seq rows, ring layers
+  // with swa_ring_rows (what `info` reports; equal to kv_bytes() of a one-sequence context).
+  struct KvFootprint {
+    int64_t layers_full = 0, layers_swa = 0;
+    int rows_swa = 0;
+    size_t bytes_full = 0, bytes_swa = 0;
+  };
+  static KvFootprint kv_footprint(const ModelHparams& hp, int n_ctx_seq, int n_batch, DType kv_type, bool swa_full);
 
   // One forward pass; returns the flagged rows' logits in batch order, [n_out][n_vocab]
   // (empty when no row is flagged). The span stays valid until the next call.
