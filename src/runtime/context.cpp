@@ -306,13 +306,12 @@ Status Context::move_rows(std::span<const int32_t> src, std::span<const int32_t>
   return Status::ok();
 }
 
-// The ring caches' rows: one graph (every row is read before any is written, so a permutation
-// within a ring is safe), padded to a power of two by repeating the last pair.
-Status Context::move_ring_rows(std::vector<int32_t> src, std::vector<int32_t> dst, int32_t shift) {
+// The ring caches' rows: one graph of exactly n rows (every row is read before any is written,
+// so a permutation within a ring is safe; padding would need rows that no live position uses:
+// a repeated pair writes one row from two threads).
+Status Context::move_ring_rows(const std::vector<int32_t>& src, const std::vector<int32_t>& dst, int32_t shift) {
   MINFER_ASSERT(src.size() == dst.size() && !src.empty() && swa_ring_ > 0);
-  const int n = static_cast<int>(std::bit_ceil(src.size()));
-  src.resize(static_cast<size_t>(n), src.back());
-  dst.resize(static_cast<size_t>(n), dst.back());
+  const int n = static_cast<int>(src.size());
   auto e = impl_->move_graph(*model_, p_, n, shift != 0, KvLayers::kSwa, int64_t{swa_ring_} * p_.n_seq, stats_);
   if (!e) return e.error();
   return impl_->run_move(**e, src, dst, shift);
@@ -384,7 +383,7 @@ Status Context::seq_rm(int s, int p0, int p1) {
         rs.push_back(rbase + q % swa_ring_);
         rd.push_back(rbase + (q - d) % swa_ring_);
       }
-      if (!rs.empty()) MINFER_TRY(move_ring_rows(std::move(rs), std::move(rd), -d));
+      if (!rs.empty()) MINFER_TRY(move_ring_rows(rs, rd, -d));
     }
   }
   seq_len_[static_cast<size_t>(s)] = len - d;
@@ -426,7 +425,7 @@ Status Context::seq_cp(int src, int dst, int n) {
         rs.push_back(src * swa_ring_ + q % swa_ring_);
         rd.push_back(dst * swa_ring_ + q % swa_ring_);
       }
-      if (!rs.empty()) MINFER_TRY(move_ring_rows(std::move(rs), std::move(rd), 0));
+      if (!rs.empty()) MINFER_TRY(move_ring_rows(rs, rd, 0));
     }
   }
   seq_len_[static_cast<size_t>(dst)] = n;

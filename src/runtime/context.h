@@ -145,7 +145,7 @@ class Context {
   struct Impl;
   Context() = default;
   Status move_rows(std::span<const int32_t> src, std::span<const int32_t> dst, int32_t shift);
-  Status move_ring_rows(std::vector<int32_t> src, std::vector<int32_t> dst, int32_t shift);
+  Status move_ring_rows(const std::vector<int32_t>& src, const std::vector<int32_t>& dst, int32_t shift);
   // Positions of sequence s its rings no longer hold start below this (0 without rings).
   int ring_lo(int s) const { return swa_lo_[static_cast<size_t>(s)]; }
   int window_lo(int n) const;  // first position the next token after n positions attends to
