@@ -64,7 +64,7 @@ def make_models(build):
     q8 = os.path.join(WORK, "SmolLM2-135M-Instruct-Q8_0.gguf")
     if not os.path.exists(q8):
         log(f"making {q8} (minfer quantize)")
-        sh([os.path.join(build, "bin", "minfer"), "quantize", SMOL, q8, "Q8_0"])
+        sh([os.path.join(build, "bin", "minfer"), "quantize", SMOL, q8, "Q8_0", "--allow-requantize"])
     big = os.path.join(WORK, "smollm2-360m-shape-random-Q8_0.gguf")
     if not os.path.exists(big):
         f16 = big.replace("-Q8_0", "-F16")

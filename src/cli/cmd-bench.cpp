@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/context-options.h"
+#include "cli/options.h"
 #include "core/process-memory.h"
 #include "quantize/mix.h"
 #include "models/model.h"
@@ -74,23 +74,23 @@ std::string human_params(uint64_t n) {
 
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Prompt-processing and generation speed (like llama-bench)", "minfer bench"};
-  std::string model, p_list = "512", n_list = "128", out = "md", kv = "f16";
-  bool swa_full = false;
-  int reps = 3, n_threads = 0, n_batch = 512;
+  std::string model, p_list = "512", n_list = "128", out = "md";
+  ContextOptions co;
+  int reps = 3;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
   app.add_option("-p,--n-prompt", p_list, "prompt lengths (comma-separated; 0 = none)")->capture_default_str();
   app.add_option("-n,--n-gen", n_list, "generation lengths (comma-separated; 0 = none)")->capture_default_str();
   app.add_option("-r,--repetitions", reps, "repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
-  app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
-  app.add_option("-b,--batch-size", n_batch, "most prompt tokens per graph")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  app.add_option("--kv-type", kv, "KV cache type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
-  add_swa_full_flag(app, swa_full);
+  add_threads(app, co.n_threads);
+  add_batch_size(app, co.n_batch);
+  add_kv_type(app, co.kv);
+  add_swa_full_flag(app, co.swa_full);
+  add_compat_options(app, co.compat);
   app.add_option("-o,--output", out, "output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  auto kv = co.kv.dtype();
+  if (!kv) return fail("bench", kv.error().message);
+  co.compat.warn(co.n_threads);
   auto pp = parse_list("-p", p_list);
   if (!pp) return fail("bench", pp.error().message);
   auto tg = parse_list("-n", n_list);
@@ -107,10 +107,10 @@ int cmd_bench(int argc, char** argv) {
   for (int x : *tg) max_len = std::max(max_len, x);
   SessionParams sp;
   sp.n_ctx = max_len;
-  sp.n_batch = n_batch;
-  sp.n_threads = n_threads;
-  sp.kv_type = kv == "f32" ? DType::F32 : DType::F16;
-  sp.swa_full = swa_full;
+  sp.n_batch = co.n_batch;
+  sp.n_threads = co.n_threads;
+  sp.kv_type = *kv;
+  sp.swa_full = co.swa_full;
   if (static_cast<int64_t>(max_len) > (*m)->hparams().n_ctx_train && (*m)->hparams().n_ctx_train > 0)
     return fail("bench", fmt::format("a test of {} tokens exceeds the model's context of {}", max_len, (*m)->hparams().n_ctx_train));
   auto s = Session::create(*m, sp);
@@ -185,7 +185,7 @@ int cmd_bench(int argc, char** argv) {
     for (const TestResult& r : results) {
       arr.push_back({{"model_filename", path}, {"model_type", model_type}, {"model_size", size},
                      {"model_n_params", n_params}, {"backend", "CPU"}, {"n_threads", session.n_threads()},
-                     {"n_batch", session.n_batch()}, {"type_kv", kv}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
+                     {"n_batch", session.n_batch()}, {"type_kv", co.kv.name()}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
                      {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()}, {"samples_ts", r.samples},
                      {"model_file_bytes", f.total_file_size()}, {"kv_bytes", session.kv_bytes()},
                      {"rss_bytes", r.mem.rss}, {"peak_rss_bytes", r.mem.peak_rss}});

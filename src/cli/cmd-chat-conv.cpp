@@ -37,6 +37,15 @@ std::optional<TokenCut> find_token_cut(std::string_view cached, const std::vecto
   return std::nullopt;
 }
 
+Messages Conversation::all_messages() const {
+  Messages all = Messages::array();
+  const size_t i0 = (!msgs_.empty() && is_role(msgs_[0], "system")) ? 1 : 0;
+  if (i0) all.push_back(msgs_[0]);
+  for (const auto& m : archived_) all.push_back(m);
+  for (size_t i = i0; i < msgs_.size(); ++i) all.push_back(msgs_[i]);
+  return all;
+}
+
 std::string Conversation::system() const {
   if (!msgs_.empty() && is_role(msgs_[0], "system") && msgs_[0]["content"].is_string())
     return msgs_[0]["content"].get<std::string>();
@@ -123,6 +132,7 @@ Status Conversation::clear() {
   Messages kept = Messages::array();
   if (!msgs_.empty() && is_role(msgs_[0], "system")) kept.push_back(msgs_[0]);
   msgs_ = std::move(kept);
+  archived_ = Messages::array();
   last_.valid = false;
   sampler_.reset();
   auto target = render(msgs_, false);
@@ -170,11 +180,13 @@ Status Conversation::make_room(int n_reserve, TurnStats& st) {
 
   // Drop whole turns, oldest first (a user message and everything up to the next one).
   Messages kept = msgs_;
+  Messages out = Messages::array();  // what leaves the window, to the archive
   int dropped = 0;
   while (kept.size() - i0 > 1) {
     size_t j = i0 + 1;
     while (j + 1 < kept.size() && !is_role(kept[j], "user")) ++j;
     dropped += static_cast<int>(j - i0);
+    for (size_t i = i0; i < j; ++i) out.push_back(kept[i]);
     kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(i0), kept.begin() + static_cast<std::ptrdiff_t>(j));
     auto t = render(kept, true);
     if (!t) return t.error();
@@ -204,7 +216,27 @@ Status Conversation::make_room(int n_reserve, TurnStats& st) {
   }
   st.n_dropped_messages = dropped;
   msgs_ = std::move(kept);
+  for (auto& m : out) archived_.push_back(std::move(m));
   last_.valid = false;
+  return Status::ok();
+}
+
+Status Conversation::truncate_cache(int n) {
+  const int n_cached = static_cast<int>(kv_tokens_.size());
+  MINFER_ASSERT(n >= 0 && n <= n_cached);
+  if (n == n_cached) return s_.truncate(n);
+  const std::vector<size_t> ends = token_ends();
+  MINFER_TRY(s_.truncate(n));
+  kv_tokens_.resize(static_cast<size_t>(n));
+  if (n == 0) {
+    kv_text_.clear();
+  } else if (ends.empty()) {  // the kept rows' text is not known: start the cache over
+    s_.clear();
+    kv_tokens_.clear();
+    kv_text_.clear();
+  } else {
+    kv_text_.resize(ends[static_cast<size_t>(n) - 1]);
+  }
   return Status::ok();
 }
 
@@ -212,30 +244,37 @@ Expected<TurnStats> Conversation::turn(const std::string& user, const GeneratePa
                                        const TextSink& sink) {
   msgs_.push_back({{"role", "user"}, {"content", user}});
   auto st = run_turn(gp, n_reserve, sink, nullptr);
-  // A refused or failed turn leaves no trace in the history.
-  if (!st && !msgs_.empty() && is_role(msgs_.back(), "user")) msgs_.erase(msgs_.end() - 1);
+  // A refused, failed or cancelled turn leaves no trace in the history.
+  if ((!st || st->prefill_cancelled) && !msgs_.empty() && is_role(msgs_.back(), "user")) msgs_.erase(msgs_.end() - 1);
   return st;
 }
 
 Expected<TurnStats> Conversation::regen(const GenerateParams& gp, int n_reserve, const TextSink& sink) {
   if (msgs_.empty() || !is_role(msgs_.back(), "assistant")) return make_error("there is no reply to regenerate");
   const size_t n_msgs = msgs_.size();
+  const Messages::value_type old_reply = msgs_.back();
   msgs_.erase(msgs_.end() - 1);
+  // A regen that fails or is cancelled keeps the old reply in the history.
+  auto keep_old = [&](Expected<TurnStats> st) {
+    if ((!st || st->prefill_cancelled) && !(!msgs_.empty() && is_role(msgs_.back(), "assistant"))) msgs_.push_back(old_reply);
+    return st;
+  };
   auto text = render(msgs_, true);
-  if (!text) return text.error();
+  if (!text) return keep_old(text.error());
   // Replay the last turn's prefill exactly (same tokens, same batch, same logits) when the
   // cache still has its prefix; the sampler gets the window it had then and keeps its RNG.
   if (last_.valid && last_.n_msgs == n_msgs && static_cast<int>(kv_tokens_.size()) >= last_.n_keep &&
       *text == last_.prompt_text && s_.can_keep(last_.n_keep)) {
-    MINFER_TRY(s_.truncate(last_.n_keep));
-    kv_tokens_.resize(static_cast<size_t>(last_.n_keep));
-    SamplerState state = last_.sampler;
-    state.rng = sampler_.checkpoint().rng;
-    sampler_.restore(state);
-    const std::vector<int32_t> prompt = last_.prompt;
-    return run_turn(gp, n_reserve, sink, &prompt);
+    if (Status ts = truncate_cache(last_.n_keep); !ts) return keep_old(ts.error());
+    if (static_cast<int>(kv_tokens_.size()) == last_.n_keep) {
+      SamplerState state = last_.sampler;
+      state.rng = sampler_.checkpoint().rng;
+      sampler_.restore(state);
+      const std::vector<int32_t> prompt = last_.prompt;
+      return keep_old(run_turn(gp, n_reserve, sink, &prompt));
+    }
   }
-  return run_turn(gp, n_reserve, sink, nullptr);
+  return keep_old(run_turn(gp, n_reserve, sink, nullptr));
 }
 
 Expected<TurnStats> Conversation::run_turn(const GenerateParams& gp, int n_reserve, const TextSink& sink,
@@ -259,8 +298,11 @@ Expected<TurnStats> Conversation::run_turn(const GenerateParams& gp, int n_reser
       p.tokens = {kv_tokens_[static_cast<size_t>(p.n_keep)]};
     }
     st.incremental = p.incremental;
-    MINFER_TRY(s_.truncate(p.n_keep));
-    kv_tokens_.resize(static_cast<size_t>(p.n_keep));
+    MINFER_TRY(truncate_cache(p.n_keep));
+    if (static_cast<int>(kv_tokens_.size()) < p.n_keep) {  // the kept rows' text was unknown: all of it
+      p = plan(text);
+      st.incremental = false;
+    }
     prompt = std::move(p.tokens);
   }
   last_ = LastTurn{true, 0, static_cast<int>(kv_tokens_.size()), prompt, text, sampler_.checkpoint(), st.incremental};
@@ -272,16 +314,24 @@ Expected<TurnStats> Conversation::run_turn(const GenerateParams& gp, int n_reser
   sampler_.accept_prompt(kv_tokens_);
 
   std::string reply;
+  GenerateHooks hooks;
+  hooks.on_prefill = on_prefill_;
   auto g = generate(s_, tok_, sampler_, prompt, gp, [&](std::string_view t) {
     reply.append(t);
     return sink(t);
-  }, {}, GenerateSpec{spec_, kv_tokens_});
+  }, hooks, GenerateSpec{spec_, kv_tokens_});
   if (!g) {
     s_.clear();
     kv_tokens_.clear();
     kv_text_.clear();
     last_.valid = false;
     return g.error();
+  }
+  if (g->prefill_cancelled) {  // the session is back at kv_tokens_: the caller undoes the turn
+    last_.valid = false;
+    st.gen = *g;
+    st.prefill_cancelled = true;
+    return st;
   }
   st.gen = *g;
   st.n_prefill = g->n_prompt;
@@ -323,21 +373,41 @@ Status Conversation::close_turn(const std::string& prompt_text, TurnStats& st) {
   return apply(p, *r);
 }
 
-Expected<int> Conversation::restore(Messages msgs, std::vector<int32_t> kv_tokens, std::string kv_text) {
+Expected<Conversation::Restored> Conversation::restore(Messages all, int n_archived, std::vector<int32_t> kv_tokens,
+                                                       std::string kv_text, int n_reserve) {
   MINFER_ASSERT(static_cast<int>(kv_tokens.size()) == s_.n_past());
-  msgs_ = std::move(msgs);
+  const size_t i0 = (!all.empty() && is_role(all[0], "system")) ? 1 : 0;
+  const size_t n_arch = std::min(static_cast<size_t>(std::max(n_archived, 0)), all.size() - i0);
+  msgs_ = Messages::array();
+  archived_ = Messages::array();
+  if (i0) msgs_.push_back(all[0]);
+  for (size_t i = i0; i < all.size(); ++i) (i < i0 + n_arch ? archived_ : msgs_).push_back(all[i]);
   kv_tokens_ = std::move(kv_tokens);
   kv_text_ = std::move(kv_text);
   last_.valid = false;
+  Restored r;
   auto target = render(msgs_, false);
   if (!target) return target.error();
-  if (*target == kv_text_) return 0;
-  const Plan p = plan(*target);
+  if (*target == kv_text_ && s_.n_past() + n_reserve <= s_.n_ctx()) return r;
+  Plan p = plan(*target);
+  // A smaller context than the one the session was saved with: the oldest turns leave the
+  // window (to the archive) until the rest fits with room for a reply.
+  while (p.n_keep + static_cast<int>(p.tokens.size()) + n_reserve > s_.n_ctx() && msgs_.size() > i0) {
+    size_t j = i0 + 1;
+    while (j < msgs_.size() && !is_role(msgs_[j], "user")) ++j;
+    for (size_t i = i0; i < j; ++i) archived_.push_back(msgs_[i]);
+    msgs_.erase(msgs_.begin() + static_cast<std::ptrdiff_t>(i0), msgs_.begin() + static_cast<std::ptrdiff_t>(j));
+    r.n_archived += static_cast<int>(j - i0);
+    target = render(msgs_, false);
+    if (!target) return target.error();
+    p = plan(*target);
+  }
   if (p.n_keep + static_cast<int>(p.tokens.size()) >= s_.n_ctx())
-    return make_error("the history is {} tokens, more than the context holds ({}; raise -c)",
+    return make_error("the system prompt alone is {} tokens, more than the context holds ({}; raise -c)",
                       p.n_keep + static_cast<int>(p.tokens.size()), s_.n_ctx());
   MINFER_TRY(apply(p, *target));
-  return static_cast<int>(p.tokens.size());
+  r.n_prefilled = static_cast<int>(p.tokens.size());
+  return r;
 }
 
 }  // namespace minfer::cli

@@ -10,9 +10,10 @@
 // what the cache holds by the end-of-turn text (<|im_end|>\n ...), which is prefilled at once,
 // so an early stop (length, Ctrl-C, stop string) still leaves a well-formed turn in the cache,
 // and the cache text equals the rendered history (what a session file saves).
-// When a turn would not fit, the oldest turns are dropped: their rows are removed from the cache
-// in place (Session::kv_remove shifts and re-ropes the rest), so only the new message is
-// prefilled.
+// When a turn would not fit, the oldest turns leave the context window: their rows are removed
+// from the cache in place (Session::kv_remove shifts and re-ropes the rest), so only the new
+// message is prefilled. They are archived, not forgotten: all_messages() (what a session file
+// saves) still holds them, and resuming with a smaller context archives more the same way.
 //
 //   Conversation conv(session, tok, sampler, render);
 //   auto t = conv.turn("Hi", gen_params, n_reserve, sink);   // t->gen, t->n_prefill ...
@@ -64,9 +65,10 @@ std::optional<TokenCut> find_token_cut(std::string_view cached, const std::vecto
 
 struct TurnStats {
   bool incremental = false;    // the rendering extended the cached text
+  bool prefill_cancelled = false;  // on_prefill stopped the prompt: the turn was undone
   int n_prefill = 0;           // prompt tokens prefilled for this turn
   int n_close = 0;             // tokens prefilled after the reply to close the turn
-  int n_dropped_messages = 0;  // context overflow: oldest messages dropped
+  int n_dropped_messages = 0;  // context overflow: oldest messages archived
   int n_dropped_tokens = 0;    //   and their cache rows removed in place
   bool reprefilled = false;    //   (true: the cut was not possible, the cache was rebuilt)
   GenerateStats gen;
@@ -83,13 +85,21 @@ class Conversation {
   void set_speculator(Speculator* spec) { spec_ = spec; }
   Speculator* speculator() const { return spec_; }
 
+  // The messages in the context window (the system prompt first, when there is one).
   const Messages& messages() const { return msgs_; }
+  // Every message: the system prompt, the archived ones, then the rest of the window.
+  Messages all_messages() const;
+  int n_archived() const { return static_cast<int>(archived_.size()); }
+  // Called between the batches of a long prompt (GenerateHooks::on_prefill); false stops it,
+  // and the turn is undone (TurnStats::prefill_cancelled).
+  void set_on_prefill(std::function<bool(int n_done, int n_total)> fn) { on_prefill_ = std::move(fn); }
   const std::vector<int32_t>& kv_tokens() const { return kv_tokens_; }
   const std::string& kv_text() const { return kv_text_; }
   std::string system() const;
   // Sets ("" removes) the system message; the cache follows at the next turn.
   void set_system(const std::string& text);
-  // Drops every message but the system prompt and rewinds the cache to what it keeps.
+  // Drops every message but the system prompt (the archived ones too) and rewinds the cache to
+  // what it keeps.
   Status clear();
 
   // n_reserve: positions kept free for the reply when deciding whether a turn fits.
@@ -97,10 +107,16 @@ class Conversation {
   // Replaces the last reply with a new one (greedy: the same one).
   Expected<TurnStats> regen(const GenerateParams& gp, int n_reserve, const TextSink& sink);
 
-  // Resuming: the history and a cache already loaded into the session (kv_tokens rows, whose
-  // text is kv_text). Returns the tokens prefilled to bring the cache to the rendered history
-  // (0 when it matches).
-  Expected<int> restore(Messages msgs, std::vector<int32_t> kv_tokens, std::string kv_text);
+  // Resuming: every message (the first n_archived after a system prompt out of the window) and
+  // a cache already loaded into the session (kv_tokens rows, whose text is kv_text). When the
+  // window does not fit the context with n_reserve positions free, its oldest turns are archived
+  // until it does. The cache is then brought to the rendered window.
+  struct Restored {
+    int n_prefilled = 0;  // tokens prefilled (0: the cache matched)
+    int n_archived = 0;   // messages moved out of the window to fit this context
+  };
+  Expected<Restored> restore(Messages all, int n_archived, std::vector<int32_t> kv_tokens, std::string kv_text,
+                             int n_reserve);
 
  private:
   struct Plan {
@@ -125,8 +141,11 @@ class Conversation {
   Status apply(const Plan& p, const std::string& text);
   // Token end offsets in kv_text_, or empty when the pieces do not concatenate to it.
   std::vector<size_t> token_ends() const;
-  // Drops the oldest turns until `text` (the next prompt) fits with n_reserve free positions.
+  // Archives the oldest turns until `text` (the next prompt) fits with n_reserve free positions.
   Status make_room(int n_reserve, TurnStats& st);
+  // Keeps the cache's first n rows and the text they encode (the whole cache is dropped when
+  // that text is not known).
+  Status truncate_cache(int n);
   Expected<TurnStats> run_turn(const GenerateParams& gp, int n_reserve, const TextSink& sink,
                                const std::vector<int32_t>* replay);
   // Appends the end-of-turn text after a reply (see the file comment).
@@ -136,7 +155,9 @@ class Conversation {
   const Tokenizer& tok_;
   Sampler& sampler_;
   RenderFn render_;
-  Messages msgs_ = Messages::array();
+  Messages msgs_ = Messages::array();      // the window
+  Messages archived_ = Messages::array();  // older messages out of the window, oldest first
+  std::function<bool(int, int)> on_prefill_;
   std::vector<int32_t> kv_tokens_;  // the session's cache rows [0, n_past)
   std::string kv_text_;             // the text those tokens encode
   LastTurn last_;

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,21 +24,45 @@ void put_u64(std::string& b, uint64_t v) { b.append(reinterpret_cast<const char*
 uint32_t get_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
 uint64_t get_u64(const uint8_t* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
 
-// Writes to PATH.tmp then renames, so a crash never leaves a half-written file under PATH.
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Writes to a temporary file beside PATH, syncs it, renames it over PATH and syncs the folder:
+// after a crash or a failed write PATH holds either its old or its new contents.
 Status write_atomic(const std::string& path, const std::string& a, const void* b = nullptr, size_t nb = 0,
                     const std::string& c = {}) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return make_error("cannot write '{}'", tmp);
-    f.write(a.data(), static_cast<std::streamsize>(a.size()));
-    if (nb) f.write(static_cast<const char*>(b), static_cast<std::streamsize>(nb));
-    f.write(c.data(), static_cast<std::streamsize>(c.size()));
-    if (!f.flush()) return make_error("cannot write '{}' (disk full?)", tmp);
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error("cannot write '{}': {}", tmp, std::strerror(errno));
+  const bool ok = write_all(fd, a.data(), a.size()) && write_all(fd, b, nb) && write_all(fd, c.data(), c.size());
+  const int err = errno;
+  const bool synced = ok && ::fsync(fd) == 0;
+  const int sync_err = errno;
+  ::close(fd);
+  if (!ok || !synced) {
+    ::unlink(tmp.c_str());
+    return make_error("cannot write '{}': {}", path, std::strerror(ok ? sync_err : err));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return make_error("cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return make_error("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(e));
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
   return Status::ok();
 }
 
@@ -67,7 +95,7 @@ ModelIdentity model_identity(const GgufFile& file) {
 }
 
 Status write_session(const std::string& path, const std::string& model_name, const ModelIdentity& id, const Session& s,
-                     const nlohmann::ordered_json& messages, const std::vector<int32_t>& tokens, const std::string& text) {
+                     const SessionHistory& history, const std::vector<int32_t>& tokens, const std::string& text) {
   if (static_cast<int>(tokens.size()) != s.n_past())
     return make_error("session: {} tokens recorded but the cache holds {}", tokens.size(), s.n_past());
   auto kv = s.kv_export();
@@ -95,13 +123,15 @@ Status write_session(const std::string& path, const std::string& model_name, con
   MINFER_TRY(write_atomic(path + ".kv", head, kv->data(), kv->size(), tail));
 
   nlohmann::ordered_json j = {{"format", "minfer-chat-session"}, {"version", 1}, {"model", model_name},
-                              {"messages", messages}};
+                              {"messages", history.messages}, {"n_archived", history.n_archived}};
   return write_atomic(path, j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
-Expected<nlohmann::ordered_json> read_session_messages(const std::string& path) {
+Expected<SessionHistory> read_session_history(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return make_error("'{}' is a directory", path);
   std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error("cannot read '{}'", path);
+  if (!f) return make_error("cannot read '{}': {}", path, std::strerror(errno));
   const std::string s{std::istreambuf_iterator<char>(f), {}};
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(s, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return make_error("'{}' is not valid JSON", path);
@@ -112,7 +142,15 @@ Expected<nlohmann::ordered_json> read_session_messages(const std::string& path) 
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
         !m["content"].is_string())
       return make_error("'{}': every message needs string \"role\" and \"content\"", path);
-  return j["messages"];
+  SessionHistory h;
+  h.messages = j["messages"];
+  if (j.contains("n_archived")) {
+    if (!j["n_archived"].is_number_integer() || j["n_archived"].get<int64_t>() < 0 ||
+        j["n_archived"].get<int64_t>() > static_cast<int64_t>(h.messages.size()))
+      return make_error("'{}': \"n_archived\" must be a count of its {} messages", path, h.messages.size());
+    h.n_archived = j["n_archived"].get<int>();
+  }
+  return h;
 }
 
 Expected<KvFileContents> read_kv_file(const std::string& kv_path, const ModelIdentity& id, const Session& s) {

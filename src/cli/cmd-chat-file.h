@@ -2,7 +2,9 @@
 // versioned, checksummed binary, so that `--session FILE` resumes a conversation without
 // prefilling anything.
 //
-//   FILE     {"format": "minfer-chat-session", "version": 1, "model": NAME, "messages": [...]}
+//   FILE     {"format": "minfer-chat-session", "version": 1, "model": NAME, "messages": [...],
+//             "n_archived": N}   the N messages after a system prompt that had left the context
+//                                window (older minfers: absent = 0); the cache holds the rest
 //   FILE.kv  little-endian:
 //     char[8]  magic "MINFERKV"
 //     u32      version (1)
@@ -18,7 +20,11 @@
 //     u8       kv[kv bytes]                  Session::kv_export(): per layer K rows, V rows
 //     u64      FNV-1a 64 of every byte above
 //
-//   write_session(path, model_name, id, session, messages, tokens, text);
+// Both are written to a temporary file that is synced and renamed over the old one, so a crash
+// or a full disk leaves either the old or the new file, never a mix.
+//
+//   write_session(path, model_name, id, session, {messages, n_archived}, tokens, text);
+//   auto h = read_session_history(path);                // error: not a session (never overwrite it)
 //   auto kv = read_kv_file(path + ".kv", id, session);  // error says why it cannot be used
 #pragma once
 
@@ -50,11 +56,16 @@ struct KvFileContents {
   std::vector<uint8_t> kv;      // Session::kv_import() layout
 };
 
+struct SessionHistory {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // every message
+  int n_archived = 0;  // after a system prompt, how many had left the context window
+};
+
 // Writes FILE (JSON) and FILE.kv (the session's first tokens.size() cache rows).
 Status write_session(const std::string& path, const std::string& model_name, const ModelIdentity& id, const Session& s,
-                     const nlohmann::ordered_json& messages, const std::vector<int32_t>& tokens, const std::string& text);
-// Reads FILE's messages.
-Expected<nlohmann::ordered_json> read_session_messages(const std::string& path);
+                     const SessionHistory& history, const std::vector<int32_t>& tokens, const std::string& text);
+// Reads FILE's history; an error says why FILE is not a chat session.
+Expected<SessionHistory> read_session_history(const std::string& path);
 // Reads and checks FILE.kv against the model and the session (type, shapes, room).
 Expected<KvFileContents> read_kv_file(const std::string& kv_path, const ModelIdentity& id, const Session& s);
 

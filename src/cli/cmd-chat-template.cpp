@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "gguf/reader.h"
 #include "runtime/chat-prompt.h"
 #include "template/chat.h"
@@ -62,11 +63,7 @@ int cmd_chat_template(int argc, char** argv) {
   app.add_flag("--mutable", mutable_lists,
                "allow list.append/dict.update... in templates (jinja2 SandboxedEnvironment); the default "
                "refuses them like transformers' ImmutableSandboxedEnvironment");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   if (int(!model.empty()) + int(!template_path.empty()) + int(!builtin.empty()) != 1)
     return fail("chat-template", "give one of MODEL, --template FILE.jinja or --builtin NAME");
   if (input_path.empty() && !print_template) return fail("chat-template", "--input CASE.json is required (or --print-template)");

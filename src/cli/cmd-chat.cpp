@@ -1,10 +1,10 @@
-// `minfer --cnv MODEL [options]` (or `minfer MODEL --cnv`): the chat REPL. Each turn prefills
+// `minfer MODEL --cnv [options]` (or -cnv, -i, -if): the chat REPL. Each turn prefills
 // only the new part of the rendered template (cmd-chat-conv.h), replies stream to stdout,
 // everything else (banner, notices, command output, speeds) goes to stderr, so with piped
 // stdin stdout carries exactly the replies, one per turn, each ending with a newline.
 // Commands: /exit /quit /clear /regen /system TEXT /save FILE /load FILE /stats /help.
-// Ctrl-C stops the current reply, Ctrl-D (end of input) exits. docs/chat.md has the details.
-#include <CLI/CLI.hpp>
+// Ctrl-C stops the current reply (during the prefill of a long message: undoes the turn),
+// Ctrl-D (end of input) exits. A failed save makes the exit code 1. docs/chat.md has the details.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -19,15 +19,13 @@
 #include <vector>
 
 #include "runtime/chat-prompt.h"
-#include "cli/cmd-chat.h"
 #include "cli/cmd-chat-conv.h"
 #include "cli/cmd-chat-file.h"
 #include "cli/cmd-chat-input.h"
 #include "cli/commands.h"
-#include "cli/context-options.h"
-#include "cli/sampling-options.h"
-#include "cli/spec-options.h"
-#include "core/thread-pool.h"
+#include "cli/main-setup.h"
+#include "cli/notice.h"
+#include "cli/prefill-line.h"
 #include "runtime/generate.h"
 #include "models/model.h"
 #include "runtime/session.h"
@@ -80,25 +78,31 @@ struct Totals {
 class Repl {
  public:
   Repl(Session& s, const Tokenizer& tok, Sampler& sampler, const GgufFile& file, std::string model_name,
-       GenerateParams gp, int n_reserve, bool terminal, bool verbose, Style style)
-      : s_(s), tok_(tok), file_(file), model_name_(std::move(model_name)), id_(model_identity(file)), gp_(std::move(gp)),
-        n_reserve_(n_reserve), terminal_(terminal), verbose_(verbose), style_(style),
-        conv_(s, tok, sampler, [this](const Messages& m, bool add_gen) {
-          return render_chat_prompt(file_, tok_, m, {.add_generation_prompt = add_gen, .quiet = true});
+       std::string template_source, GenerateParams gp, int n_reserve, bool terminal, bool verbose, Style style)
+      : s_(s), tok_(tok), file_(file), model_name_(std::move(model_name)), id_(model_identity(file)),
+        template_source_(std::move(template_source)), gp_(std::move(gp)), n_reserve_(n_reserve), terminal_(terminal),
+        verbose_(verbose), style_(style), conv_(s, tok, sampler, [this](const Messages& m, bool add_gen) {
+          return render_chat_prompt(file_, tok_, m,
+                                    {.add_generation_prompt = add_gen, .quiet = true, .template_source = template_source_});
         }) {}
 
   Conversation& conv() { return conv_; }
 
-  void note(const std::string& msg) const {
-    std::fprintf(stderr, "%s%s%s\n", style_.dim().c_str(), msg.c_str(), style_.reset().c_str());
-  }
+  void note(const std::string& msg) const { info(style_.dim() + msg + style_.reset()); }
+  int n_failed_saves() const { return n_failed_saves_; }
 
   // Runs a turn (or a regen) and prints the reply; false on an error already reported.
   bool reply(const std::string* user) {
     g_interrupt = false;
     g_generating = true;
     bool ends_with_newline = true;
+    PrefillLine prefill_line(true);
+    conv_.set_on_prefill([&](int done, int total) {
+      prefill_line.update(done, total);
+      return !g_interrupt.load();
+    });
     auto sink = [&](std::string_view t) {
+      prefill_line.clear();
       std::fwrite(t.data(), 1, t.size(), stdout);
       std::fflush(stdout);
       if (!t.empty()) ends_with_newline = t.back() == '\n';
@@ -106,6 +110,13 @@ class Repl {
     };
     auto st = user ? conv_.turn(*user, gp_, n_reserve_, sink) : conv_.regen(gp_, n_reserve_, sink);
     g_generating = false;
+    prefill_line.clear();
+    conv_.set_on_prefill({});
+    if (st && st->prefill_cancelled) {
+      note(user ? "[interrupted] while reading the message: it was not sent"
+                : "[interrupted] while reading the prompt: the last reply is kept");
+      return true;
+    }
     if (!ends_with_newline) std::fputc('\n', stdout);
     std::fflush(stdout);
     if (!st) {
@@ -113,10 +124,11 @@ class Repl {
       return false;
     }
     if (st->n_dropped_messages > 0)
-      note(fmt::format("[context] dropped the {} oldest messages ({} tokens) to fit the context of {}; {}", st->n_dropped_messages,
+      note(fmt::format("[context] dropped the {} oldest messages ({} tokens) to fit the context of {}; {}{}", st->n_dropped_messages,
                        st->n_dropped_tokens, s_.n_ctx(),
                        st->reprefilled ? "the cache was rebuilt"
-                                       : "their cache rows were removed in place and the rest shifted"));
+                                       : "their cache rows were removed in place and the rest shifted",
+                       session_path_.empty() ? "" : " (the session file keeps them)"));
     if (st->gen.reason == StopReason::kCancelled) note("[interrupted]");
     if (st->gen.reason == StopReason::kContextFull) note("[context] the context is full; the reply was cut");
     if (!terminal_ || verbose_)
@@ -138,8 +150,11 @@ class Repl {
   }
 
   void stats() const {
-    note(fmt::format("[stats] {} messages, context {}/{} tokens ({:.0f}%), KV cache {:.1f} MiB, {} turns",
-                     conv_.messages().size(), s_.n_past(), s_.n_ctx(), 100.0 * s_.n_past() / s_.n_ctx(),
+    note(fmt::format("[stats] {} messages{}, context {}/{} tokens ({:.0f}%), KV cache {:.1f} MiB, {} turns",
+                     conv_.messages().size(),
+                     conv_.n_archived() ? fmt::format(" ({} older ones out of the context, kept in the session)", conv_.n_archived())
+                                        : "",
+                     s_.n_past(), s_.n_ctx(), 100.0 * s_.n_past() / s_.n_ctx(),
                      static_cast<double>(s_.kv_bytes()) / (1 << 20), totals_.turns));
     if (totals_.has_last) {
       const TurnStats& t = totals_.last;
@@ -153,52 +168,71 @@ class Repl {
   }
 
   bool save(const std::string& path, bool quiet) {
-    Status st = write_session(path, model_name_, id_, s_, conv_.messages(), conv_.kv_tokens(), conv_.kv_text());
+    const SessionHistory h{conv_.all_messages(), conv_.n_archived()};
+    Status st = write_session(path, model_name_, id_, s_, h, conv_.kv_tokens(), conv_.kv_text());
     if (!st) {
       std::fprintf(stderr, "minfer: [session] %s\n", st.error().message.c_str());
+      ++n_failed_saves_;
       return false;
     }
     if (!quiet)
-      note(fmt::format("[session] saved {} messages to {} ({} cached tokens in {}.kv)", conv_.messages().size(), path,
+      note(fmt::format("[session] saved {} messages to {} ({} cached tokens in {}.kv)", h.messages.size(), path,
                        conv_.kv_tokens().size(), path));
     return true;
   }
 
-  // Resumes from FILE (+ FILE.kv); a cache that cannot be used falls back to re-rendering.
+  // /load FILE: a file that is not a session changes nothing.
   bool load(const std::string& path) {
-    auto msgs = read_session_messages(path);
-    if (!msgs) {
-      std::fprintf(stderr, "minfer: [session] %s\n", msgs.error().message.c_str());
+    auto h = read_session_history(path);
+    if (!h) {
+      std::fprintf(stderr, "minfer: [session] %s\n", h.error().message.c_str());
       return false;
     }
+    return resume(path, *h);
+  }
+
+  // Resumes the history read from FILE, with FILE.kv when it fits; a cache that cannot be used
+  // falls back to re-rendering.
+  bool resume(const std::string& path, const SessionHistory& history) {
     const std::string kv_path = path + ".kv";
     std::string problem;
     auto kv = read_kv_file(kv_path, id_, s_);
     if (!kv) {
       problem = kv.error().message;
     } else {
-      auto rendered = render_chat_prompt(file_, tok_, *msgs, {.add_generation_prompt = false, .quiet = true});
+      // The cache holds the context window the session was saved with.
+      const Messages& all = history.messages;
+      const size_t i0 = !all.empty() && all[0].value("role", "") == "system" ? 1 : 0;
+      Messages window = Messages::array();
+      for (size_t i = 0; i < all.size(); ++i)
+        if (i < i0 || i >= i0 + static_cast<size_t>(history.n_archived)) window.push_back(all[i]);
+      auto rendered = render_chat_prompt(file_, tok_, window,
+                                         {.add_generation_prompt = false, .quiet = true, .template_source = template_source_});
       if (!rendered) problem = rendered.error().message;
       else if (*rendered != kv->text) problem = fmt::format("'{}' holds another conversation than '{}'", kv_path, path);
     }
-    Expected<int> n = 0;
     if (problem.empty()) {
       if (Status st = s_.kv_import(kv->kv, static_cast<int>(kv->tokens.size())); !st) problem = st.error().message;
     }
+    Expected<Conversation::Restored> r = Conversation::Restored{};
     if (problem.empty()) {
-      n = conv_.restore(*msgs, std::move(kv->tokens), std::move(kv->text));
+      r = conv_.restore(history.messages, history.n_archived, std::move(kv->tokens), std::move(kv->text), n_reserve_);
     } else {
       note(fmt::format("[session] {}; re-rendering the JSON history", problem));
       s_.clear();
-      n = conv_.restore(*msgs, {}, {});
+      r = conv_.restore(history.messages, history.n_archived, {}, {}, n_reserve_);
     }
-    if (!n) {
-      std::fprintf(stderr, "minfer: [session] %s\n", n.error().message.c_str());
+    if (!r) {
+      std::fprintf(stderr, "minfer: [session] %s\n", r.error().message.c_str());
       s_.clear();
-      (void)conv_.restore(Messages::array(), {}, {});
+      (void)conv_.restore(Messages::array(), 0, {}, {}, 0);
       return false;
     }
-    note(fmt::format("[session] resumed {} messages, {} tokens prefilled", conv_.messages().size(), *n));
+    note(fmt::format("[session] resumed {} messages, {} tokens prefilled", history.messages.size(), r->n_prefilled));
+    if (r->n_archived > 0)
+      note(fmt::format("[context] the {} oldest messages do not fit the context of {} with room for a reply: they stay in "
+                       "the session file but out of the context",
+                       r->n_archived, s_.n_ctx()));
     return true;
   }
 
@@ -248,6 +282,7 @@ class Repl {
   const GgufFile& file_;
   std::string model_name_;
   ModelIdentity id_;
+  std::string template_source_;  // "" = the model's
   GenerateParams gp_;
   int n_reserve_;
   bool terminal_, verbose_;
@@ -255,107 +290,79 @@ class Repl {
   Conversation conv_;
   std::string session_path_;
   Totals totals_;
+  int n_failed_saves_ = 0;
 };
 
 }  // namespace
 
-int cmd_chat(int argc, char** argv) {
-  // --cnv may stand anywhere; -mli is llama.cpp's spelling of --multiline-input.
-  std::vector<char*> args;
-  std::string mli = "--multiline-input";
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0 && std::strcmp(argv[i], "--cnv") == 0) continue;
-    args.push_back(i > 0 && std::strcmp(argv[i], "-mli") == 0 ? mli.data() : argv[i]);
+int run_chat(const MainOptions& o) {
+  set_quiet(o.log.quiet);
+  if (auto kv = o.ctx.kv.dtype(); !kv) {
+    fail("", kv.error().message);
+    return kUsageError;
   }
-  CLI::App app{"Chat with a model: each line you type is a message, the reply streams to stdout", "minfer --cnv MODEL"};
-  std::string model, system, kv = "f16", color = "auto", session_file;
-  std::vector<std::string> stops;
-  int n_predict = 512, n_ctx = 4096, n_threads = 0, n_batch = 512;
-  bool multiline = false, verbose = false;
-  SamplingOptions so;
-  SpecOptions spo;
-  app.add_option("MODEL", model, "GGUF path or the name of a model in the cache")->required();
-  app.add_option("-n,--n-predict", n_predict, "most tokens per reply; -1 = until the context is full")
-      ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
-  app.add_option("--stop", stops, "stop string (repeatable); the reply is cut before it");
-  app.add_option("--system", system, "system message");
-  app.add_flag("--multiline-input", multiline, "(-mli) a message is every line up to an empty line");
-  app.add_option("--color", color, "colors on the terminal")->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
-  app.add_option("--session", session_file, "resume from and save to FILE (history JSON) and FILE.kv (KV cache)");
-  app.add_option("-c,--ctx-size", n_ctx, "context size (KV cache positions), capped at the model's")
-      ->capture_default_str()->check(CLI::Range(16, 1 << 24));
-  app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
-  app.add_option("-b,--batch-size", n_batch, "most prompt tokens per graph")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  app.add_option("--kv-type", kv, "KV cache element type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
-  app.add_flag("-v,--verbose", verbose, "per-turn prefill and speed lines on a terminal too");
-  bool swa_full = false;
-  add_swa_full_flag(app, swa_full);
-  add_sampling_options(app, so);
-  add_spec_options(app, spo);
-  try {
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  std::string template_label;
+  auto template_source = o.tmpl.source(&template_label);
+  if (!template_source) return fail("", template_source.error().message);
+  auto system = o.system_message();
+  if (!system) return fail("", system.error().message);
+  auto first = o.command_line_prompt();  // sent as the first message (llama-cli -cnv -p)
+  if (!first) return fail("", first.error().message);
 
   const bool terminal = isatty(STDIN_FILENO) != 0;
   Style style;
   const char* term = std::getenv("TERM");
-  style.on = color == "on" || (color == "auto" && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) && !std::getenv("NO_COLOR") &&
-                               !(term && std::string_view(term) == "dumb"));
+  style.on = o.color == "on" || (o.color == "auto" && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) && !std::getenv("NO_COLOR") &&
+                                 !(term && std::string_view(term) == "dumb"));
 
-  const std::string path = resolve_model(model);
+  // A session file that exists must be one: anything else is refused before it could be
+  // overwritten by the first turn's save.
+  std::optional<SessionHistory> resumed;
+  if (!o.session_file.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(o.session_file, ec)) {
+      auto h = read_session_history(o.session_file);
+      if (!h)
+        return fail("", fmt::format("[session] {}; not using it (it would be overwritten): give another --session "
+                                    "FILE or move this one away",
+                                    h.error().message));
+      resumed = std::move(*h);
+    }
+  }
+
+  const std::string path = resolve_model(o.model);
   if (path.empty()) return 1;
-  auto m = Model::load(path);
-  if (!m) return fail("", m.error().message);
-  const GgufFile& file = (*m)->file();
-  auto tok = Tokenizer::from_gguf(file);
-  if (!tok) return fail("", tok.error().message);
-  auto sp = so.to_params(tok->n_vocab());
-  if (!sp) return fail("", sp.error().message);
-  auto sampler = Sampler::create(*sp, tok->n_vocab());
-  if (!sampler) return fail("", sampler.error().message);
-
-  SessionParams p;
-  const int64_t n_train = (*m)->hparams().n_ctx_train;
-  p.n_ctx = n_train > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, n_train)) : n_ctx;
-  p.n_batch = n_batch;
-  p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
-  p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
-  p.swa_full = swa_full;
-  auto session = Session::create(*m, p);
-  if (!session) return fail("", session.error().message);
-  Session& s = **session;
-  ContextParams draft_cp = s.context().params();
-  draft_cp.n_ctx_seq = s.n_ctx();
-  auto spec = SpecSetup::create(spo, *tok, draft_cp);
-  if (!spec) return fail("", spec.error().message);
-
-  const ChatTemplateChoice tmpl = choose_chat_template(file);
-  std::fprintf(stderr, "[model] %s: %s, %d threads, ctx %d, %s KV\n", (*m)->hparams().name.c_str(),
-               (*m)->hparams().arch.c_str(), p.n_threads, s.n_ctx(), kv.c_str());
-  if (tmpl.fallback) std::fprintf(stderr, "[template] %s\n", chat_template_notice(file, tmpl).c_str());
-  if (verbose) std::fprintf(stderr, "[sampler] %s\n", sampler->describe().c_str());
-  if (*spec) std::fprintf(stderr, "%s\n", (*spec)->describe().c_str());
+  auto run = prepare_main(o, path);
+  if (!run) return fail("", run.error().message);
+  const Model& model = *run->lm.model;
+  const GgufFile& file = model.file();
+  const Tokenizer& tok = *run->lm.tok;
+  Session& s = *run->lm.session;
+  if (!template_source->empty()) {
+    info("[template] " + template_label);
+  } else if (const ChatTemplateChoice tmpl = choose_chat_template(file); tmpl.fallback) {
+    info("[template] " + chat_template_notice(file, tmpl));
+  }
 
   GenerateParams gp;
-  gp.n_predict = n_predict;
-  gp.stop = stops;
-  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail("", gs.error().message);
+  gp.n_predict = o.n_predict;
+  gp.stop = o.stops;
+  gp.ignore_eog = o.ignore_eos;
+  if (Status gs = o.sampling.set_grammar(tok, gp); !gs) return fail("", gs.error().message);
   // Room kept for a reply (and the end-of-turn tokens) when deciding whether a turn fits.
-  const int n_reserve = (n_predict >= 0 ? std::min(n_predict, s.n_ctx() / 2) : s.n_ctx() / 4) + 8;
-  Repl repl(s, *tok, *sampler, file, (*m)->hparams().name, gp, n_reserve, terminal, verbose, style);
-  if (!system.empty()) repl.conv().set_system(system);
-  if (*spec) repl.conv().set_speculator((*spec)->speculator(0));
+  const int n_reserve = (o.n_predict >= 0 ? std::min(o.n_predict, s.n_ctx() / 2) : s.n_ctx() / 4) + 8;
+  Repl repl(s, tok, *run->sampler, file, model.hparams().name, *template_source, gp, n_reserve, terminal, o.log.verbose, style);
+  if (!system->empty()) repl.conv().set_system(*system);
+  if (run->spec) repl.conv().set_speculator(run->spec->speculator(0));
 
-  if (!session_file.empty()) {
-    if (std::filesystem::exists(session_file)) {
-      if (repl.load(session_file) && !system.empty() && repl.conv().system() != system)
+  if (!o.session_file.empty()) {
+    if (resumed) {
+      if (repl.resume(o.session_file, *resumed) && !system->empty() && repl.conv().system() != *system)
         repl.note("[session] the session's own system prompt is kept (--system ignored; /system changes it)");
     } else {
-      repl.note(fmt::format("[session] '{}' does not exist yet; it is written after each turn", session_file));
+      repl.note(fmt::format("[session] '{}' does not exist yet; it is written after each turn", o.session_file));
     }
-    repl.set_session(session_file);
+    repl.set_session(o.session_file);
   }
 
   struct sigaction sa {};
@@ -367,9 +374,10 @@ int cmd_chat(int argc, char** argv) {
   if (terminal)
     repl.note(fmt::format("[chat] /help lists the commands; Ctrl-C stops a reply, Ctrl-D or /exit quits{}",
                           ChatInput::has_line_editing() ? "" : " (no line editing in this build)"));
+  if (*first && !first->value().empty()) repl.reply(&first->value());
   // \001 ... \002 mark the escapes as zero-width for libedit; a visible character must follow
   // the last one (libedit drops a trailing marked sequence).
-  ChatInput in(multiline, terminal, style.on ? "\001" + style.green() + "\002>\001" + style.reset() + "\002 " : "> ",
+  ChatInput in(o.multiline, terminal, style.on ? "\001" + style.green() + "\002>\001" + style.reset() + "\002 " : "> ",
                [] { return g_interrupt.exchange(false); });
   while (auto msg = in.read_message()) {
     g_interrupt = false;
@@ -381,6 +389,11 @@ int cmd_chat(int argc, char** argv) {
     repl.reply(&*msg);
   }
   if (terminal) std::fputc('\n', stderr);
+  if (repl.n_failed_saves() > 0) {
+    std::fprintf(stderr, "minfer: [session] %d save%s failed (see above)\n", repl.n_failed_saves(),
+                 repl.n_failed_saves() == 1 ? "" : "s");
+    return 1;
+  }
   return 0;
 }
 

@@ -1,10 +1,13 @@
 // `minfer MODEL [PROMPT...] [options]`: one-shot generation. The prompt goes through the
 // model's chat template (unless --no-template), the reply streams to stdout as it is generated
-// (never half a UTF-8 character), and the prompt and generation speeds go to stderr.
-#include <CLI/CLI.hpp>
+// (never half a UTF-8 character), and the load time, prompt and generation speeds go to stderr.
+// Ctrl-C stops the prefill between batches or the reply between tokens: the speed lines are
+// printed and the exit code is 130; a second Ctrl-C ends the process at once.
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,16 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/chat-prompt.h"
 #include "cli/commands.h"
-#include "cli/context-options.h"
 #include "cli/graph-dump.h"
-#include "cli/sampling-options.h"
-#include "cli/spec-options.h"
+#include "cli/main-setup.h"
+#include "cli/notice.h"
+#include "cli/prefill-line.h"
 #include "cli/trace-file.h"
-#include "core/thread-pool.h"
+#include "runtime/chat-prompt.h"
 #include "runtime/generate.h"
-#include "models/model.h"
 #include "runtime/session.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -30,156 +31,126 @@
 namespace minfer::cli {
 namespace {
 
-std::string read_file(const std::string& path, bool* ok) {
-  std::ifstream f(path, std::ios::binary);
-  *ok = static_cast<bool>(f);
-  return {std::istreambuf_iterator<char>(f), {}};
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_sigint_one_shot(int) {
+  if (g_stop.exchange(true)) _exit(130);  // the second Ctrl-C: now
 }
 
 }  // namespace
 
-int cmd_generate(int argc, char** argv) {
-  CLI::App app{"Generate a reply to PROMPT (through the model's chat template) and stream it to stdout",
-               "minfer MODEL"};
-  std::string model, prompt_file, system, kv = "f16", dump_dot, dump_json;
-  std::vector<std::string> prompt_words, stops;
-  int n_predict = 512, n_ctx = 4096, n_threads = 0, n_batch = 512;
-  bool no_template = false, ignore_eos = false, verbose = false;
-  SamplingOptions so;
-  SpecOptions spo;
-  app.add_option("MODEL", model, "GGUF path or the name of a model in the cache")->required();
-  app.add_option("PROMPT", prompt_words, "prompt words (joined with spaces); read from stdin when absent");
-  app.add_option("-f,--file", prompt_file, "read the prompt from a file");
-  app.add_option("-n,--n-predict", n_predict, "most tokens to generate; -1 = until the context is full")
-      ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
-  app.add_option("--stop", stops, "stop string (repeatable); the reply is cut before it");
-  app.add_option("--system", system, "system message");
-  app.add_flag("--no-template", no_template, "use the prompt as is, without the chat template");
-  app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
-  app.add_option("-c,--ctx-size", n_ctx, "context size (KV cache positions), capped at the model's")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 24));
-  app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
-  app.add_option("-b,--batch-size", n_batch, "most prompt tokens per graph")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  app.add_option("--kv-type", kv, "KV cache element type")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
-  app.add_option("--dump-graph", dump_dot, "write the prompt's graph as Graphviz DOT, then exit");
-  app.add_option("--dump-graph-json", dump_json, "write the prompt's graph as JSON (docs/graph.md), then exit");
-  app.add_flag("-v,--verbose", verbose, "print the rendered prompt and sampler chain to stderr");
-  std::string ids_out;
-  app.add_option("--ids-out", ids_out, "write {\"prompt\": [ids], \"generated\": [ids]} as JSON to this file (for oracle comparisons)");
-  bool swa_full = false;
-  add_swa_full_flag(app, swa_full);
-  add_sampling_options(app, so);
-  add_spec_options(app, spo);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+int run_generate(const MainOptions& o) {
+  set_quiet(o.log.quiet);
+  if (auto kv = o.ctx.kv.dtype(); !kv) {
+    fail("", kv.error().message);
+    return kUsageError;
   }
+  auto template_source = o.tmpl.source();
+  if (!template_source) return fail("", template_source.error().message);
+  if (o.no_template && !template_source->empty()) return fail("", "--no-template and a chat template option: give one");
+  auto system = o.system_message();
+  if (!system) return fail("", system.error().message);
+  if (o.no_template && !system->empty()) return fail("", "--system needs the chat template (drop --no-template)");
+  auto given = o.command_line_prompt();
+  if (!given) return fail("", given.error().message);
 
   // The model first: a wrong name is reported before anything waits for a prompt on stdin.
-  const std::string path = resolve_model(model);
+  const std::string path = resolve_model(o.model);
   if (path.empty()) return 1;
   std::string prompt;
-  if (!prompt_file.empty()) {
-    bool ok = false;
-    prompt = read_file(prompt_file, &ok);
-    if (!ok) return fail("", fmt::format("cannot read prompt file '{}'", prompt_file));
-  } else if (!prompt_words.empty()) {
-    for (size_t i = 0; i < prompt_words.size(); ++i) prompt += (i ? " " : "") + prompt_words[i];
+  if (*given) {
+    prompt = std::move(**given);
   } else if (isatty(STDIN_FILENO)) {
     std::fprintf(stderr, "> ");
     std::getline(std::cin, prompt);
   } else {
     prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  if (prompt.empty()) return fail("", "empty prompt (give PROMPT, -f FILE or text on stdin)");
+  if (prompt.empty()) return fail("", "empty prompt (give PROMPT, -p TEXT, -f FILE or text on stdin)");
 
-  auto m = Model::load(path);
-  if (!m) return fail("", m.error().message);
-  const GgufFile& file = (*m)->file();
-  auto tok = Tokenizer::from_gguf(file);
-  if (!tok) return fail("", tok.error().message);
-  auto sp = so.to_params(tok->n_vocab());
-  if (!sp) return fail("", sp.error().message);
+  auto run = prepare_main(o, path);
+  if (!run) return fail("", run.error().message);
+  const Model& model = *run->lm.model;
+  const GgufFile& file = model.file();
+  const Tokenizer& tok = *run->lm.tok;
+  Session& s = *run->lm.session;
+  Sampler& sampler = *run->sampler;
+  SpecSetup* spec = run->spec.get();
 
   std::string text = prompt;
-  if (!no_template) {
+  if (!o.no_template) {
     nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
-    if (!system.empty()) msgs.push_back({{"role", "system"}, {"content", system}});
+    if (!system->empty()) msgs.push_back({{"role", "system"}, {"content", *system}});
     msgs.push_back({{"role", "user"}, {"content", prompt}});
-    auto rendered = render_chat_prompt(file, *tok, msgs);
+    auto rendered = render_chat_prompt(file, tok, msgs, {.template_source = *template_source});
     if (!rendered) return fail("", rendered.error().message);
     text = *rendered;
-  } else if (!system.empty()) {
-    return fail("", "--system needs the chat template (drop --no-template)");
   }
   // The template may already start with the BOS text; do not add a second BOS.
-  bool add_bos = tok->add_bos();
-  if (add_bos && tok->bos_id() >= 0 && text.starts_with(tok->token_text(tok->bos_id()))) add_bos = false;
-  const std::vector<int32_t> ids = tok->encode(text, add_bos, /*parse_special=*/true);
-  if (verbose) std::fprintf(stderr, "[prompt] %s\n", text.c_str());
+  bool add_bos = tok.add_bos();
+  if (add_bos && tok.bos_id() >= 0 && text.starts_with(tok.token_text(tok.bos_id()))) add_bos = false;
+  const std::vector<int32_t> ids = tok.encode(text, add_bos, /*parse_special=*/true);
+  if (o.log.verbose) std::fprintf(stderr, "[prompt] %s\n", text.c_str());
 
-  SessionParams p;
-  const int64_t n_train = (*m)->hparams().n_ctx_train;
-  p.n_ctx = n_train > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, n_train)) : n_ctx;
-  p.n_batch = n_batch;
-  p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
-  p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
-  p.swa_full = swa_full;
-  auto session = Session::create(*m, p);
-  if (!session) return fail("", session.error().message);
-  Session& s = **session;
-
-  if (!dump_dot.empty() || !dump_json.empty()) {
+  if (!o.dump_dot.empty() || !o.dump_json.empty()) {
     const int n = static_cast<int>(std::min<size_t>(ids.size(), static_cast<size_t>(s.n_batch())));
-    if (Status st = dump_graphs(s, n, 1, dump_dot, dump_json); !st) return fail("", st.error().message);
+    if (Status st = dump_graphs(s, n, 1, o.dump_dot, o.dump_json); !st) return fail("", st.error().message);
     return 0;
   }
 
-  auto sampler = Sampler::create(*sp, tok->n_vocab());
-  if (!sampler) return fail("", sampler.error().message);
-  ContextParams draft_cp = s.context().params();
-  draft_cp.n_ctx_seq = s.n_ctx();
-  auto spec = SpecSetup::create(spo, *tok, draft_cp);
-  if (!spec) return fail("", spec.error().message);
-  if (*spec) std::fprintf(stderr, "%s\n", (*spec)->describe().c_str());
-  if (verbose) std::fprintf(stderr, "[sampler] %s\n", sampler->describe().c_str());
-  std::fprintf(stderr, "[model] %s: %s, %d threads, ctx %d, %s KV\n", (*m)->hparams().name.c_str(),
-               (*m)->hparams().arch.c_str(), p.n_threads, s.n_ctx(), kv.c_str());
-
   GenerateParams gp;
-  gp.n_predict = n_predict;
-  gp.stop = stops;
-  gp.ignore_eog = ignore_eos;
-  if (Status gs = so.set_grammar(*tok, gp); !gs) return fail("", gs.error().message);
+  gp.n_predict = o.n_predict;
+  gp.stop = o.stops;
+  gp.ignore_eog = o.ignore_eos;
+  if (Status gs = o.sampling.set_grammar(tok, gp); !gs) return fail("", gs.error().message);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint_one_shot;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+
   bool ends_with_newline = true;
-  auto trace = TraceFile::from_env(s, *tok);  // MINFER_TRACE=FILE
-  if (trace) trace->start((*m)->hparams().name, prompt, static_cast<int>(ids.size()));
+  auto trace = TraceFile::from_env(s, tok);  // MINFER_TRACE=FILE
+  if (trace) trace->start(model.hparams().name, prompt, static_cast<int>(ids.size()));
+  GenerateHooks hooks = trace ? trace->hooks() : GenerateHooks{};
+  PrefillLine prefill_line(static_cast<int>(ids.size()) > s.n_batch());
+  hooks.on_prefill = [&](int done, int total) {
+    prefill_line.update(done, total);
+    return !g_stop.load();
+  };
   std::string reply;
-  auto st = generate(s, *tok, *sampler, ids, gp, [&](std::string_view t) {
+  auto st = generate(s, tok, sampler, ids, gp, [&](std::string_view t) {
+    prefill_line.clear();
     std::fwrite(t.data(), 1, t.size(), stdout);
     std::fflush(stdout);
     if (!t.empty()) ends_with_newline = t.back() == '\n';
     if (trace) reply += t;
-    return true;
-  }, trace ? trace->hooks() : GenerateHooks{}, GenerateSpec{*spec ? (*spec)->speculator(0) : nullptr, {}});
+    return !g_stop.load();
+  }, hooks, GenerateSpec{spec ? spec->speculator(0) : nullptr, {}});
+  prefill_line.clear();
   if (!st) return fail("", st.error().message);
+  const bool interrupted = g_stop.load();
   if (trace) {
     const bool stop = st->reason == StopReason::kEog || st->reason == StopReason::kStopString;
     if (Status ts = trace->finish(reply, stop ? "stop" : "length", st->n_gen); !ts) return fail("", ts.error().message);
   }
-  if (!ids_out.empty()) {
-    std::ofstream f(ids_out);
+  if (!o.ids_out.empty()) {
+    std::ofstream f(o.ids_out);
     f << nlohmann::json{{"prompt", ids}, {"generated", st->tokens}}.dump() << "\n";
-    if (!f) return fail("", fmt::format("--ids-out: cannot write '{}'", ids_out));
+    if (!f) return fail("", fmt::format("--ids-out: cannot write '{}'", o.ids_out));
   }
   if (!ends_with_newline && isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
   std::fflush(stdout);
-  std::fprintf(stderr, "[prompt] %d tokens in %.2f s (%.1f tok/s)\n", st->n_prompt, st->prompt_s, st->prompt_tps());
-  std::fprintf(stderr, "[generate] %d tokens in %.2f s (%.1f tok/s), stop: %s\n", st->n_gen, st->gen_s,
-               st->gen_tps(), stop_reason_name(st->reason));
-  if (*spec) std::fprintf(stderr, "%s\n", spec_summary(st->spec).c_str());
-  if (*spec && verbose) {
+  if (st->prefill_cancelled)
+    info(fmt::format("[prompt] {} of {} tokens in {:.2f} s ({:.1f} tok/s), interrupted", st->n_prompt, ids.size(), st->prompt_s,
+                     st->prompt_tps()));
+  else
+    info(fmt::format("[prompt] {} tokens in {:.2f} s ({:.1f} tok/s)", st->n_prompt, st->prompt_s, st->prompt_tps()));
+  if (!st->prefill_cancelled)
+    info(fmt::format("[generate] {} tokens in {:.2f} s ({:.1f} tok/s), stop: {}", st->n_gen, st->gen_s, st->gen_tps(),
+                     interrupted ? "interrupted" : stop_reason_name(st->reason)));
+  if (spec) info(spec_summary(st->spec));
+  if (spec && o.log.verbose) {
     const SpecStats& ss = st->spec;
     const int n_plain = st->n_passes - static_cast<int>(ss.n_steps);
     const double plain_s = st->gen_s - ss.verify_s - ss.draft_s;
@@ -188,7 +159,7 @@ int cmd_generate(int argc, char** argv) {
                  ss.n_steps ? 1e3 * ss.verify_s / ss.n_steps : 0.0, st->n_passes ? 1e3 * ss.draft_s / st->n_passes : 0.0, n_plain,
                  n_plain > 0 ? 1e3 * plain_s / n_plain : 0.0);
   }
-  return 0;
+  return interrupted ? 130 : 0;
 }
 
 }  // namespace minfer::cli

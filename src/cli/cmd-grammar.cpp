@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "grammar/gbnf.h"
 #include "grammar/json-schema.h"
 #include "grammar/matcher.h"
@@ -49,7 +50,7 @@ int cmd_grammar(int argc, char** argv) {
   app.add_flag("--print", print, "print the grammar (the one made from --json-schema) and stop");
   app.add_option("--texts-json", texts_json, "a JSON file holding an array of texts to match");
   app.add_flag("--json", json, "print the verdicts as one JSON array");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
 
   std::string text;
   if (!schema_path.empty()) {

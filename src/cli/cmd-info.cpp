@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/context-options.h"
+#include "cli/options.h"
 #include "gguf/reader.h"
 #include "models/model.h"
 #include "runtime/chat-prompt.h"
@@ -110,28 +110,24 @@ int cmd_info(int argc, char** argv) {
                "minfer info"};
   std::string model;
   bool as_json = false, tensors = false, no_vocab = false;
-  int64_t n_ctx = 4096;
+  int n_ctx = 4096;
   int n_batch = 512;
   bool swa_full = false;
-  std::string kv_type = "f16";
+  KvTypeOptions kv_opt;
   app.add_option("MODEL", model, "GGUF file (first part of a split model) or cached model name")->required();
   app.add_flag("--json", as_json, "print one JSON object (metadata in full, tensors, summary)");
   app.add_flag("--tensors", tensors, "list every tensor");
   app.add_flag("--no-vocab", no_vocab,
                "with --json: leave out the vocabulary arrays (tokens, scores, token types, merges); their "
                "types and lengths stay in metadata_types and vocab_lengths");
-  app.add_option("-c,--ctx-size", n_ctx, "context size for the KV-cache memory estimate")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  app.add_option("--kv-type", kv_type, "KV cache element type for the estimate")
-      ->check(CLI::IsMember({"f16", "f32"}));
-  app.add_option("-b,--batch-size", n_batch, "batch size for the estimate (a sliding-window ring holds n_swa + n_batch rows)")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  add_ctx_size(app, n_ctx, "context size for the KV-cache memory estimate; 0 = the model's");
+  add_kv_type(app, kv_opt);
+  add_batch_size(app, n_batch, "batch size for the estimate (a sliding-window ring holds n_swa + n_batch rows)");
   add_swa_full_flag(app, swa_full);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  auto kv_dtype = kv_opt.dtype();
+  if (!kv_dtype) return fail("info", kv_dtype.error().message);
+  const std::string kv_type = kv_opt.name();
   if (no_vocab && !as_json) return fail("info", "--no-vocab shapes the --json output; give --json too");
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
@@ -142,6 +138,7 @@ int cmd_info(int argc, char** argv) {
   }
   const GgufFile& f = *file;
   const Summary s = summarize(f);
+  if (n_ctx == 0) n_ctx = context_for_model(0, s.n_ctx_train);
   const ChatTemplateChoice tmpl = choose_chat_template(f);  // the GGUF's template or the built-in fallback
   // The hyperparameters as minfer runs them (family defaults applied), or why it cannot.
   auto loaded = Model::load(path);

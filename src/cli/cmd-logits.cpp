@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/graph-dump.h"
+#include "cli/options.h"
 #include "core/fp16.h"
 #include "graph/scheduler.h"
 #include "models/model.h"
@@ -102,28 +103,26 @@ class TensorDumper {
 int cmd_logits(int argc, char** argv) {
   CLI::App app{"Write the logits of every position of a token sequence (and greedy continuations)",
                "minfer logits"};
-  std::string model, tokens, out, dump_dot, dump_json, dump_tensors, kv = "f16";
+  std::string model, tokens, out, dump_dot, dump_json, dump_tensors;
+  KvTypeOptions kv;
   int greedy = 0, n_threads = 0, n_batch = 512, n_ctx = 0;
   bool no_fuse = false;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
   app.add_option("--tokens", tokens, "token ids, comma-separated")->required();
   app.add_option("--out", out, "float32 logits file [n_tokens][n_vocab]");
   app.add_option("--greedy", greedy, "print {\"greedy\": [ids]} for N argmax steps")->check(CLI::Range(0, 1 << 20));
-  app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
-  app.add_option("-b,--batch-size", n_batch, "most tokens per graph")->check(CLI::Range(1, 1 << 20));
-  app.add_option("-c,--ctx-size", n_ctx, "KV cache positions (default: the tokens plus --greedy)")
-      ->check(CLI::Range(0, 1 << 24));
-  app.add_option("--kv-type", kv, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  add_threads(app, n_threads);
+  add_batch_size(app, n_batch);
+  add_ctx_size(app, n_ctx, "KV cache positions (default 0: the tokens plus --greedy)");
+  add_kv_type(app, kv);
   app.add_option("--dump-graph", dump_dot, "write the prompt graph as Graphviz DOT");
   app.add_option("--dump-graph-json", dump_json, "write the prompt graph as JSON (docs/graph.md)");
   app.add_option("--dump-tensors", dump_tensors,
                  "write every node's result of each decode call as DIR/<call>/<name>.f32 (slow; for debugging)");
   app.add_flag("--no-fuse", no_fuse, "skip the fusion pass");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  auto kv_type = kv.dtype();
+  if (!kv_type) return fail("logits", kv_type.error().message);
   if (out.empty() && greedy == 0 && dump_dot.empty() && dump_json.empty() && dump_tensors.empty())
     return fail("logits", "nothing to do: give --out, --greedy, --dump-tensors or a --dump-graph option");
   auto ids = parse_ids(tokens);
@@ -138,7 +137,7 @@ int cmd_logits(int argc, char** argv) {
   sp.n_ctx = n_ctx > 0 ? n_ctx : n + std::max(greedy - 1, 0);
   sp.n_batch = n_batch;
   sp.n_threads = n_threads;
-  sp.kv_type = kv == "f32" ? DType::F32 : DType::F16;
+  sp.kv_type = *kv_type;
   sp.fuse = !no_fuse;
   if (sp.n_ctx < n + std::max(greedy - 1, 0))
     return fail("logits", fmt::format("-c {} is too small for {} tokens plus {} greedy steps", sp.n_ctx, n, greedy));

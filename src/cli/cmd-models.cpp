@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "hub/http-client.h"
 #include "hub/model-ref.h"
 #include "hub/progress.h"
@@ -23,11 +24,7 @@ int cmd_download(int argc, char** argv) {
                "minfer download"};
   std::string name;
   app.add_option("NAME", name, kNames)->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   Expected<hub::ResolvedModel> r = make_error("unreached");
   {
     InterruptibleDownloads guard;
@@ -48,11 +45,7 @@ int cmd_list(int argc, char** argv) {
                "minfer list"};
   bool as_json = false;
   app.add_flag("--json", as_json, "one JSON array: name, source, size, path, files, read_only");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   const auto models = hub::list_models();
   if (as_json) {
     nlohmann::json arr = nlohmann::json::array();
@@ -80,11 +73,7 @@ int cmd_rm(int argc, char** argv) {
                "minfer rm"};
   std::string name;
   app.add_option("NAME", name, "a name as `minfer list` shows it")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   auto r = hub::remove_model(name);
   if (!r) {
     std::fprintf(stderr, "minfer rm: %s\n", r.error().message.c_str());

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/context-options.h"
+#include "cli/options.h"
 #include "core/thread-pool.h"
 #include "models/model.h"
 #include "runtime/session.h"
@@ -39,24 +39,28 @@ double log_prob(std::span<const float> row, int32_t target) {
 
 int cmd_perplexity(int argc, char** argv) {
   CLI::App app{"Perplexity of a model on a text file (llama-perplexity's method)", "minfer perplexity"};
-  std::string model, file, kv = "f16";
-  bool swa_full = false;
-  int n_ctx = 512, n_batch = 0, n_threads = 0, max_chunks = 0;
+  std::string model, file;
+  ContextOptions co;
+  co.n_ctx = 512;
+  co.n_batch = 0;  // the chunk
+  int max_chunks = 0;
   bool json = false;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
   app.add_option("-f,--file", file, "text file")->required();
-  app.add_option("-c,--ctx-size", n_ctx, "tokens per chunk")->capture_default_str()->check(CLI::Range(4, 1 << 20));
-  app.add_option("-b,--batch-size", n_batch, "most tokens per graph (default: the chunk)")->check(CLI::Range(0, 1 << 20));
-  app.add_option("-t,--threads", n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
+  add_ctx_size(app, co.n_ctx, "tokens per chunk (at least 4)");
+  add_batch_size(app, co.n_batch, "most tokens per graph (default: the chunk)");
+  add_threads(app, co.n_threads);
+  add_kv_type(app, co.kv);
+  add_swa_full_flag(app, co.swa_full);
+  add_compat_options(app, co.compat);
   app.add_option("--chunks", max_chunks, "score at most N chunks (0 = all)")->check(CLI::Range(0, 1 << 20));
-  app.add_option("--kv-type", kv, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
-  add_swa_full_flag(app, swa_full);
   app.add_flag("--json", json, "also print a JSON line with the figures");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  const int n_ctx = co.n_ctx;
+  if (n_ctx < 4) return fail("perplexity", fmt::format("-c {}: a chunk needs at least 4 tokens", n_ctx));
+  auto kv = co.kv.dtype();
+  if (!kv) return fail("perplexity", kv.error().message);
+  co.compat.warn(co.n_threads);
   std::ifstream in(file, std::ios::binary);
   if (!in) return fail("perplexity", fmt::format("cannot read '{}'", file));
   const std::string text{std::istreambuf_iterator<char>(in), {}};
@@ -76,10 +80,10 @@ int cmd_perplexity(int argc, char** argv) {
 
   SessionParams p;
   p.n_ctx = n_ctx;
-  p.n_batch = n_batch > 0 ? n_batch : n_ctx;
-  p.n_threads = n_threads > 0 ? n_threads : hardware_threads();
-  p.kv_type = kv == "f32" ? DType::F32 : DType::F16;
-  p.swa_full = swa_full;
+  p.n_batch = co.n_batch > 0 ? co.n_batch : n_ctx;
+  p.n_threads = co.n_threads > 0 ? co.n_threads : hardware_threads();
+  p.kv_type = *kv;
+  p.swa_full = co.swa_full;
   auto session = Session::create(*m, p);
   if (!session) return fail("perplexity", session.error().message);
   Session& s = **session;

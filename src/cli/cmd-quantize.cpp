@@ -1,4 +1,5 @@
-// `minfer quantize IN.gguf OUT.gguf TYPE [-t N] [--pure] [--split-max-tensors N]`
+// `minfer quantize IN.gguf OUT.gguf TYPE [-t N] [--pure] [--allow-requantize] [--split-max-tensors N]`
+// TYPE in any case (q4_k_m = Q4_K_M), F32, or COPY (every tensor as it is: re-split, rewrite).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/thread-pool.h"
 #include "quantize/quantize-model.h"
 
@@ -18,27 +20,28 @@ int cmd_quantize(int argc, char** argv) {
   CLI::App app{"Convert a GGUF model to another type mix (requantizes through F32)", "minfer quantize"};
   std::string in, out, type;
   int n_threads = hardware_threads();
-  bool pure = false;
+  bool pure = false, allow_requantize = false;
   size_t split_max_tensors = 0;
   app.add_option("IN", in, "input GGUF (any supported type; first part of a split model)")->required();
   app.add_option("OUT", out, "output GGUF")->required();
-  app.add_option("TYPE", type, "target: " + file_type_names() + " (Q3_K, Q4_K, Q5_K mean the _M mixes)")
+  app.add_option("TYPE", type,
+                 "target, in any case: F32, " + file_type_names() +
+                     " (Q3_K, Q4_K, Q5_K mean the _M mixes), or COPY (every tensor as it is)")
       ->required();
   app.add_option("-t,--threads", n_threads, "worker threads")->check(CLI::Range(1, 1024));
   app.add_flag("--pure", pure, "no mix: every weight matrix gets TYPE");
+  app.add_flag("--allow-requantize", allow_requantize,
+               "convert tensors that are already quantized (each conversion loses quality; start from F32/F16/BF16 when you can)");
   app.add_option("--split-max-tensors", split_max_tensors,
                  "write OUT as NAME-0000i-of-0000N.gguf parts of at most N tensors");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   for (char& ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));  // q4_k_m = Q4_K_M
-  const auto ft = file_type_from_name(type);
-  if (!ft || *ft == FileType::F32) {
-    std::fprintf(stderr, "minfer quantize: unknown type '%s'; expected one of %s\n", type.c_str(),
+  const bool copy = type == "COPY";
+  const auto ft = copy ? std::optional<FileType>(FileType::F32) : file_type_from_name(type);
+  if (!ft) {
+    std::fprintf(stderr, "minfer quantize: unknown type '%s'; expected F32, %s or COPY\n", type.c_str(),
                  file_type_names().c_str());
-    return 1;
+    return kUsageError;
   }
   const std::string in_path = resolve_model(in);
   if (in_path.empty()) return 1;
@@ -53,6 +56,8 @@ int cmd_quantize(int argc, char** argv) {
   opt.n_threads = n_threads;
   opt.pure = pure;
   opt.split_max_tensors = split_max_tensors;
+  opt.copy = copy;
+  opt.allow_requantize = allow_requantize;
   const bool tty = isatty(fileno(stderr)) != 0;
   int last_decile = -1;
   opt.on_tensor = [&](size_t i, size_t n, const std::string& name, std::string_view t) {
@@ -80,7 +85,7 @@ int cmd_quantize(int argc, char** argv) {
   std::fprintf(stderr,
                "quantized %s -> %s (%s): %zu tensors (%zu converted), %.1f MB -> %.1f MB in %.2f s "
                "(%.1f MB/s of input, %.1f M weights/s, %d threads)\n",
-               in_path.c_str(), out.c_str(), std::string(file_type_name(*ft)).c_str(), r->n_tensors,
+               in_path.c_str(), out.c_str(), copy ? "COPY" : std::string(file_type_name(*ft)).c_str(), r->n_tensors,
                r->n_quantized, mb_in, static_cast<double>(r->out_bytes) / 1e6, r->seconds,
                mb_in / r->seconds, static_cast<double>(r->n_elements) / 1e6 / r->seconds, n_threads);
   return 0;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -99,13 +100,39 @@ int detokenize_jsonl(const Tokenizer& tok, const DecodeOptions& opt) {
   return 0;
 }
 
+// A token's bytes for a terminal: printable text as is, \n \t \r \\ \' escaped, other control
+// bytes and bytes that are not part of a whole UTF-8 character as \xNN.
+std::string escape_piece(std::string_view p) {
+  std::string out;
+  for (size_t i = 0; i < p.size();) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool whole = len > 1 && i + static_cast<size_t>(len) <= p.size();
+    for (int k = 1; whole && k < len; ++k) whole = (static_cast<unsigned char>(p[i + static_cast<size_t>(k)]) >> 6) == 2;
+    if (whole) {
+      out.append(p.substr(i, static_cast<size_t>(len)));
+      i += static_cast<size_t>(len);
+      continue;
+    }
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (c == '\'') out += "\\'";
+    else if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+    else out += fmt::format("\\x{:02x}", c);
+    ++i;
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_tokenize(int argc, char** argv) {
   CLI::App app{"Print the token ids of a text (special-token text such as <|im_start|> is parsed)", "minfer tokenize"};
   std::string model, text, file;
   std::vector<std::string> words;
-  bool json = false, jsonl = false, no_special = false, bos = false;
+  bool json = false, jsonl = false, no_special = false, bos = false, show_pieces = false;
   app.add_option("MODEL", model, "GGUF file or cached model name")->required();
   app.add_option("TEXT", words, "text to tokenize, words joined with single spaces as the main command does "
                                 "(default: -f FILE, else stdin)");
@@ -114,11 +141,10 @@ int cmd_tokenize(int argc, char** argv) {
   app.add_flag("--jsonl", jsonl, "read one JSON string per stdin line, print one JSON array per line");
   app.add_flag("--no-special", no_special, "treat special-token text as plain text");
   app.add_flag("--bos", bos, "prepend the BOS token");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  app.add_flag("--show-pieces,--pieces", show_pieces,
+               "one line per token: ID -> 'piece' (control bytes and broken UTF-8 escaped, as \\n or \\xNN)");
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  if (show_pieces && (json || jsonl)) return fail("tokenize", "--show-pieces prints lines; not with --json or --jsonl");
   const bool has_text = app.count("TEXT") > 0;
   for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
   if ((has_text ? 1 : 0) + (file.empty() ? 0 : 1) + (jsonl ? 1 : 0) > 1) {
@@ -139,7 +165,12 @@ int cmd_tokenize(int argc, char** argv) {
     }
   }
   std::string out;
-  append_ids(out, tok->encode(text, bos, !no_special), json);
+  const std::vector<int32_t> ids = tok->encode(text, bos, !no_special);
+  if (show_pieces) {
+    for (int32_t id : ids) out += fmt::format("{:>6} -> '{}'\n", id, escape_piece(tok->piece(id, /*render_special=*/true)));
+  } else {
+    append_ids(out, ids, json);
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
@@ -153,11 +184,7 @@ int cmd_detokenize(int argc, char** argv) {
   app.add_option("IDS", id_args, "token ids: 1,2,3 or '1 2 3' or '[1, 2, 3]'");
   app.add_flag("--no-special", no_special, "leave out control tokens such as <|im_end|>");
   app.add_flag("--jsonl", jsonl, "read one JSON array of ids per stdin line, print one JSON string per line");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   if (jsonl == !id_args.empty()) return fail("detokenize", "give either IDS or --jsonl");
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;

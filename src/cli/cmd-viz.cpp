@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "viz/viz-server.h"
 
 namespace minfer::cli {
@@ -14,13 +15,10 @@ int cmd_viz(int argc, char** argv) {
   app.add_option("MODEL", model, "a path, a cached name, hf:ORG/REPO[:QUANT] or ollama:MODEL[:TAG]")->required();
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
   app.add_option("--port", o.port, "port")->capture_default_str()->check(CLI::Range(0, 65535));
-  app.add_option("-c,--ctx-size", o.n_ctx, "context size")->capture_default_str()->check(CLI::Range(16, 1 << 20));
-  app.add_option("-t,--threads", o.n_threads, "threads (default: all)")->check(CLI::Range(0, 1024));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  add_ctx_size(app, o.n_ctx, "context size (at least 16), capped at the model's; 0 = the model's");
+  add_threads(app, o.n_threads);
+  if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  if (o.n_ctx != 0 && o.n_ctx < 16) return fail("viz", "-c: the context needs at least 16 positions");
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   return viz::run_viz_server(path, o);

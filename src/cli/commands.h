@@ -18,8 +18,7 @@ int cmd_chat_template(int argc, char** argv);   // cmd-chat-template.cpp
 int cmd_logits(int argc, char** argv);          // cmd-logits.cpp
 int cmd_perplexity(int argc, char** argv);      // cmd-perplexity.cpp
 int cmd_bench(int argc, char** argv);           // cmd-bench.cpp
-// The main command, `minfer MODEL [PROMPT...]`: argv[0] is the program, argv[1] the model.
-int cmd_generate(int argc, char** argv);        // cmd-generate.cpp
+int cmd_serve(int argc, char** argv);           // cmd-serve.cpp
 int cmd_download(int argc, char** argv);        // cmd-models.cpp
 int cmd_list(int argc, char** argv);            // cmd-models.cpp
 int cmd_rm(int argc, char** argv);              // cmd-models.cpp

@@ -3,12 +3,8 @@
 #include <cstring>
 #include <string_view>
 
-#include "cli/cmd-chat.h"
 #include "cli/commands.h"
-
-namespace minfer::cli {
-int cmd_serve(int argc, char** argv);  // cmd-serve.cpp
-}
+#include "cli/main-options.h"
 
 namespace {
 
@@ -39,7 +35,7 @@ void usage(std::FILE* out) {
   std::fprintf(out,
                "minfer %s: local LLM inference from GGUF files\n\n"
                "usage: minfer MODEL [PROMPT...] [options]   generate a reply (minfer MODEL --help for options)\n"
-               "       minfer --cnv MODEL [options]         chat (minfer --cnv MODEL --help; docs/chat.md)\n"
+               "       minfer MODEL --cnv [options]         chat (also -cnv, -i; docs/chat.md)\n"
                "       minfer COMMAND [options]            (minfer COMMAND --help for details)\n\ncommands:\n",
                MINFER_VERSION);
   for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.help);
@@ -55,7 +51,7 @@ void usage(std::FILE* out) {
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 1 : 0;
+    return argc < 2 ? minfer::cli::kUsageError : 0;
   }
   if (std::strcmp(argv[1], "--version") == 0) {
     std::printf("minfer %s\n", MINFER_VERSION);
@@ -63,9 +59,8 @@ int main(int argc, char** argv) {
   }
   for (const Command& c : kCommands)
     if (std::string_view(argv[1]) == c.name) return c.run(argc - 1, argv + 1);
-  // The chat REPL: minfer --cnv MODEL or minfer MODEL --cnv [options].
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--cnv") == 0) return minfer::cli::cmd_chat(argc, argv);
-  // Anything else is the main command: minfer MODEL [PROMPT...] [options].
-  return minfer::cli::cmd_generate(argc, argv);
+  // Anything else is the main command: minfer MODEL [PROMPT...] [options], one-shot or --cnv.
+  minfer::cli::MainOptions o;
+  if (auto rc = minfer::cli::parse_main_options(argc, argv, o)) return *rc;
+  return o.chat ? minfer::cli::run_chat(o) : minfer::cli::run_generate(o);
 }

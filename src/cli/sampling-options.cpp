@@ -16,12 +16,12 @@ namespace minfer::cli {
 void add_sampling_options(CLI::App& app, SamplingOptions& o) {
   SamplerParams& p = o.p;
   const char* g = "Sampling";
-  app.add_option("--temp", p.temp, "temperature; 0 = greedy")->capture_default_str()->group(g);
+  app.add_option("--temp,--temperature", p.temp, "temperature; 0 = greedy (argmax)")->capture_default_str()->group(g);
   app.add_flag("--greedy", o.greedy, "same as --temp 0")->group(g);
   app.add_option("--top-k", p.top_k, "keep the K most likely tokens; 0 = off")->capture_default_str()->group(g);
   app.add_option("--top-p", p.top_p, "nucleus sampling mass; 1 = off")->capture_default_str()->group(g);
   app.add_option("--min-p", p.min_p, "drop tokens below P x the top probability; 0 = off")->capture_default_str()->group(g);
-  app.add_option("--typical", p.typical_p, "locally typical sampling; 1 = off")->capture_default_str()->group(g);
+  app.add_option("--typical,--typical-p", p.typical_p, "locally typical sampling; 1 = off")->capture_default_str()->group(g);
   app.add_option("--repeat-penalty", p.repeat_penalty, "penalty for repeated tokens; 1 = off")->capture_default_str()->group(g);
   app.add_option("--repeat-last-n", p.repeat_last_n, "penalty window in tokens; -1 = all, 0 = off")->capture_default_str()->group(g);
   app.add_option("--frequency-penalty", p.frequency_penalty, "subtract count x N")->capture_default_str()->group(g);
@@ -34,14 +34,14 @@ void add_sampling_options(CLI::App& app, SamplingOptions& o) {
   app.add_option("--xtc-probability", p.xtc_probability, "XTC probability; 0 = off")->capture_default_str()->group(g);
   app.add_option("--xtc-threshold", p.xtc_threshold, "XTC threshold (<= 0.5)")->capture_default_str()->group(g);
   app.add_option("--mirostat", p.mirostat, "0 = off, 1 or 2 = mirostat v1/v2")->capture_default_str()->group(g);
-  app.add_option("--mirostat-tau", p.mirostat_tau, "mirostat target surprise")->capture_default_str()->group(g);
-  app.add_option("--mirostat-eta", p.mirostat_eta, "mirostat learning rate")->capture_default_str()->group(g);
+  app.add_option("--mirostat-tau,--mirostat-ent", p.mirostat_tau, "mirostat target surprise")->capture_default_str()->group(g);
+  app.add_option("--mirostat-eta,--mirostat-lr", p.mirostat_eta, "mirostat learning rate")->capture_default_str()->group(g);
   app.add_option("--mirostat-m", p.mirostat_m, "mirostat v1 tokens for the Zipf estimate")->capture_default_str()->group(g);
-  app.add_option("--logit-bias", o.logit_bias, "ID:BIAS[,ID:BIAS...], repeatable; BIAS -inf bans")->group(g);
-  app.add_option("--seed", p.seed, "RNG seed; -1 = random")->capture_default_str()->group(g);
+  app.add_option("-l,--logit-bias", o.logit_bias, "ID:BIAS[,ID:BIAS...] (or llama.cpp's ID+BIAS / ID-BIAS), repeatable; BIAS -inf bans")->group(g);
+  app.add_option("-s,--seed", p.seed, "RNG seed; -1 = random (the default; -v prints the seed drawn)")->group(g);
   auto* gr = app.add_option("--grammar", o.grammar, "GBNF grammar the output must match")->group("Grammar");
   auto* gf = app.add_option("--grammar-file", o.grammar_file, "file holding a GBNF grammar")->group("Grammar")->excludes(gr);
-  auto* js = app.add_option("--json-schema", o.json_schema, "JSON Schema the output must follow (JSON text)")
+  auto* js = app.add_option("-j,--json-schema", o.json_schema, "JSON Schema the output must follow (JSON text)")
                  ->group("Grammar")->excludes(gr)->excludes(gf);
   app.add_option("--json-schema-file", o.json_schema_file, "file holding a JSON Schema")
       ->group("Grammar")->excludes(gr)->excludes(gf)->excludes(js);
@@ -75,12 +75,19 @@ Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
   if (greedy) q.temp = 0.0f;
   for (const std::string& arg : logit_bias) {
     for (std::string_view item : split(arg, ',')) {
-      const size_t colon = item.find(':');
+      // ID:BIAS, or llama.cpp's ID+BIAS / ID-BIAS.
+      size_t colon = item.find(':');
+      size_t skip = 1;
+      if (colon == std::string_view::npos) {
+        colon = item.find_first_of("+-", 1);
+        skip = 0;
+      }
       if (colon == std::string_view::npos)
-        return make_error("--logit-bias: '{}' is not ID:BIAS", item);
+        return make_error("--logit-bias: '{}' is not ID:BIAS (or ID+BIAS, ID-BIAS)", item);
       auto id = parse_id(item.substr(0, colon), "--logit-bias");
       if (!id) return id.error();
-      const std::string bias(item.substr(colon + 1));
+      std::string bias(item.substr(colon + skip));
+      if (!bias.empty() && bias[0] == '+') bias.erase(0, 1);
       float b = 0;
       if (bias == "-inf" || bias == "-infinity") {
         b = -INFINITY;

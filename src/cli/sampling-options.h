@@ -21,13 +21,12 @@
 namespace minfer::cli {
 
 struct SamplingOptions {
-  SamplerParams p;                 // defaults of the reference, seed 42 (reproducible runs)
+  SamplerParams p;                 // llama.cpp's defaults; a random seed unless --seed
   bool greedy = false;
   std::vector<std::string> logit_bias;      // "ID:BIAS,ID:BIAS"
   std::string dry_sequence_breakers;        // "198;13,2": ';' between sequences, ',' between ids
   std::string grammar, grammar_file;        // GBNF text, or a file of it
   std::string json_schema, json_schema_file;  // JSON Schema text, or a file of it (at most one of the four)
-  SamplingOptions() { p.seed = 42; }
   Expected<SamplerParams> to_params(int32_t n_vocab) const;
   // The GBNF the options give (a schema converted); errors name the option and the JSON pointer.
   Expected<std::string> grammar_text() const;

@@ -44,6 +44,17 @@ Expected<ResolvedModel> resolve_model_ref(const std::string& ref, bool allow_net
   }
   std::error_code ec;
   if (fs::is_regular_file(ref, ec)) return ResolvedModel{ref, "path", false};
+  if (const fs::file_status st = fs::status(ref, ec); !ec && fs::exists(st)) {
+    // It exists but is no file: say what it is rather than "not found".
+    const char* what = fs::is_directory(st)           ? "a directory"
+                       : fs::is_character_file(st)    ? "a character device"
+                       : fs::is_block_file(st)        ? "a block device"
+                       : fs::is_fifo(st)              ? "a pipe"
+                       : fs::is_socket(st)            ? "a socket"
+                                                      : "not a regular file";
+    return make_error("model '{}' is {}, not a GGUF file{}", ref, what,
+                      fs::is_directory(st) ? " (give the path of a .gguf file inside it)" : "");
+  }
   auto p = local_find(ref);
   if (!p) return p.error();
   return ResolvedModel{*p, "minfer", false};

@@ -51,7 +51,7 @@ Expected<QuantizeReport> quantize_model(const std::string& in_path, const std::s
     w.add(kv.key, kv.value);
   }
   w.add_u32("general.quantization_version", 2);
-  w.add_u32("general.file_type", static_cast<uint32_t>(opt.file_type));
+  if (!opt.copy) w.add_u32("general.file_type", static_cast<uint32_t>(opt.file_type));
 
   auto pool = std::make_shared<ThreadPool>(opt.n_threads);
   auto report = std::make_shared<QuantizeReport>();
@@ -59,8 +59,13 @@ Expected<QuantizeReport> quantize_model(const std::string& in_path, const std::s
   const size_t n_tensors = f.tensors().size();
   for (size_t ti = 0; ti < n_tensors; ++ti) {
     const GgufTensor& t = f.tensors()[ti];
-    const DType out_type = planner.choose(t.name, t.shape);
+    const DType out_type = opt.copy ? t.type : planner.choose(t.name, t.shape);
     const bool same = out_type == t.type;
+    auto is_float = [](DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; };
+    if (!same && !is_float(t.type) && !is_float(out_type) && !opt.allow_requantize)
+      return make_error("quantize: '{}': tensor '{}' is already quantized ({}); converting it to {} loses quality twice "
+                        "(start from an F32/F16/BF16 file, or pass --allow-requantize)",
+                        in_path, t.name, dtype_name(t.type), dtype_name(out_type));
     report->in_bytes += t.n_bytes;
     report->out_bytes += row_bytes(out_type, t.shape.empty() ? 1 : t.shape[0]) * t.n_rows();
     if (!same) {

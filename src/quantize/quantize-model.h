@@ -19,6 +19,10 @@ struct QuantizeOptions {
   int n_threads = 1;
   bool pure = false;              // every quantizable tensor gets the base type
   size_t split_max_tensors = 0;   // > 0: write NAME-0000i-of-0000N.gguf parts
+  bool copy = false;              // every tensor as it is (file_type ignored): re-split, rewrite
+  // Quantizing a tensor that is already quantized (not F32/F16/BF16) loses quality twice; it is
+  // refused unless this is set (llama-quantize's --allow-requantize). Dequantizing is allowed.
+  bool allow_requantize = false;
   // Called after each tensor: (index, count, tensor name, chosen type name).
   std::function<void(size_t, size_t, const std::string&, std::string_view)> on_tensor;
 };

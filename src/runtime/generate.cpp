@@ -27,7 +27,23 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   auto t0 = Clock::now();
   int n_step = 0;
   if (hooks.before_decode) hooks.before_decode(n_step, static_cast<int>(prompt.size()));
-  auto logits = session.decode(prompt, 1);
+  int n_done = 0;  // prompt tokens through the model when on_prefill stopped it
+  bool cancelled = false;
+  DecodeProgress progress;
+  if (hooks.on_prefill)
+    progress = [&](int done, int total) {
+      n_done = done;
+      cancelled = !hooks.on_prefill(done, total);
+      return !cancelled;
+    };
+  auto logits = session.decode(prompt, 1, progress);
+  if (!logits && cancelled) {
+    st.n_prompt = n_done;
+    st.prompt_s = seconds_since(t0);
+    st.prefill_cancelled = true;
+    st.reason = StopReason::kCancelled;
+    return st;
+  }
   if (!logits) return logits.error();
   st.n_prompt = static_cast<int>(prompt.size());
   st.prompt_s = seconds_since(t0);

@@ -39,6 +39,7 @@ struct GenerateStats {
   int n_passes = 0;        // forward passes after the prompt (fewer than n_decoded when drafts hold)
   double gen_s = 0;        // time in those passes, drafting and sampling
   StopReason reason = StopReason::kLength;
+  bool prefill_cancelled = false;  // on_prefill stopped the prompt: nothing was added to the session
   std::vector<int32_t> tokens;  // the generated tokens (without a final end-of-generation)
   SpecStats spec;               // drafts of this call (speculative decoding)
   double prompt_tps() const { return prompt_s > 0 ? n_prompt / prompt_s : 0; }
@@ -57,6 +58,10 @@ using TextSink = std::function<bool(std::string_view)>;
 struct GenerateHooks {
   std::function<void(int step, int n_tokens)> before_decode;
   std::function<void(int step, int32_t token, std::string_view text, std::span<const float> logits)> on_token;
+  // After each batch of a prompt longer than one batch: tokens done of the prompt's. false stops
+  // the prefill (Ctrl-C): the session is left as before the call, and generate() returns stats
+  // with reason kCancelled, prefill_cancelled set and n_prompt the tokens that had been done.
+  std::function<bool(int n_done, int n_total)> on_prefill;
 };
 
 // Speculative decoding for generate() (speculative.h): the drafting policy, and the tokens the

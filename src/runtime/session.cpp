@@ -30,7 +30,7 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
 
 Session::~Session() = default;
 
-Expected<std::span<const float>> Session::decode(std::span<const int32_t> tokens, int n_out) {
+Expected<std::span<const float>> Session::decode(std::span<const int32_t> tokens, int n_out, const DecodeProgress& progress) {
   const int total = static_cast<int>(tokens.size());
   if (total == 0) return make_error("decode: no tokens");
   if (n_out < 1 || n_out > total) return make_error("decode: n_out {} is outside 1..{} (the number of tokens)", n_out, total);
@@ -60,6 +60,10 @@ Expected<std::span<const float>> Session::decode(std::span<const int32_t> tokens
     if (!rows->empty())
       std::memcpy(logits_.data() + static_cast<size_t>(std::max(start, first_out) - first_out) * n_vocab_z, rows->data(),
                   rows->size_bytes());
+    if (progress && start + len < total && !progress(start + len, total)) {
+      if (!ctx_->seq_rm(0, n_past0, -1)) ctx_->seq_clear(0);  // as after an error
+      return make_error("decode: cancelled after {} of {} tokens", start + len, total);
+    }
   }
   return std::span<const float>(logits_);
 }

@@ -21,7 +21,9 @@
 // at most n_batch tokens that share the KV cache, and returns the logits of the LAST n_out
 // tokens, [n_out][n_vocab] row-major (n_out = tokens.size() gives every position, as
 // perplexity needs). The span stays valid until the next call. Errors (token id out of range,
-// context full, n_out out of range) leave the session unchanged.
+// context full, n_out out of range) leave the session unchanged. A progress callback is told
+// after each chunk of a multi-chunk call how many tokens are done; returning false stops there,
+// with an error and the session left as before the call (Ctrl-C during a long prefill).
 //
 // Arithmetic: AttnArith::kByBatch (the default) rounds as llama.cpp does for each chunk size.
 // Not thread-safe: one thread drives a session at a time; separate sessions are independent
@@ -29,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,12 +55,16 @@ struct SessionParams {
 
 using SessionStats = ContextStats;
 
+// decode()'s progress callback: tokens done of the call's total; false cancels the call.
+using DecodeProgress = std::function<bool(int n_done, int n_total)>;
+
 class Session {
  public:
   static Expected<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model, const SessionParams& p);
   ~Session();
 
-  Expected<std::span<const float>> decode(std::span<const int32_t> tokens, int n_out = 1);
+  Expected<std::span<const float>> decode(std::span<const int32_t> tokens, int n_out = 1,
+                                          const DecodeProgress& progress = {});
   void clear() { ctx_->seq_clear(0); }
   Status truncate(int n_past) { return ctx_->seq_rm(0, n_past, -1); }  // 0 <= n_past <= n_past()
   // Whether truncate(n) can keep n positions (Context::can_keep: a sliding-window ring may have

@@ -1,8 +1,8 @@
-// Sampler parameters: one struct, defaults as in the reference (minfer-features.md §1.2 and
-// §5; docs/sampling.md lists each with its meaning), and validate() refusing bad values with a
+// Sampler parameters: one struct, defaults as llama.cpp's (CLI and server alike; docs/sampling.md
+// lists each with its meaning), and validate() refusing bad values with a
 // message that names the field, the value and the allowed range. Nothing is silently clamped.
 //
-//   SamplerParams p;                  // temp 0.8, top_k 40, top_p 0.95, repeat_penalty 1.1 ...
+//   SamplerParams p;                  // temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed ...
 //   p.top_p = 0.9f;
 //   p.logit_bias[198] = -100.0f;      // token id -> added to its logit
 //   if (Status st = validate(p, n_vocab); !st) return st.error();
@@ -33,12 +33,12 @@ struct SamplerParams {
   float top_p = 0.95f;
   // 9. keep tokens whose probability is >= min_p times the top probability; 0 disables.
   //    Range [0, 1].
-  float min_p = 0.0f;
+  float min_p = 0.05f;
 
   // 2. penalties over the last repeat_last_n accepted tokens (-1: all accepted tokens since
   //    the last reset; 0: off). repeat_penalty 1 is off and must be >= 1; frequency and
   //    presence penalties are any finite value (negative ones encourage repetition).
-  float repeat_penalty = 1.1f;
+  float repeat_penalty = 1.0f;
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   int32_t repeat_last_n = 64;
@@ -74,7 +74,7 @@ struct SamplerParams {
   std::map<int32_t, float> logit_bias;
 
   // kSeedRandom (-1) draws one from std::random_device; any value >= 0 reproduces a run on
-  // every machine. The reference CLI passes 42 unless --seed is given.
+  // every machine. Like llama.cpp, every front end draws one unless a seed is given.
   int64_t seed = kSeedRandom;
 };
 

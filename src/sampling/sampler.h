@@ -7,7 +7,7 @@
 // DRY), mirostat's mu and the seeded RNG. The caller decides end of generation (the
 // tokenizer's is_eog) and feeds every kept token back through accept().
 //
-//   SamplerParams p;                            // reference defaults; p.seed = 42 for a CLI run
+//   SamplerParams p;                            // llama.cpp's defaults; p.seed = 42 to reproduce a run
 //   auto s = Sampler::create(p, n_vocab);       // validates p
 //   if (!s) return s.error();
 //   s->accept_prompt(prompt_ids);               // seeds the penalty / DRY window

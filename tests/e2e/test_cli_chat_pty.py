@@ -1,75 +1,25 @@
 """The interactive path of `minfer --cnv`: stdin and stdout on a pseudo-terminal (line editing,
 the prompt, a streamed reply, Ctrl-C stopping a reply but not the program, /exit, Ctrl-D)."""
 import os
-import pty
-import re
-import select
-import signal
-import time
+
+import ptyterm
 
 MINFER = os.environ.get("MINFER_BIN", "")
 MODEL = os.environ.get("MINFER_SMOLLM2", "")
 
 
-class Term:
-    def __init__(self, *args):
-        assert os.path.isfile(MINFER), f"MINFER_BIN={MINFER!r} is not built"
-        assert os.path.isfile(MODEL), f"MINFER_SMOLLM2={MODEL!r} is missing"
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.environ["TERM"] = "xterm"
-            os.execv(MINFER, [MINFER, "--cnv", MODEL, "-t", "2", *args])
-        self.out = b""
-
-    def read_until(self, pattern, timeout=60):
-        """Reads until `pattern` (a regex on the bytes read since `start`) matches."""
-        deadline = time.time() + timeout
-        rx = re.compile(pattern)
-        while time.time() < deadline:
-            m = rx.search(self.out)
-            if m:
-                return m
-            r, _, _ = select.select([self.fd], [], [], 0.2)
-            if r:
-                try:
-                    data = os.read(self.fd, 4096)
-                except OSError:
-                    break
-                if not data:
-                    break
-                self.out += data
-        raise AssertionError(f"{pattern!r} not seen; output so far:\n{self.out.decode(errors='replace')}")
-
-    def send(self, text):
-        # The prompt being on screen does not mean the line editor has set the terminal up
-        # yet (it flushes input typed before that): give it a moment, so a loaded machine
-        # does not turn the test into a race.
-        time.sleep(0.3)
-        os.write(self.fd, text.encode())
-
-    def wait(self, timeout=30):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return os.waitstatus_to_exitcode(status)
-            try:
-                r, _, _ = select.select([self.fd], [], [], 0.2)
-                if r:
-                    self.out += os.read(self.fd, 4096)
-            except OSError:
-                time.sleep(0.1)
-        os.kill(self.pid, signal.SIGKILL)
-        raise AssertionError("minfer did not exit:\n" + self.out.decode(errors="replace"))
+def Term(*args):
+    assert os.path.isfile(MODEL), f"MINFER_SMOLLM2={MODEL!r} is missing"
+    return ptyterm.Term([MINFER, "--cnv", MODEL, "-t", "2", *args])
 
 
 def test_prompt_reply_ctrl_c_and_exit():
     t = Term("--temp", "0", "-n", "400", "--color", "off")
     t.read_until(rb"/help lists the commands")
     t.read_until(rb"> $")
-    t.send("What is the capital of France?\r")
-    m = t.read_until(rb"France\?\r?\n(.+?)\r?\n> $")  # the echoed line, the reply, the next prompt
-    assert b"Paris" in m.group(1), t.out
+    t.send("What is the capital of Germany?\r")
+    m = t.read_until(rb"Germany\?\r?\n(.+?)\r?\n> $")  # the echoed line, the reply, the next prompt
+    assert b"Berlin" in m.group(1), t.out
     # A long reply, stopped by Ctrl-C: the program stays and prompts again.
     t.send("Write a very long story about a dragon, with many chapters.\r")
     t.read_until(rb"many chapters\.\r?\n(.|\n){100}")  # a part of the reply has streamed

@@ -33,7 +33,7 @@ def test_seed_reproduces_and_differs():
 
 
 def test_n_predict_limits_generation():
-    r = run(MODEL, "Count from one to one hundred.", "--temp", "0", "-n", "5")
+    r = run(MODEL, "Count from one to one hundred.", "--temp", "0", "-n", "5", "--ignore-eos")
     assert r.returncode == 0, r.stderr
     assert "[generate] 5 tokens" in r.stderr and "stop: length" in r.stderr
 

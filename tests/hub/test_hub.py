@@ -146,7 +146,7 @@ def test_tag_selection_on_the_hub(mocks, env_factory):
 def split_smol(tmp_path_factory):
     d = tmp_path_factory.mktemp("split")
     out = str(d / "smol-Q8_0.gguf")
-    r = subprocess.run([MINFER, "quantize", SMOLLM2, out, "Q8_0", "--split-max-tensors", "120", "-t", "2"],
+    r = subprocess.run([MINFER, "quantize", SMOLLM2, out, "Q8_0", "--split-max-tensors", "120", "-t", "2", "--allow-requantize"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     parts = sorted(p for p in os.listdir(d) if "-of-" in p)

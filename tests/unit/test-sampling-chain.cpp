@@ -26,6 +26,7 @@ SamplerParams plain(int64_t seed = 7) {
   SamplerParams p;
   p.top_k = 0;
   p.top_p = 1.0f;
+  p.min_p = 0.0f;
   p.repeat_penalty = 1.0f;
   p.temp = 1.0f;
   p.seed = seed;
@@ -44,13 +45,14 @@ std::string error_of(const SamplerParams& p, int32_t n_vocab = 10) {
 }
 
 TEST(sampling, defaults_follow_the_reference) {
-  const SamplerParams p;
+  const SamplerParams p;  // llama.cpp's common_params_sampling defaults
+  EXPECT_EQ(p.seed, kSeedRandom);
   EXPECT_EQ(p.temp, 0.8f);
   EXPECT_EQ(p.top_k, 40);
   EXPECT_EQ(p.top_p, 0.95f);
-  EXPECT_EQ(p.min_p, 0.0f);
+  EXPECT_EQ(p.min_p, 0.05f);
   EXPECT_EQ(p.typical_p, 1.0f);
-  EXPECT_EQ(p.repeat_penalty, 1.1f);
+  EXPECT_EQ(p.repeat_penalty, 1.0f);
   EXPECT_EQ(p.repeat_last_n, 64);
   EXPECT_EQ(p.dry_multiplier, 0.0f);
   EXPECT_EQ(p.dry_base, 1.75f);
@@ -138,9 +140,10 @@ TEST(sampling, greedy_at_temperature_zero) {
 }
 
 TEST(sampling, greedy_sees_penalties) {
-  // Default repeat penalty 1.1 after token 0: 2 / 1.1 = 1.82 < 1.9, so greedy picks token 1.
+  // Repeat penalty 1.1 after token 0: 2 / 1.1 = 1.82 < 1.9, so greedy picks token 1.
   SamplerParams p;
   p.temp = 0.0f;
+  p.repeat_penalty = 1.1f;
   Sampler s = make(p, 3);
   s.accept(0);
   EXPECT_EQ(*s.sample(std::vector<float>{2.0f, 1.9f, 0.0f}), 1);
@@ -250,6 +253,7 @@ TEST(sampling, penalty_window_last_n) {
 
 TEST(sampling, window_keeps_the_last_n_over_long_runs) {
   SamplerParams p;  // repeat_last_n 64
+  p.repeat_penalty = 1.1f;  // a penalty stage keeps the window
   Sampler s = make(p, 5000);
   for (int32_t t = 0; t < 3000; ++t) s.accept(t);
   const auto w = s.window(64);
@@ -342,9 +346,11 @@ TEST(sampling, xtc_in_chain_never_picks_the_top_choice) {
 TEST(sampling, describe_lists_active_stages) {
   SamplerParams p;
   p.seed = 42;
+  EXPECT_EQ(make(p, 1000).describe(), "top-k 40 -> top-p 0.95 -> min-p 0.05 -> temp 0.8 -> draw(seed 42)");
+  p.repeat_penalty = 1.1f;
   EXPECT_EQ(make(p, 1000).describe(),
             "penalties(last_n 64, repeat 1.1, frequency 0, presence 0) -> top-k 40 -> "
-            "top-p 0.95 -> temp 0.8 -> draw(seed 42)");
+            "top-p 0.95 -> min-p 0.05 -> temp 0.8 -> draw(seed 42)");
   p.temp = 0.0f;
   p.repeat_penalty = 1.0f;
   EXPECT_EQ(make(p, 1000).describe(), "greedy");
@@ -352,12 +358,14 @@ TEST(sampling, describe_lists_active_stages) {
   p.mirostat = 2;
   p.top_k = 0;
   p.top_p = 1.0f;
+  p.min_p = 0.0f;
   EXPECT_EQ(make(p, 1000).describe(), "mirostat v2(tau 5, eta 0.1) -> draw(seed 42)");
 }
 
 TEST(sampling, checkpoint_restore_replays) {
   SamplerParams p;
   p.seed = 5;
+  p.repeat_penalty = 1.1f;
   Sampler s = make(p, 50);
   run(s, 5);
   const SamplerState cp = s.checkpoint();

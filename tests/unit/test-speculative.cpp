@@ -260,7 +260,7 @@ std::map<std::string, SamplerParams> sampler_table() {
   gp.frequency_penalty = 0.2f;
   gp.presence_penalty = 0.3f;
   t["greedy+penalties"] = gp;
-  t["default(temp 0.8, top-k 40, top-p 0.95, repeat 1.1)"] = SamplerParams{};
+  t["default(temp 0.8, top-k 40, top-p 0.95, min-p 0.05)"] = SamplerParams{};
   SamplerParams hot;
   hot.temp = 1.2f;
   hot.top_k = 0;
@@ -454,6 +454,8 @@ TEST_F(SpecIdentity, ConversationTruncationAndRemovedRange) {
   ASSERT_TRUE(self);
   SamplerParams sp;
   sp.seed = 11;
+  sp.min_p = 0.0f;  // the chain this conversation was written for (it reuses the draft cache)
+  sp.repeat_penalty = 1.1f;
   GenerateParams gp;
   gp.n_predict = 30;
   auto conversation = [&](Speculator* spec) {

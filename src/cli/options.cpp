@@ -1,0 +1,403 @@
+#include "cli/options.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string_view>
+#include <vector>
+
+#include "cli/notice.h"
+#include "template/chat.h"
+#include "template/template.h"
+
+namespace minfer::cli {
+namespace {
+
+// llama.cpp's single-dash long spellings and the option they mean here. Only mapped when the
+// command has that option; CLI11 would otherwise read "-ngl" as "-n gl".
+struct Alias {
+  std::string_view from, to;
+};
+constexpr Alias kAliases[] = {
+    {"-ngl", "--gpu-layers"},      {"-fa", "--flash-attn"},          {"-ctk", "--cache-type-k"},
+    {"-ctv", "--cache-type-v"},    {"-tb", "--threads-batch"},       {"-ub", "--ubatch-size"},
+    {"-cnv", "--conversation"},    {"-no-cnv", "--no-conversation"}, {"-if", "--interactive-first"},
+    {"-st", "--single-turn"},      {"-sys", "--system-prompt"},      {"-sysf", "--system-prompt-file"},
+    {"-mli", "--multiline-input"}, {"-co", "--color"},               {"-np", "--parallel"},
+    {"-jf", "--json-schema-file"}, {"-md", "--model-draft"},         {"-hf", "--hf-repo"},
+    {"-hfr", "--hf-repo"},         {"-to", "--timeout"},             {"-cb", "--cont-batching"},
+    {"-sps", "--slot-prompt-similarity"},
+};
+
+// Options whose value llama.cpp makes optional: given alone they mean `implied`.
+struct OptionalValue {
+  std::string_view name;
+  std::vector<std::string_view> values;
+  std::string_view implied;
+};
+const OptionalValue kOptionalValues[] = {
+    {"--flash-attn", {"on", "off", "auto", "1", "0"}, "on"},
+    {"--color", {"on", "off", "auto"}, "on"},
+};
+
+// llama.cpp options minfer knows and does not have, with why: refused with the reason rather
+// than "unknown".
+struct Unsupported {
+  std::vector<std::string_view> names;
+  std::string_view why;
+};
+const Unsupported kUnsupported[] = {
+    {{"--lora", "--lora-scaled", "--control-vector", "--control-vector-scaled", "--control-vector-layer-range"},
+     "LoRA adapters and control vectors are not supported"},
+    {{"-mm", "--mmproj", "-mmu", "--mmproj-url", "--image", "--audio", "--video"},
+     "multimodal projectors (vision, audio) are not supported"},
+    {{"-ts", "--tensor-split", "-sm", "--split-mode", "-mg", "--main-gpu", "-dev", "--device", "-ot",
+      "--override-tensor", "-cmoe", "--cpu-moe", "-ncmoe", "--n-cpu-moe", "--rpc"},
+     "this build has no GPU or RPC backend: every tensor is on the CPU"},
+    {{"--rope-scaling", "--rope-scale", "--rope-freq-base", "--rope-freq-scale", "--yarn-orig-ctx", "--yarn-ext-factor",
+      "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast", "-gan", "--grp-attn-n", "-gaw", "--grp-attn-w"},
+     "RoPE scaling overrides are not supported (the GGUF's own RoPE parameters are used)"},
+    {{"--numa"}, "NUMA placement is not supported"},
+    {{"--override-kv"}, "metadata overrides are not supported"},
+    {{"--samplers", "--sampler-seq", "--sampling-seq"}, "the sampler order is fixed (docs/sampling.md)"},
+    {{"--top-nsigma", "--top-n-sigma", "--dynatemp-range", "--dynatemp-exp"}, "this sampler is not implemented"},
+    {{"--prompt-cache", "--prompt-cache-all", "--prompt-cache-ro"}, "use --cnv --session FILE to keep a conversation's cache"},
+    {{"--in-prefix", "--in-suffix", "--in-prefix-bos", "-sp", "--special", "-e", "--escape", "--keep"},
+     "not supported by minfer's chat (the model's chat template frames every turn)"},
+};
+
+const Unsupported* find_unsupported(std::string_view name) {
+  for (const Unsupported& u : kUnsupported)
+    for (std::string_view n : u.names)
+      if (n == name) return &u;
+  return nullptr;
+}
+
+bool has_option(const CLI::App& app, std::string_view name) {
+  return app.get_option_no_throw(std::string(name)) != nullptr;
+}
+
+// Edits (insert, delete, substitute, swap two neighbours) from a to b: "--tmep" is one from "--temp".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// Every spelling the command takes: its long and short names, and the llama.cpp aliases that
+// map to one of them.
+std::vector<std::string> known_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_positional()) continue;
+    for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    for (const std::string& s : o->get_snames()) names.push_back("-" + s);
+  }
+  for (const Alias& a : kAliases)
+    if (has_option(app, a.to)) names.emplace_back(a.from);
+  return names;
+}
+
+std::string closest(const CLI::App& app, std::string_view name) {
+  auto bare = [](std::string_view n) { return n.substr(std::min(n.find_first_not_of('-'), n.size())); };
+  const std::string_view want = bare(name);
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const std::string& n : known_names(app)) {
+    const std::string_view have = bare(n);
+    size_t d = edit_distance(want, have);
+    // "--ctx" for "--ctx-size": a prefix of at least 3 letters is close.
+    if (want.size() >= 3 && have.starts_with(want)) d = std::min<size_t>(d, 1);
+    if (d < best_d) {
+      best_d = d;
+      best = n;
+    }
+  }
+  const size_t limit = want.size() <= 3 ? 1 : std::max<size_t>(2, want.size() / 3);
+  return best_d <= limit ? best : std::string();
+}
+
+std::string command_name(const CLI::App& app) { return app.get_name().empty() ? "minfer" : app.get_name(); }
+
+int usage_error(const CLI::App& app, const std::string& msg) {
+  const std::string name = command_name(app);
+  std::fprintf(stderr, "%s: %s\nRun '%s --help' for the options.\n", name.c_str(), msg.c_str(),
+               name == "minfer" ? "minfer MODEL" : name.c_str());
+  return kUsageError;
+}
+
+// A number as CLI11 would read it after a short option: -n128, -t4, -c0.
+bool is_number(std::string_view s) {
+  if (s.empty()) return false;
+  size_t i = s[0] == '-' || s[0] == '+' ? 1 : 0;
+  bool digit = false;
+  for (; i < s.size(); ++i) {
+    if (s[i] >= '0' && s[i] <= '9') digit = true;
+    else if (s[i] != '.' && s[i] != 'e' && s[i] != 'E' && s[i] != '-' && s[i] != '+') return false;
+  }
+  return digit;
+}
+
+bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+class UsageFormatter : public CLI::Formatter {
+ public:
+  explicit UsageFormatter(std::string usage) : usage_(std::move(usage)) {}
+  std::string make_usage(const CLI::App*, std::string) const override { return "Usage: " + usage_ + "\n"; }
+
+ private:
+  std::string usage_;
+};
+
+}  // namespace
+
+void set_usage(CLI::App& app, std::string usage) { app.formatter(std::make_shared<UsageFormatter>(std::move(usage))); }
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  // 1. llama.cpp's spellings, and options with an optional value, as CLI11 reads them.
+  std::vector<std::string> out;
+  bool positional_only = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (positional_only || a == "--") {
+      positional_only = true;
+      out.push_back(a);
+      continue;
+    }
+    for (const Alias& al : kAliases)
+      if (a == al.from && has_option(app, al.to)) a = al.to;
+    bool done = false;
+    for (const OptionalValue& ov : kOptionalValues) {
+      if (a != ov.name || !has_option(app, ov.name)) continue;
+      const bool next_is_value = i + 1 < args.size() &&
+                                 std::find(ov.values.begin(), ov.values.end(), args[i + 1]) != ov.values.end();
+      out.push_back(a + "=" + (next_is_value ? args[++i] : std::string(ov.implied)));
+      done = true;
+    }
+    if (!done) out.push_back(a);
+  }
+  // 2. Unknown flags, refused by their own name (CLI11 would say "-ngl" is "-n gl").
+  for (const std::string& a : out) {
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') continue;
+    std::string name;
+    if (a.starts_with("--") && a.size() > 2) {
+      name = a.substr(0, a.find('='));
+      if (has_option(app, name)) continue;
+    } else if (is_letter(a[1])) {
+      if (a.size() == 2 && has_option(app, a)) continue;
+      if (a.size() > 2) {
+        const CLI::Option* o = app.get_option_no_throw(a.substr(0, 2));
+        if (o && o->get_items_expected_max() > 0 && is_number(std::string_view(a).substr(2))) continue;  // -n128
+      }
+      name = a;
+    } else {
+      continue;  // a negative number: a value
+    }
+    if (const Unsupported* u = find_unsupported(name))
+      return usage_error(app, fmt::format("'{}' is not supported: {}", name, u->why));
+    const std::string hint = closest(app, name);
+    return usage_error(app, hint.empty() ? fmt::format("unknown option '{}'", name)
+                                         : fmt::format("unknown option '{}'; did you mean '{}'?", name, hint));
+  }
+  // 3. CLI11 (the vector form takes the arguments in reverse order).
+  std::reverse(out.begin(), out.end());
+  try {
+    app.parse(out);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return usage_error(app, e.what());
+  }
+  return std::nullopt;
+}
+
+CLI::Option* add_ctx_size(CLI::App& app, int& n_ctx, const std::string& help) {
+  return app.add_option("-c,--ctx-size", n_ctx,
+                        help.empty() ? "context size (KV cache positions), capped at the model's; 0 = the model's" : help)
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+}
+
+int context_for_model(int n_ctx, int64_t n_ctx_train) {
+  if (n_ctx_train <= 0) return n_ctx > 0 ? n_ctx : 4096;
+  if (n_ctx <= 0) return static_cast<int>(std::min<int64_t>(n_ctx_train, 1 << 24));
+  return static_cast<int>(std::min<int64_t>(n_ctx, n_ctx_train));
+}
+
+CLI::Option* add_threads(CLI::App& app, int& n_threads) {
+  return app.add_option("-t,--threads", n_threads, "compute threads; 0 = all hardware threads")->check(CLI::Range(0, 1024));
+}
+
+CLI::Option* add_batch_size(CLI::App& app, int& n_batch, const std::string& help) {
+  return app.add_option("-b,--batch-size,--ubatch-size", n_batch,
+                        help.empty() ? "most prompt tokens in one graph (llama.cpp's -ub)" : help)
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+}
+
+namespace {
+
+// Cache types llama.cpp names; the ones minfer stores.
+constexpr std::string_view kKvKnown[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
+constexpr std::string_view kKvStored[] = {"f16", "f32"};
+
+Expected<DType> kv_dtype(const std::string& flag, const std::string& name) {
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "f16") return DType::F16;
+  if (lower == "f32") return DType::F32;
+  const bool known = std::find(std::begin(kKvKnown), std::end(kKvKnown), lower) != std::end(kKvKnown);
+  return make_error("{} {}: {}; the KV cache types here are f16 and f32", flag, name,
+                    known ? "not supported yet" : "not a cache type");
+}
+
+}  // namespace
+
+Expected<DType> KvTypeOptions::dtype() const {
+  DType t = DType::F16;
+  if (!both.empty()) {
+    auto d = kv_dtype("--kv-type", both);
+    if (!d) return d;
+    t = *d;
+  }
+  std::optional<DType> tk, tv;
+  if (!k.empty()) {
+    auto d = kv_dtype("--cache-type-k", k);
+    if (!d) return d;
+    tk = *d;
+  }
+  if (!v.empty()) {
+    auto d = kv_dtype("--cache-type-v", v);
+    if (!d) return d;
+    tv = *d;
+  }
+  if (!both.empty() && ((tk && *tk != t) || (tv && *tv != t)))
+    return make_error("--kv-type {} disagrees with -ctk/-ctv; give one of them", both);
+  if (tk && tv && *tk != *tv)
+    return make_error("-ctk {} and -ctv {}: K and V caches of different types are not supported; give one --kv-type", k, v);
+  if (tk) return *tk;
+  if (tv) return *tv;
+  return t;
+}
+
+std::string KvTypeOptions::name() const {
+  auto d = dtype();
+  return d && *d == DType::F32 ? "f32" : "f16";
+}
+
+void add_kv_type(CLI::App& app, KvTypeOptions& o) {
+  std::string types;
+  for (std::string_view t : kKvStored) types += (types.empty() ? "" : ", ") + std::string(t);
+  app.add_option("--kv-type", o.both, "KV cache element type of K and V (" + types + "; default f16)");
+  app.add_option("--cache-type-k", o.k, "(-ctk) K cache type; must equal the V cache type");
+  app.add_option("--cache-type-v", o.v, "(-ctv) V cache type; must equal the K cache type");
+}
+
+void add_swa_full_flag(CLI::App& app, bool& swa_full) {
+  app.add_flag("--swa-full", swa_full,
+               "sliding-window layers keep the whole context in their KV cache (default: only the window, "
+               "a ring of n_swa + n_batch rows; full caches let any prefix be reused or rolled back)");
+}
+
+void add_compat_options(CLI::App& app, CompatOptions& o) {
+  const char* g = "llama.cpp compatibility";
+  app.add_option("--gpu-layers,--n-gpu-layers", o.n_gpu_layers, "(-ngl) accepted; this build runs every layer on the CPU")
+      ->group(g);
+  app.add_option("--flash-attn", o.flash_attn, "(-fa) [on|off|auto] accepted; attention is always one fused kernel here")
+      ->check(CLI::IsMember({"on", "off", "auto", "1", "0"}))
+      ->group(g);
+  app.add_flag("--no-mmap", o.no_mmap, "accepted; weights are read through mmap and repacked, the mapped pages released")
+      ->group(g);
+  app.add_flag("--mlock", o.mlock_memory, "lock the process's memory (weights, cache) in RAM")->group(g);
+  app.add_option("--threads-batch", o.threads_batch, "(-tb) accepted; one thread pool (-t) runs prefill and decode")
+      ->check(CLI::Range(0, 1024))
+      ->group(g);
+}
+
+void CompatOptions::warn(int n_threads) const {
+  if (n_gpu_layers && *n_gpu_layers != 0)
+    warning(fmt::format("-ngl {}: this build has no GPU backend; every layer runs on the CPU", *n_gpu_layers));
+  if (flash_attn == "off" || flash_attn == "0") warning("-fa off: attention is always one fused kernel here; the flag changes nothing");
+  if (no_mmap)
+    warning("--no-mmap: weights are read through mmap once and kept as a repacked copy (the mapped pages are released); "
+            "the flag changes nothing");
+  if (threads_batch && *threads_batch != n_threads && *threads_batch != 0)
+    warning(fmt::format("-tb {}: one thread pool runs prefill and decode; it has the -t threads", *threads_batch));
+}
+
+void CompatOptions::mlock() const {
+  if (!mlock_memory) return;
+  if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+    warning(fmt::format("--mlock: cannot lock the process's memory: {} (raise `ulimit -l` or run with CAP_IPC_LOCK)",
+                        std::strerror(errno)));
+}
+
+void add_context_options(CLI::App& app, ContextOptions& o, const std::string& ctx_help) {
+  add_ctx_size(app, o.n_ctx, ctx_help);
+  add_batch_size(app, o.n_batch);
+  add_threads(app, o.n_threads);
+  add_kv_type(app, o.kv);
+  add_swa_full_flag(app, o.swa_full);
+  add_compat_options(app, o.compat);
+}
+
+void add_log_options(CLI::App& app, LogOptions& o, const std::string& verbose_help) {
+  app.add_flag("-v,--verbose", o.verbose, verbose_help);
+  app.add_flag("-q,--quiet,--log-disable", o.quiet, "print nothing on stderr but errors and warnings");
+}
+
+void add_template_options(CLI::App& app, TemplateOptions& o) {
+  const char* g = "Chat template";
+  auto* t = app.add_option("--chat-template", o.chat_template,
+                           "Jinja chat template to use instead of the model's, or a built-in one by name (" +
+                               jinja::builtin_template_names() + ")")
+                ->group(g);
+  app.add_option("--chat-template-file", o.chat_template_file, "file with the Jinja chat template to use instead of the model's")
+      ->excludes(t)
+      ->group(g);
+  app.add_flag("--jinja", o.jinja, "accepted: chat templates are always rendered by minfer's Jinja engine")->group(g);
+}
+
+Expected<std::string> TemplateOptions::source(std::string* label) const {
+  std::string src;
+  if (!chat_template_file.empty()) {
+    std::ifstream in(chat_template_file, std::ios::binary);
+    if (!in) return make_error("--chat-template-file: cannot read '{}'", chat_template_file);
+    src.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (src.empty()) return make_error("--chat-template-file: '{}' is empty", chat_template_file);
+    if (label) *label = fmt::format("the template in {}", chat_template_file);
+  } else if (chat_template.empty()) {
+    return std::string();
+  } else if (const jinja::BuiltinTemplate* b = jinja::find_builtin_template(chat_template)) {
+    if (label) *label = fmt::format("the built-in {} template (--chat-template {})", b->title, b->name);
+    return std::string(b->source);
+  } else if (chat_template.find('{') == std::string::npos) {
+    return make_error("--chat-template '{}' is neither Jinja text nor a built-in name ({})", chat_template,
+                      jinja::builtin_template_names());
+  } else {
+    src = chat_template;
+    if (label) *label = "the template given with --chat-template";
+  }
+  if (auto t = jinja::Template::parse(src); !t) return make_error("chat template: {}", t.error().message);
+  return src;
+}
+
+}  // namespace minfer::cli
