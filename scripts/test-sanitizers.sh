@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The threaded parts under sanitizers: builds the asan (ASan + UBSan) and tsan presets (only the
 # targets needed) and runs the thread-pool stress test, the engine test and the server's chaos,
-# lifecycle and speculative-decoding tests on each, and the download tests (tests/hub) under ASan. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
+# lifecycle and speculative-decoding tests on each, and the download and command-line tests
+# (tests/hub, tests/e2e/test_cli_compat.py) under ASan. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
 # the process exit 66, and every server test checks the exit code after SIGTERM and each CLI
 # run's. Ends with "N passed, N failed". MINFER_SANITIZERS=asan or tsan picks one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 MODEL=${MINFER_SMOLLM2:-${MINFER_MODEL_DIR:-$HOME/.cache/minfer/models}/SmolLM2-135M-Instruct-Q4_1.gguf}
+GEMMA3=${MINFER_GEMMA3:-${MINFER_MODEL_DIR:-$HOME/.cache/minfer/models}/gemma3-270m-Q4_K_M.gguf}
 passed=0
 failed=0
 run() {  # name, command...
@@ -47,6 +49,11 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   if [ "$preset" = asan ]; then
     run "$preset.hub" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
       python3 -m pytest -q -p no:cacheprovider tests/hub/test_hub.py
+    # The command line: option parsing, session files (refused, archived, failed saves), Ctrl-C
+    # in prefill and generation (Gemma 3's sliding-window ring too), the [load] ticker thread,
+    # pseudo-terminal runs.
+    run "$preset.cli" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" MINFER_GEMMA3="$GEMMA3" \
+      python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cli_compat.py -k "not greedy_text"
   fi
 done
 echo "sanitizers: $passed passed, $failed failed"

@@ -89,7 +89,7 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-o,--output", out, "output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   auto kv = co.kv.dtype();
-  if (!kv) return fail("bench", kv.error().message);
+  if (!kv) return usage_fail("bench", kv.error().message);
   co.compat.warn(co.n_threads);
   auto pp = parse_list("-p", p_list);
   if (!pp) return fail("bench", pp.error().message);

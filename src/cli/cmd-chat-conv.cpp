@@ -328,6 +328,11 @@ Expected<TurnStats> Conversation::run_turn(const GenerateParams& gp, int n_reser
     return g.error();
   }
   if (g->prefill_cancelled) {  // the session is back at kv_tokens_: the caller undoes the turn
+    if (s_.n_past() != static_cast<int>(kv_tokens_.size())) {  // a sliding-window ring could not go back
+      s_.clear();
+      kv_tokens_.clear();
+      kv_text_.clear();
+    }
     last_.valid = false;
     st.gen = *g;
     st.prefill_cancelled = true;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,12 +38,22 @@ bool write_all(int fd, const void* data, size_t n) {
 }
 
 // Writes to a temporary file beside PATH, syncs it, renames it over PATH and syncs the folder:
-// after a crash or a failed write PATH holds either its old or its new contents.
-Status write_atomic(const std::string& path, const std::string& a, const void* b = nullptr, size_t nb = 0,
+// after a crash or a failed write PATH holds either its old or its new contents. A PATH that is
+// a symbolic link has its target replaced; the old file's permissions are kept.
+Status write_atomic(const std::string& link_path, const std::string& a, const void* b = nullptr, size_t nb = 0,
                     const std::string& c = {}) {
+  std::error_code ec;
+  std::string path = link_path;
+  if (std::filesystem::is_symlink(link_path, ec)) {
+    const auto target = std::filesystem::weakly_canonical(link_path, ec);
+    if (!ec) path = target.string();
+  }
+  mode_t mode = 0644;
+  if (struct stat st {}; ::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
   const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return make_error("cannot write '{}': {}", tmp, std::strerror(errno));
+  ::fchmod(fd, mode);
   const bool ok = write_all(fd, a.data(), a.size()) && write_all(fd, b, nb) && write_all(fd, c.data(), c.size());
   const int err = errno;
   const bool synced = ok && ::fsync(fd) == 0;

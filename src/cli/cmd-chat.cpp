@@ -181,14 +181,22 @@ class Repl {
     return true;
   }
 
-  // /load FILE: a file that is not a session changes nothing.
+  // /load FILE: a file that is not a session, or one that cannot be resumed, leaves the
+  // conversation as it was.
   bool load(const std::string& path) {
     auto h = read_session_history(path);
     if (!h) {
       std::fprintf(stderr, "minfer: [session] %s\n", h.error().message.c_str());
       return false;
     }
-    return resume(path, *h);
+    const SessionHistory before{conv_.all_messages(), conv_.n_archived()};
+    if (resume(path, *h)) return true;
+    s_.clear();
+    if (auto r = conv_.restore(before.messages, before.n_archived, {}, {}, /*n_reserve=*/0); !r)  // it fit before
+      std::fprintf(stderr, "minfer: [session] %s\n", r.error().message.c_str());
+    else
+      note(fmt::format("[session] the conversation before /load is back ({} tokens prefilled)", r->n_prefilled));
+    return false;
   }
 
   // Resumes the history read from FILE, with FILE.kv when it fits; a cache that cannot be used
@@ -208,8 +216,9 @@ class Repl {
         if (i < i0 || i >= i0 + static_cast<size_t>(history.n_archived)) window.push_back(all[i]);
       auto rendered = render_chat_prompt(file_, tok_, window,
                                          {.add_generation_prompt = false, .quiet = true, .template_source = template_source_});
+      // The cache may end before the history does (a turn whose end was not prefilled).
       if (!rendered) problem = rendered.error().message;
-      else if (*rendered != kv->text) problem = fmt::format("'{}' holds another conversation than '{}'", kv_path, path);
+      else if (!rendered->starts_with(kv->text)) problem = fmt::format("'{}' holds another conversation than '{}'", kv_path, path);
     }
     if (problem.empty()) {
       if (Status st = s_.kv_import(kv->kv, static_cast<int>(kv->tokens.size())); !st) problem = st.error().message;
@@ -297,10 +306,7 @@ class Repl {
 
 int run_chat(const MainOptions& o) {
   set_quiet(o.log.quiet);
-  if (auto kv = o.ctx.kv.dtype(); !kv) {
-    fail("", kv.error().message);
-    return kUsageError;
-  }
+  if (Status st = o.check(); !st) return usage_fail("", st.error().message);
   std::string template_label;
   auto template_source = o.tmpl.source(&template_label);
   if (!template_source) return fail("", template_source.error().message);
@@ -357,7 +363,12 @@ int run_chat(const MainOptions& o) {
 
   if (!o.session_file.empty()) {
     if (resumed) {
-      if (repl.resume(o.session_file, *resumed) && !system->empty() && repl.conv().system() != *system)
+      // A session that cannot be resumed here is left alone (the first turn would overwrite it).
+      if (!repl.resume(o.session_file, *resumed))
+        return fail("", fmt::format("[session] cannot resume '{}' (above); not using it: give another --session FILE, "
+                                    "or the options it needs",
+                                    o.session_file));
+      if (!system->empty() && repl.conv().system() != *system)
         repl.note("[session] the session's own system prompt is kept (--system ignored; /system changes it)");
     } else {
       repl.note(fmt::format("[session] '{}' does not exist yet; it is written after each turn", o.session_file));

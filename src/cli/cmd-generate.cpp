@@ -41,16 +41,15 @@ extern "C" void on_sigint_one_shot(int) {
 
 int run_generate(const MainOptions& o) {
   set_quiet(o.log.quiet);
-  if (auto kv = o.ctx.kv.dtype(); !kv) {
-    fail("", kv.error().message);
-    return kUsageError;
-  }
+  if (Status st = o.check(); !st) return usage_fail("", st.error().message);
+  if (o.no_template && (!o.tmpl.chat_template.empty() || !o.tmpl.chat_template_file.empty()))
+    return usage_fail("", "--no-template and a chat template option: give one");
+  if (o.no_template && (!o.system.empty() || !o.system_file.empty()))
+    return usage_fail("", "--system needs the chat template (drop --no-template)");
   auto template_source = o.tmpl.source();
   if (!template_source) return fail("", template_source.error().message);
-  if (o.no_template && !template_source->empty()) return fail("", "--no-template and a chat template option: give one");
   auto system = o.system_message();
   if (!system) return fail("", system.error().message);
-  if (o.no_template && !system->empty()) return fail("", "--system needs the chat template (drop --no-template)");
   auto given = o.command_line_prompt();
   if (!given) return fail("", given.error().message);
 

@@ -126,9 +126,9 @@ int cmd_info(int argc, char** argv) {
   add_swa_full_flag(app, swa_full);
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   auto kv_dtype = kv_opt.dtype();
-  if (!kv_dtype) return fail("info", kv_dtype.error().message);
+  if (!kv_dtype) return usage_fail("info", kv_dtype.error().message);
   const std::string kv_type = kv_opt.name();
-  if (no_vocab && !as_json) return fail("info", "--no-vocab shapes the --json output; give --json too");
+  if (no_vocab && !as_json) return usage_fail("info", "--no-vocab shapes the --json output; give --json too");
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto file = GgufFile::open(path);

@@ -122,9 +122,9 @@ int cmd_logits(int argc, char** argv) {
   app.add_flag("--no-fuse", no_fuse, "skip the fusion pass");
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   auto kv_type = kv.dtype();
-  if (!kv_type) return fail("logits", kv_type.error().message);
+  if (!kv_type) return usage_fail("logits", kv_type.error().message);
   if (out.empty() && greedy == 0 && dump_dot.empty() && dump_json.empty() && dump_tensors.empty())
-    return fail("logits", "nothing to do: give --out, --greedy, --dump-tensors or a --dump-graph option");
+    return usage_fail("logits", "nothing to do: give --out, --greedy, --dump-tensors or a --dump-graph option");
   auto ids = parse_ids(tokens);
   if (!ids) return fail("logits", ids.error().message);
   const std::string path = resolve_model(model);

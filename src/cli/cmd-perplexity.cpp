@@ -57,9 +57,9 @@ int cmd_perplexity(int argc, char** argv) {
   app.add_flag("--json", json, "also print a JSON line with the figures");
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   const int n_ctx = co.n_ctx;
-  if (n_ctx < 4) return fail("perplexity", fmt::format("-c {}: a chunk needs at least 4 tokens", n_ctx));
+  if (n_ctx < 4) return usage_fail("perplexity", fmt::format("-c {}: a chunk needs at least 4 tokens", n_ctx));
   auto kv = co.kv.dtype();
-  if (!kv) return fail("perplexity", kv.error().message);
+  if (!kv) return usage_fail("perplexity", kv.error().message);
   co.compat.warn(co.n_threads);
   std::ifstream in(file, std::ios::binary);
   if (!in) return fail("perplexity", fmt::format("cannot read '{}'", file));

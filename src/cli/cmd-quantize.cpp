@@ -19,7 +19,7 @@ namespace minfer::cli {
 int cmd_quantize(int argc, char** argv) {
   CLI::App app{"Convert a GGUF model to another type mix (requantizes through F32)", "minfer quantize"};
   std::string in, out, type;
-  int n_threads = hardware_threads();
+  int n_threads = 0;
   bool pure = false, allow_requantize = false;
   size_t split_max_tensors = 0;
   app.add_option("IN", in, "input GGUF (any supported type; first part of a split model)")->required();
@@ -28,7 +28,7 @@ int cmd_quantize(int argc, char** argv) {
                  "target, in any case: F32, " + file_type_names() +
                      " (Q3_K, Q4_K, Q5_K mean the _M mixes), or COPY (every tensor as it is)")
       ->required();
-  app.add_option("-t,--threads", n_threads, "worker threads")->check(CLI::Range(1, 1024));
+  add_threads(app, n_threads);
   app.add_flag("--pure", pure, "no mix: every weight matrix gets TYPE");
   app.add_flag("--allow-requantize", allow_requantize,
                "convert tensors that are already quantized (each conversion loses quality; start from F32/F16/BF16 when you can)");
@@ -53,6 +53,7 @@ int cmd_quantize(int argc, char** argv) {
 
   QuantizeOptions opt;
   opt.file_type = *ft;
+  if (n_threads == 0) n_threads = hardware_threads();
   opt.n_threads = n_threads;
   opt.pure = pure;
   opt.split_max_tensors = split_max_tensors;

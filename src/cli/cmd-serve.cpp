@@ -63,10 +63,11 @@ int cmd_serve(int argc, char** argv) {
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   set_quiet(lo.quiet);
   if (!model_opt.empty() + !hf_repo.empty() + !model_pos.empty() != 1)
-    return fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
+    return usage_fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
   const std::string model = !model_opt.empty() ? model_opt : !hf_repo.empty() ? "hf:" + hf_repo : model_pos;
   auto kv = co.kv.dtype();
-  if (!kv) return fail("serve", kv.error().message);
+  if (!kv) return usage_fail("serve", kv.error().message);
+  if (Status st = check_spec_options(spo); !st) return usage_fail("serve", st.error().message);
   std::string template_label;
   auto tmpl = to.source(&template_label);
   if (!tmpl) return fail("serve", tmpl.error().message);
@@ -100,10 +101,6 @@ int cmd_serve(int argc, char** argv) {
   sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
   server::EngineDraft draft;
   std::optional<LoadedDraft> loaded;
-  if (Status st = check_spec_options(spo); !st) {
-    std::fprintf(stderr, "minfer: %s\n", st.error().message.c_str());
-    return 1;
-  }
   if (spo.on()) {
     sp.spec = spo.p;
     sp.spec->model = !spo.draft.empty();

@@ -144,11 +144,11 @@ int cmd_tokenize(int argc, char** argv) {
   app.add_flag("--show-pieces,--pieces", show_pieces,
                "one line per token: ID -> 'piece' (control bytes and broken UTF-8 escaped, as \\n or \\xNN)");
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
-  if (show_pieces && (json || jsonl)) return fail("tokenize", "--show-pieces prints lines; not with --json or --jsonl");
+  if (show_pieces && (json || jsonl)) return usage_fail("tokenize", "--show-pieces prints lines; not with --json or --jsonl");
   const bool has_text = app.count("TEXT") > 0;
   for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
   if ((has_text ? 1 : 0) + (file.empty() ? 0 : 1) + (jsonl ? 1 : 0) > 1) {
-    return fail("tokenize", "give at most one of TEXT, -f FILE and --jsonl");
+    return usage_fail("tokenize", "give at most one of TEXT, -f FILE and --jsonl");
   }
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;

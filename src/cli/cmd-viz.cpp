@@ -18,7 +18,7 @@ int cmd_viz(int argc, char** argv) {
   add_ctx_size(app, o.n_ctx, "context size (at least 16), capped at the model's; 0 = the model's");
   add_threads(app, o.n_threads);
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
-  if (o.n_ctx != 0 && o.n_ctx < 16) return fail("viz", "-c: the context needs at least 16 positions");
+  if (o.n_ctx != 0 && o.n_ctx < 16) return usage_fail("viz", "-c: the context needs at least 16 positions");
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   return viz::run_viz_server(path, o);

@@ -25,12 +25,24 @@ int cmd_rm(int argc, char** argv);              // cmd-models.cpp
 int cmd_viz(int argc, char** argv);             // cmd-viz.cpp
 int cmd_grammar(int argc, char** argv);         // cmd-grammar.cpp
 
+// Exit codes (docs/cli.md): 1 when a command could not do its job (a model that is missing or
+// not GGUF, a file that cannot be read or parsed, a value that depends on the model, a context
+// overflow, a failed save); kUsageError when the command line itself is wrong, found before any
+// work starts (an unknown flag, a value out of range or not one of those listed, a missing or
+// conflicting argument).
+inline constexpr int kUsageError = 2;
+
 // Prints "minfer CMD: MSG" ("minfer: MSG" when CMD is empty) on stderr and returns 1, the exit
 // code of a command that could not do its job: `return fail("bench", "no model given");`.
 inline int fail(std::string_view cmd, const std::string& msg) {
   if (cmd.empty()) std::fprintf(stderr, "minfer: %s\n", msg.c_str());
   else std::fprintf(stderr, "minfer %.*s: %s\n", int(cmd.size()), cmd.data(), msg.c_str());
   return 1;
+}
+// The same message for a command line that is wrong; returns kUsageError.
+inline int usage_fail(std::string_view cmd, const std::string& msg) {
+  fail(cmd, msg);
+  return kUsageError;
 }
 
 // Resolves MODEL through hub::resolve_model_ref (a path, a name in $MINFER_MODEL_DIR,

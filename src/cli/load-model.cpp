@@ -87,8 +87,8 @@ Expected<RunnableModel> load_runnable(const std::string& path, const ContextOpti
   r.session = std::move(*s);
   // The one-token graph: every decode step needs it, and preparing it repacks the weights.
   if (auto g = r.session->graph(1, 1); !g) return fail(g.error());
-  co.compat.mlock();
   r.load_s = progress.done();
+  co.compat.mlock();
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -36,6 +37,13 @@ Expected<std::string> MainOptions::system_message() const {
   if (!system.empty() && !system_file.empty()) return make_error("give the system message once: --system TEXT or -sysf FILE");
   if (!system_file.empty()) return read_text_file(system_file, "-sysf");
   return system;
+}
+
+Status MainOptions::check() const {
+  if (auto kv = ctx.kv.dtype(); !kv) return kv.error();
+  // Every range and format; token ids are checked against the vocabulary once it is loaded.
+  if (auto p = sampling.to_params(INT32_MAX); !p) return p.error();
+  return check_spec_options(spec);
 }
 
 std::optional<int> parse_main_options(int argc, char** argv, MainOptions& o) {

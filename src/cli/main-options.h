@@ -47,6 +47,9 @@ struct MainOptions {
   Expected<std::optional<std::string>> command_line_prompt() const;
   // The system message (--system or -sysf), "" when none.
   Expected<std::string> system_message() const;
+  // The values that can be checked before a model is loaded: the KV type, the sampler's ranges,
+  // speculative decoding's. An error here is a usage error.
+  Status check() const;
 };
 
 // Parses the main command's arguments (argv[0] is the program). nullopt: run with `o` filled.

@@ -42,7 +42,7 @@ struct OptionalValue {
   std::string_view implied;
 };
 const OptionalValue kOptionalValues[] = {
-    {"--flash-attn", {"on", "off", "auto", "1", "0"}, "on"},
+    {"--flash-attn", {"on", "off", "auto", "1", "0", "true", "false"}, "on"},
     {"--color", {"on", "off", "auto"}, "on"},
 };
 
@@ -168,53 +168,63 @@ void set_usage(CLI::App& app, std::string usage) { app.formatter(std::make_share
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  // 1. llama.cpp's spellings, and options with an optional value, as CLI11 reads them.
+  // One pass: llama.cpp's spellings mapped, options with an optional value given one, and
+  // unknown flags refused by their own name (CLI11 would read "-ngl" as "-n gl"). The value of
+  // an option that takes one is passed on as it is, whatever it looks like ("-p -hello").
   std::vector<std::string> out;
-  bool positional_only = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
-    if (positional_only || a == "--") {
-      positional_only = true;
-      out.push_back(a);
-      continue;
+    if (a == "--") {  // the rest is positional
+      out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
     }
     for (const Alias& al : kAliases)
       if (a == al.from && has_option(app, al.to)) a = al.to;
-    bool done = false;
-    for (const OptionalValue& ov : kOptionalValues) {
-      if (a != ov.name || !has_option(app, ov.name)) continue;
-      const bool next_is_value = i + 1 < args.size() &&
-                                 std::find(ov.values.begin(), ov.values.end(), args[i + 1]) != ov.values.end();
-      out.push_back(a + "=" + (next_is_value ? args[++i] : std::string(ov.implied)));
-      done = true;
+    const OptionalValue* ov = nullptr;
+    for (const OptionalValue& v : kOptionalValues)
+      if (a == v.name && has_option(app, v.name)) ov = &v;
+    if (ov) {
+      const bool next_is_value =
+          i + 1 < args.size() && std::find(ov->values.begin(), ov->values.end(), args[i + 1]) != ov->values.end();
+      out.push_back(a + "=" + (next_is_value ? args[++i] : std::string(ov->implied)));
+      continue;
     }
-    if (!done) out.push_back(a);
-  }
-  // 2. Unknown flags, refused by their own name (CLI11 would say "-ngl" is "-n gl").
-  for (const std::string& a : out) {
-    if (a == "--") break;
-    if (a.size() < 2 || a[0] != '-') continue;
-    std::string name;
-    if (a.starts_with("--") && a.size() > 2) {
-      name = a.substr(0, a.find('='));
-      if (has_option(app, name)) continue;
-    } else if (is_letter(a[1])) {
-      if (a.size() == 2 && has_option(app, a)) continue;
-      if (a.size() > 2) {
-        const CLI::Option* o = app.get_option_no_throw(a.substr(0, 2));
-        if (o && o->get_items_expected_max() > 0 && is_number(std::string_view(a).substr(2))) continue;  // -n128
+    if (a.size() >= 2 && a[0] == '-' && (a[1] == '-' || is_letter(a[1]))) {
+      std::string name;
+      const CLI::Option* o = nullptr;
+      if (a.starts_with("--")) {
+        name = a.substr(0, a.find('='));
+        o = app.get_option_no_throw(name);
+      } else if (a.size() == 2) {
+        o = app.get_option_no_throw(a);
+      } else if (const CLI::Option* s = app.get_option_no_throw(a.substr(0, 2));
+                 s && s->get_items_expected_max() > 0 && is_number(std::string_view(a).substr(2))) {
+        out.push_back(a);  // -n128: a short option and its value
+        continue;
       }
-      name = a;
-    } else {
-      continue;  // a negative number: a value
+      if (!o) {
+        if (name.empty()) name = a;
+        if (const Unsupported* u = find_unsupported(name))
+          return usage_error(app, fmt::format("'{}' is not supported: {}", name, u->why));
+        const std::string hint = closest(app, name);
+        return usage_error(app, hint.empty() ? fmt::format("unknown option '{}'", name)
+                                             : fmt::format("unknown option '{}'; did you mean '{}'?", name, hint));
+      }
+      out.push_back(a);
+      // Its value, taken as it is (CLI11 takes an option's required values unconditionally).
+      if (a.find('=') == std::string::npos && o->get_items_expected_min() > 0 && i + 1 < args.size()) out.push_back(args[++i]);
+      continue;
     }
-    if (const Unsupported* u = find_unsupported(name))
-      return usage_error(app, fmt::format("'{}' is not supported: {}", name, u->why));
-    const std::string hint = closest(app, name);
-    return usage_error(app, hint.empty() ? fmt::format("unknown option '{}'", name)
-                                         : fmt::format("unknown option '{}'; did you mean '{}'?", name, hint));
+    out.push_back(a);
   }
-  // 3. CLI11 (the vector form takes the arguments in reverse order).
+  // A repeated option takes its last value, as in llama.cpp (`-n 4 ... -n -1`); a repeatable one
+  // (--stop) takes one value each time (`--stop a hi`: "hi" is the prompt).
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_positional()) continue;
+    if (o->get_items_expected_max() <= 1) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    else o->allow_extra_args(false);
+  }
+  // CLI11's vector form takes the arguments in reverse order.
   std::reverse(out.begin(), out.end());
   try {
     app.parse(out);
@@ -247,10 +257,16 @@ CLI::Option* add_threads(CLI::App& app, int& n_threads) {
 }
 
 CLI::Option* add_batch_size(CLI::App& app, int& n_batch, const std::string& help) {
-  return app.add_option("-b,--batch-size,--ubatch-size", n_batch,
-                        help.empty() ? "most prompt tokens in one graph (llama.cpp's -ub)" : help)
-      ->capture_default_str()
+  auto* b = app.add_option("-b,--batch-size", n_batch,
+                           help.empty() ? "most prompt tokens in one graph (llama.cpp's -ub, its physical batch)" : help)
+                ->capture_default_str()
+                ->check(CLI::Range(1, 1 << 20));
+  // llama.cpp's -ub is what minfer's -b means; with both (`-b 2048 -ub 512`, a common pair)
+  // -ub wins: its callback runs after -b's, as it is declared after it.
+  app.add_option_function<int>("--ubatch-size", [&n_batch](const int& v) { n_batch = v; },
+                               "(-ub) the same as -b here; wins over -b when both are given")
       ->check(CLI::Range(1, 1 << 20));
+  return b;
 }
 
 namespace {
@@ -291,11 +307,12 @@ Expected<DType> KvTypeOptions::dtype() const {
   }
   if (!both.empty() && ((tk && *tk != t) || (tv && *tv != t)))
     return make_error("--kv-type {} disagrees with -ctk/-ctv; give one of them", both);
-  if (tk && tv && *tk != *tv)
-    return make_error("-ctk {} and -ctv {}: K and V caches of different types are not supported; give one --kv-type", k, v);
-  if (tk) return *tk;
-  if (tv) return *tv;
-  return t;
+  // One type for both caches: a K type alone would leave V at f16.
+  const DType want_k = tk ? *tk : t, want_v = tv ? *tv : t;
+  if (want_k != want_v)
+    return make_error("-ctk {} and -ctv {}: K and V caches of different types are not supported; give both the same, or --kv-type",
+                      k.empty() ? "f16" : k, v.empty() ? "f16" : v);
+  return want_k;
 }
 
 std::string KvTypeOptions::name() const {
@@ -322,7 +339,7 @@ void add_compat_options(CLI::App& app, CompatOptions& o) {
   app.add_option("--gpu-layers,--n-gpu-layers", o.n_gpu_layers, "(-ngl) accepted; this build runs every layer on the CPU")
       ->group(g);
   app.add_option("--flash-attn", o.flash_attn, "(-fa) [on|off|auto] accepted; attention is always one fused kernel here")
-      ->check(CLI::IsMember({"on", "off", "auto", "1", "0"}))
+      ->check(CLI::IsMember({"on", "off", "auto", "1", "0", "true", "false"}))
       ->group(g);
   app.add_flag("--no-mmap", o.no_mmap, "accepted; weights are read through mmap and repacked, the mapped pages released")
       ->group(g);
@@ -335,7 +352,7 @@ void add_compat_options(CLI::App& app, CompatOptions& o) {
 void CompatOptions::warn(int n_threads) const {
   if (n_gpu_layers && *n_gpu_layers != 0)
     warning(fmt::format("-ngl {}: this build has no GPU backend; every layer runs on the CPU", *n_gpu_layers));
-  if (flash_attn == "off" || flash_attn == "0") warning("-fa off: attention is always one fused kernel here; the flag changes nothing");
+  if (flash_attn == "off" || flash_attn == "0" || flash_attn == "false") warning("-fa off: attention is always one fused kernel here; the flag changes nothing");
   if (no_mmap)
     warning("--no-mmap: weights are read through mmap once and kept as a repacked copy (the mapped pages are released); "
             "the flag changes nothing");

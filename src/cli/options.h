@@ -18,13 +18,11 @@
 #include <optional>
 #include <string>
 
+#include "cli/commands.h"
 #include "core/dtype.h"
 #include "core/status.h"
 
 namespace minfer::cli {
-
-// The exit code of every usage error (unknown flag, bad value, missing argument).
-inline constexpr int kUsageError = 2;
 
 // Parses argv (argv[0] is the program or "minfer CMD"). nullopt: go on; otherwise the exit code
 // to return (0 after --help). Errors go to stderr as "minfer CMD: ..." with a hint.

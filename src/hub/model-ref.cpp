@@ -44,6 +44,8 @@ Expected<ResolvedModel> resolve_model_ref(const std::string& ref, bool allow_net
   }
   std::error_code ec;
   if (fs::is_regular_file(ref, ec)) return ResolvedModel{ref, "path", false};
+  auto p = local_find(ref);
+  if (p) return ResolvedModel{*p, "minfer", false};
   if (const fs::file_status st = fs::status(ref, ec); !ec && fs::exists(st)) {
     // It exists but is no file: say what it is rather than "not found".
     const char* what = fs::is_directory(st)           ? "a directory"
@@ -55,9 +57,7 @@ Expected<ResolvedModel> resolve_model_ref(const std::string& ref, bool allow_net
     return make_error("model '{}' is {}, not a GGUF file{}", ref, what,
                       fs::is_directory(st) ? " (give the path of a .gguf file inside it)" : "");
   }
-  auto p = local_find(ref);
-  if (!p) return p.error();
-  return ResolvedModel{*p, "minfer", false};
+  return p.error();
 }
 
 std::vector<ListedModel> list_models() {

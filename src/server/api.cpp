@@ -266,14 +266,9 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
   CompletionRequest r;
   r.chat = chat;
-  // Server sampling defaults: llama.cpp server's (no repeat penalty: OpenAI has none).
+  // Sampling defaults: SamplerParams' own, llama.cpp's (the CLI has the same): temperature 0.8,
+  // top-k 40, top-p 0.95, min-p 0.05, no repeat penalty, a random seed.
   SamplerParams& sp = r.sampling;
-  sp.temp = 0.8f;
-  sp.top_k = 40;
-  sp.top_p = 0.95f;
-  sp.min_p = 0.05f;
-  sp.repeat_penalty = 1.0f;
-  sp.seed = kSeedRandom;
 
   double d = 0;
   int64_t i = 0;

@@ -71,7 +71,7 @@ def test_tokenize_show_pieces():
     text = "".join(re.fullmatch(r" *\d+ -> '(.*)'", l).group(1) for l in lines)
     assert text == "Hello world, naïve\\ttab", text  # the tab shows as \t
     both = run("tokenize", MODEL, "hi", "--show-pieces", "--json")
-    assert both.returncode == 1 and "--show-pieces" in both.stderr
+    assert both.returncode == 2 and "--show-pieces" in both.stderr
 
 
 def test_info_json_no_vocab_leaves_out_only_the_vocabulary_arrays():
@@ -86,4 +86,4 @@ def test_info_json_no_vocab_leaves_out_only_the_vocabulary_arrays():
     assert f["metadata_types"] == l["metadata_types"] and f["tensors"] == l["tensors"]
     assert len(lean.stdout) * 10 < len(full.stdout)
     alone = run("info", MODEL, "--no-vocab")
-    assert alone.returncode == 1 and "--json" in alone.stderr
+    assert alone.returncode == 2 and "--json" in alone.stderr
