@@ -130,7 +130,7 @@ def main():
     else:
         host, port = "127.0.0.1", free_port()
         cmd = [a.minfer, "serve", a.model, "--host", host, "--port", str(port), "--parallel", str(max(levels)),
-               "-c", str(a.ctx), "--queue", "64"]
+               "-c", str(a.ctx * max(levels)), "--queue", "64", "--metrics"]
         if a.threads:
             cmd += ["-t", str(a.threads)]
         proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)

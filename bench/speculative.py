@@ -129,7 +129,7 @@ def break_even(c, v, k):
 def server_bench(build, model, threads, clients, spec_args, body_extra, reps, n):
     port = 20000 + os.getpid() % 20000 + clients
     proc = subprocess.Popen([os.path.join(build, "bin", "minfer"), "serve", model, "--port", str(port), "--parallel",
-                             str(max(clients, 1)), "-c", "1024", "-t", str(threads), *spec_args],
+                             str(max(clients, 1)), "-c", str(1024 * max(clients, 1)), "-t", str(threads), *spec_args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

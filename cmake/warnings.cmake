@@ -37,3 +37,18 @@ function(minfer_library name)
     endif()
   endif()
 endfunction()
+
+# minfer_embed_files(OUT_VAR NAMESPACE ns FILES a b ...): generates a .cpp that holds the files'
+# bytes, found by `std::string_view ns::embedded_file(std::string_view name)` (the page of viz,
+# the chat page of serve); OUT_VAR gets its path, to list among a library's sources.
+function(minfer_embed_files out_var)
+  cmake_parse_arguments(ARG "" "NAMESPACE;NAME" "FILES" ${ARGN})
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}-assets.cpp)
+  string(REPLACE ";" "|" files_arg "${ARG_FILES}")
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DNAMESPACE=${ARG_NAMESPACE} "-DFILES=${files_arg}"
+      -P ${PROJECT_SOURCE_DIR}/cmake/embed-files.cmake
+    DEPENDS ${ARG_FILES} ${PROJECT_SOURCE_DIR}/cmake/embed-files.cmake
+    COMMENT "Embedding ${ARG_NAME}" VERBATIM)
+  set(${out_var} ${out} PARENT_SCOPE)
+endfunction()

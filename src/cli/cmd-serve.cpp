@@ -2,15 +2,23 @@
 // slots decoded together (continuous batching). Runs until SIGTERM/SIGINT, then drains.
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/load-model.h"
 #include "cli/notice.h"
 #include "cli/options.h"
+#include "cli/sampling-options.h"
 #include "cli/spec-options.h"
 #include "core/thread-pool.h"
 #include "models/model.h"
@@ -19,30 +27,58 @@
 
 namespace minfer::cli {
 
+namespace {
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    size_t start = 0;
+    for (size_t i = 0; i <= item.size(); ++i)
+      if (i == item.size() || item[i] == ',') {
+        if (i > start) out.push_back(item.substr(start, i - start));
+        start = i + 1;
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
 int cmd_serve(int argc, char** argv) {
-  CLI::App app{"Serve MODEL over an OpenAI-compatible HTTP API (docs/server-api.md)", "minfer serve"};
-  set_usage(app, "minfer serve MODEL [OPTIONS]   (or -m MODEL, -hf ORG/REPO[:QUANT])");
-  std::string model_pos, model_opt, hf_repo;
+  CLI::App app{"Serve MODEL over an HTTP API: OpenAI's, llama-server's and Anthropic's (docs/server-api.md)", "minfer serve"};
+  set_usage(app, "minfer serve MODEL [OPTIONS]   (or -m MODEL, -hf ORG/REPO[:QUANT]; llama-server's flags work)");
+  std::string model_pos, model_opt, hf_repo, hf_file, api_key_file;
+  std::vector<std::string> api_keys, aliases, tags;
   server::ServerParams sp;
   server::EngineParams ep;
   ContextOptions co;
-  co.n_ctx = 2048;
   LogOptions lo;
   TemplateOptions to;
+  SamplingOptions so;
   double max_body_mb = 8;
   SpecOptions spo;
+  bool no_slots = false, slots = false, no_webui = false, no_jinja = false, cont_batching = true, no_context_shift = false;
+  bool kv_unified = false, offline = false, no_cache_prompt = false;
+  std::optional<int> cache_ram;
   app.add_option("MODEL", model_pos, "GGUF path, a cached model name, hf:ORG/REPO[:QUANT] or ollama:MODEL[:TAG]");
   app.add_option("-m,--model", model_opt, "the model, as MODEL");
   app.add_option("--hf-repo", hf_repo, "(-hf) ORG/REPO[:QUANT]: the model from Hugging Face, as MODEL hf:ORG/REPO[:QUANT]");
+  app.add_option("--hf-file", hf_file, "(-hff) with -hf: the file in the repository");
   app.add_option("--host", sp.host, "address to listen on")->capture_default_str();
   app.add_option("--port", sp.port, "TCP port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("--parallel", ep.n_slots, "(-np) slots: requests generated together in one batch")
       ->capture_default_str()->check(CLI::Range(1, 256));
-  add_context_options(app, co, "context size (KV positions) of each slot, capped at the model's; 0 = the model's");
+  add_context_options(app, co, "context size (KV positions) of all slots together, as llama-server's -c: each slot gets -c / -np, "
+                               "capped at the model's; 0 = the model's");
   add_log_options(app, lo, "more on stderr");
   add_template_options(app, to);
-  app.add_option("--api-key", sp.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
-  app.add_option("-a,--alias", sp.alias, "model id reported to clients (default: the file name without .gguf)");
+  add_sampling_options(app, so);
+  app.add_option("--api-key", api_keys, "require this key (Authorization: Bearer KEY or X-Api-Key) on every path but /health "
+                                        "and the chat page; comma-separated or repeated for several");
+  app.add_option("--api-key-file", api_key_file, "a file with one API key per line");
+  app.add_option("-a,--alias", aliases, "the model names clients may use, comma-separated (default: the file name without "
+                                        ".gguf); the id is the first in sorted order");
+  app.add_option("--tags", tags, "tags listed with the model in /models, comma-separated");
   app.add_option("--queue", ep.max_queue, "requests waiting for a slot before 503 + Retry-After")
       ->capture_default_str()->check(CLI::Range(0, 1 << 16));
   app.add_option("--max-body-mb", max_body_mb, "largest request body (413 above)")->capture_default_str()->check(CLI::Range(0.001, 1024.0));
@@ -57,22 +93,64 @@ int cmd_serve(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
   app.add_option("--watchdog", ep.watchdog_s, "seconds without a finished step, while there is work, before /health says 503")
       ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
-  bool cont_batching = true;
-  app.add_flag("--cont-batching", cont_batching, "(-cb) accepted: slots are always decoded together")->group("llama.cpp compatibility");
+  app.add_option("--threads-http", sp.n_http_threads, "HTTP threads (0: slots + queue + 64)")->check(CLI::Range(0, 4096));
+  const char* e = "Endpoints";
+  app.add_flag("--slots", slots, "GET /slots (the default)")->group(e);
+  app.add_flag("--no-slots", no_slots, "GET /slots answers 501")->group(e);
+  app.add_flag("--metrics", sp.endpoint_metrics, "GET /metrics: Prometheus text (llamacpp: and minfer_ names)")->group(e);
+  app.add_flag("--props", sp.endpoint_props, "POST /props")->group(e);
+  app.add_flag("--no-webui,--no-ui", no_webui, "no chat page at /")->group(e);
+  app.add_option("--cors-origins", sp.cors_origins, "CORS: * (any origin; the default), localhost, or one origin")->group(e);
+  app.add_option("--reasoning-format", sp.reasoning_format,
+                 "where a reply's <think> block goes: auto or deepseek (reasoning_content, Anthropic thinking blocks), "
+                 "none (left in content)")
+      ->check(CLI::IsMember({"auto", "deepseek", "deepseek-legacy", "none"}))->capture_default_str()->group(e);
+  app.add_option("--reasoning", sp.reasoning, "(-rea) thinking of templates that have it: on, off (enable_thinking false, "
+                                              "a forced <think> closed), auto (the template's default)")
+      ->check(CLI::IsMember({"on", "off", "auto"}))->capture_default_str()->group(e);
+  const char* g = "llama.cpp compatibility";
+  app.add_flag("--cont-batching", cont_batching, "(-cb) accepted: slots are always decoded together")->group(g);
+  app.add_flag("--no-jinja", no_jinja, "accepted with a warning: templates are always rendered by minfer's Jinja engine")->group(g);
+  app.add_flag("--no-context-shift", no_context_shift, "accepted: a generation that fills its slot ends with finish_reason length")->group(g);
+  app.add_flag("--kv-unified", kv_unified, "accepted with a warning: each slot has its own cache of -c / -np positions")->group(g);
+  app.add_option("--cache-ram", cache_ram, "accepted with a warning: prompt caches live in the slots' KV caches here")->group(g);
+  app.add_flag("--no-cache-prompt", no_cache_prompt, "requests reuse no slot's cached prefix unless they ask (cache_prompt)")->group(g);
+  app.add_flag("--offline", offline, "never download: MODEL must be cached (as HF_HUB_OFFLINE=1)")->group(g);
   add_spec_options(app, spo);
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   set_quiet(lo.quiet);
   if (!model_opt.empty() + !hf_repo.empty() + !model_pos.empty() != 1)
     return usage_fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
-  const std::string model = !model_opt.empty() ? model_opt : !hf_repo.empty() ? "hf:" + hf_repo : model_pos;
+  if (!hf_file.empty() && hf_repo.empty()) return usage_fail("serve", "--hf-file needs -hf ORG/REPO");
+  if (slots && no_slots) return usage_fail("serve", "--slots and --no-slots: give one");
+  std::string model = !model_opt.empty() ? model_opt : model_pos;
+  if (!hf_repo.empty()) model = "hf:" + hf_repo + (hf_file.empty() ? "" : ":" + hf_file);
   auto kv = co.kv.dtype();
   if (!kv) return usage_fail("serve", kv.error().message);
-  if (Status st = check_spec_options(spo); !st) return usage_fail("serve", st.error().message);
+  if (Status st = finish_spec_options(spo); !st) return usage_fail("serve", st.error().message);
+  if (auto p = so.to_params(INT32_MAX); !p) return usage_fail("serve", p.error().message);
+  sp.api_keys = split_list(api_keys);
+  if (!api_key_file.empty()) {
+    std::ifstream in(api_key_file);
+    if (!in) return fail("serve", fmt::format("--api-key-file: cannot read '{}'", api_key_file));
+    for (std::string line; std::getline(in, line);) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (!line.empty()) sp.api_keys.push_back(line);
+    }
+  }
+  sp.aliases = split_list(aliases);
+  sp.tags = split_list(tags);
+  sp.endpoint_slots = !no_slots;
+  sp.webui = !no_webui;
+  if (no_jinja) warning("--no-jinja: templates are always rendered by minfer's Jinja engine (the flag changes nothing)");
+  if (kv_unified) warning("--kv-unified: each slot has its own KV cache of -c / -np positions here");
+  if (cache_ram) warning("--cache-ram: minfer keeps prompt caches in the slots' KV caches only; the flag changes nothing");
   std::string template_label;
   auto tmpl = to.source(&template_label);
   if (!tmpl) return fail("serve", tmpl.error().message);
   sp.chat_template = *tmpl;
   if (!sp.chat_template.empty()) info("[server] chat template: " + template_label);
+  if (offline) setenv("HF_HUB_OFFLINE", "1", 1);
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   co.compat.warn(co.n_threads);
@@ -89,16 +167,26 @@ int cmd_serve(int argc, char** argv) {
   }
   progress.done();
   co.compat.mlock();
-  if (sp.alias.empty()) {
-    sp.alias = std::filesystem::path(path).filename().string();
-    if (sp.alias.ends_with(".gguf")) sp.alias.resize(sp.alias.size() - 5);
+  auto sampling = so.to_params(tok->n_vocab());
+  if (!sampling) return fail("serve", sampling.error().message);
+  sp.sampling = *sampling;
+  sp.model_path = path;
+  if (sp.aliases.empty()) {
+    std::string alias = std::filesystem::path(path).filename().string();
+    if (alias.ends_with(".gguf")) alias.resize(alias.size() - 5);
+    sp.aliases = {alias};
   }
-  ep.n_ctx_slot = context_for_model(co.n_ctx, (*m)->hparams().n_ctx_train);
+  // llama-server's -c is the context of all slots: each gets its share (0: the model's).
+  const int64_t n_train = (*m)->hparams().n_ctx_train;
+  const int64_t total = co.n_ctx > 0 ? co.n_ctx : (n_train > 0 ? n_train : 4096);
+  ep.n_ctx_slot = static_cast<int>(std::max<int64_t>(1, total / ep.n_slots));
+  if (n_train > 0) ep.n_ctx_slot = static_cast<int>(std::min<int64_t>(ep.n_ctx_slot, n_train));
   ep.n_batch = co.n_batch;
   ep.n_threads = co.n_threads;
   ep.kv_type = *kv;
   ep.swa_full = co.swa_full;
   sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
+  sp.cache_prompt = !no_cache_prompt;
   server::EngineDraft draft;
   std::optional<LoadedDraft> loaded;
   if (spo.on()) {

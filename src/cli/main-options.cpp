@@ -94,6 +94,10 @@ std::optional<int> parse_main_options(int argc, char** argv, MainOptions& o) {
   add_sampling_options(app, o.sampling);
   add_spec_options(app, o.spec);
   if (auto rc = parse_command_line(app, argc, argv)) return rc;
+  if (Status st = finish_spec_options(o.spec); !st) {
+    std::fprintf(stderr, "minfer: %s\n", st.error().message.c_str());
+    return kUsageError;
+  }
 
   auto usage = [&](const std::string& msg) {
     std::fprintf(stderr, "minfer: %s\nRun 'minfer MODEL --help' for the options.\n", msg.c_str());

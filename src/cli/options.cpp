@@ -32,7 +32,7 @@ constexpr Alias kAliases[] = {
     {"-mli", "--multiline-input"}, {"-co", "--color"},               {"-np", "--parallel"},
     {"-jf", "--json-schema-file"}, {"-md", "--model-draft"},         {"-hf", "--hf-repo"},
     {"-hfr", "--hf-repo"},         {"-to", "--timeout"},             {"-cb", "--cont-batching"},
-    {"-sps", "--slot-prompt-similarity"},
+    {"-sps", "--slot-prompt-similarity"}, {"-rea", "--reasoning"},     {"-hff", "--hf-file"},
 };
 
 // Options whose value llama.cpp makes optional: given alone they mean `implied`.

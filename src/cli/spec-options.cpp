@@ -22,6 +22,10 @@ void add_spec_options(CLI::App& app, SpecOptions& o) {
   app.add_option("--spec-ngram-min", p.ngram_params.n_min, "shortest repeated suffix that drafts")
       ->capture_default_str()->group(g);
   app.add_option("--spec-ngram-max", p.ngram_params.n_max, "longest suffix looked up")->capture_default_str()->group(g);
+  app.add_option("--spec-type", o.types,
+                 "llama.cpp's list of drafting types: draft-simple (the draft model), ngram-simple / ngram-map-k / ngram-mod / "
+                 "ngram-cache (n-gram lookup), none")
+      ->group(g);
   app.add_option("--spec-ngram-skip", p.ngram_params.skip,
                  "1: with no repeated suffix, match the tokens before the last one (an edit); 0: exact suffixes only")
       ->capture_default_str()->group(g);
@@ -41,6 +45,27 @@ Expected<LoadedDraft> load_draft(const std::string& name, const Tokenizer& targe
   d.model = std::move(*m);
   d.tok.emplace(std::move(*tok));
   return d;
+}
+
+Status finish_spec_options(SpecOptions& o) {
+  if (!o.types.empty()) {
+    bool draft = false, ngram = false;
+    size_t start = 0;
+    for (size_t i = 0; i <= o.types.size(); ++i) {
+      if (i < o.types.size() && o.types[i] != ',') continue;
+      const std::string t = o.types.substr(start, i - start);
+      start = i + 1;
+      if (t == "none" || t.empty()) continue;
+      if (t == "draft-simple") draft = true;
+      else if (t == "ngram-simple" || t == "ngram-map-k" || t == "ngram-map-k4v" || t == "ngram-mod" || t == "ngram-cache") ngram = true;
+      else if (t.starts_with("draft-")) return make_error("--spec-type {}: not supported (draft-simple, ngram-*, none)", t);
+      else return make_error("--spec-type {}: unknown type (draft-simple, ngram-simple, ngram-map-k, ngram-mod, ngram-cache, none)", t);
+    }
+    if (draft && o.draft.empty()) return make_error("--spec-type draft-simple needs a draft model (--model-draft / --spec-draft MODEL)");
+    if (!draft) o.draft.clear();
+    o.p.ngram = o.p.ngram || ngram;
+  }
+  return check_spec_options(o);
 }
 
 Status check_spec_options(const SpecOptions& o) {

@@ -32,10 +32,14 @@ namespace minfer::cli {
 struct SpecOptions {
   std::string draft;   // --spec-draft MODEL
   SpecParams p;        // --spec-draft-n, --spec-draft-min, --spec-draft-p-min, --spec-draft-adaptive, --spec-ngram...
+  std::string types;   // llama.cpp's --spec-type list (none, draft-simple, ngram-*): applied by finish_spec_options
   bool on() const { return !draft.empty() || p.ngram; }
 };
 
 void add_spec_options(CLI::App& app, SpecOptions& o);
+// Applies --spec-type (llama.cpp's: "draft-simple" uses the draft model, "ngram-*" n-gram
+// lookup, "none" neither; a draft model without draft-simple is not used), then checks.
+Status finish_spec_options(SpecOptions& o);
 // OK, or the error naming the bad option (validate(SpecParams), an adaptive length with no source).
 Status check_spec_options(const SpecOptions& o);
 

@@ -107,6 +107,7 @@ Expected<TokenStep::Result> TokenStep::next(std::span<const float> logits, int r
   if (step.stopped) {
     r.done = done_ = true;
     r.reason = StopReason::kStopString;
+    r.stop_index = step.stop_index;
   } else if (p_.n_predict >= 0 && n_gen_ >= p_.n_predict) {
     finish(StopReason::kLength);
   } else if (room < 1) {

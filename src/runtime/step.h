@@ -62,6 +62,7 @@ class TokenStep {
     bool done = false;
     StopReason reason = StopReason::kLength;
     bool eog = false;     // token is an end-of-generation token (not part of the output)
+    int stop_index = -1;  // reason kStopString: which of StepParams::stop matched
   };
   // Samples from `logits` ([n_vocab], already masked by the caller where it constrains the
   // output); `room` is the number of positions still free in the sequence's context: with none

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <cmath>
+#include <ctime>
 #include <optional>
 
 #include "grammar/json-schema.h"
@@ -16,19 +17,9 @@ json error_json(const ApiError& e) {
   json err = {{"message", e.message}, {"type", e.type}};
   err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
   err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
+  if (e.extra.is_object())
+    for (auto it = e.extra.begin(); it != e.extra.end(); ++it) err[it.key()] = it.value();
   return {{"error", err}};
-}
-
-Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages, const json& extra,
-                                  const std::string& template_source) {
-  ChatRenderOptions opt;
-  opt.quiet = true;
-  opt.template_source = template_source;
-  auto ordered = [](const json& j) {
-    return nlohmann::ordered_json::parse(j.dump(-1, ' ', false, json::error_handler_t::replace));
-  };
-  if (extra.is_object()) opt.extra = ordered(extra);
-  return render_chat_prompt(file, tok, ordered(messages), opt);
 }
 
 namespace {
@@ -73,8 +64,8 @@ std::optional<ApiError> boolean(const json& body, const char* name, bool& out) {
 }
 
 // OpenAI content: a string, or an array of parts of which only {"type": "text"} is supported.
-std::optional<ApiError> normalize_messages(const json& in, json& out) {
-  if (!in.is_array() || in.empty()) return invalid_param("messages", "'messages' must be a non-empty array");
+std::optional<ApiError> normalize_messages(const json& in, json& out, bool allow_empty = false) {
+  if (!in.is_array() || (in.empty() && !allow_empty)) return invalid_param("messages", "'messages' must be a non-empty array");
   out = json::array();
   for (size_t i = 0; i < in.size(); ++i) {
     const json& m = in[i];
@@ -262,13 +253,154 @@ json bytes_array(const std::string& s) {
 
 }  // namespace
 
+ApiError context_size_error(int64_t n_prompt, int64_t n_predict, bool count_predict, int n_ctx, const std::string& param) {
+  ApiError e = invalid_param(param, "");
+  e.type = "exceed_context_size_error";  // llama-server's type; OpenAI's code below
+  e.code = "context_length_exceeded";
+  const int64_t want = n_prompt + (count_predict ? n_predict : 0);
+  if (n_prompt >= n_ctx)
+    e.message = fmt::format("the request exceeds the available context size: the prompt has {} tokens, the context of a slot "
+                            "holds {} (This model's maximum context length is {} tokens. Please reduce the length of the {}.)",
+                            n_prompt, n_ctx, n_ctx, param);
+  else
+    e.message = fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the {}, "
+                            "{} in the completion). Please reduce the length of the {} or completion.",
+                            n_ctx, want, n_prompt, param, n_predict, param);
+  e.extra = {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}};
+  return e;
+}
+
+namespace {
+
+// Thinking markers of the template families that have them: a prompt ending in `open` has its
+// thinking forced open by the template; with thinking off it is closed right away (llama.cpp's
+// handling of DeepSeek-R1, QwQ); `both_when_off` families (Command R7B) get an empty block.
+struct ThinkTags {
+  std::string_view open, close;
+  bool both_when_off;
+};
+constexpr ThinkTags kThinkTags[] = {{"<think>", "</think>", false}, {"<|START_THINKING|>", "<|END_THINKING|>", true}};
+
+}  // namespace
+
+std::string apply_reasoning_mode(std::string prompt, const std::string& template_source, const std::string& reasoning) {
+  if (reasoning != "off") return prompt;
+  for (const ThinkTags& t : kThinkTags) {
+    std::string_view tail(prompt);
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.remove_suffix(1);
+    if (tail.ends_with(t.open)) return prompt + std::string(t.close);
+    if (t.both_when_off && template_source.find(t.open) != std::string::npos && !tail.ends_with(t.close))
+      return prompt + std::string(t.open) + std::string(t.close);
+  }
+  return prompt;
+}
+
+std::variant<RenderedChat, ApiError> render_chat_request(const json& body, const ParseContext& ctx, bool add_generation_prompt,
+                                                         bool has_grammar) {
+  const json* msgs = field(body, "messages");
+  if (!msgs) return invalid_param("messages", "'messages' is required");
+  json norm;
+  if (auto e = normalize_messages(*msgs, norm, ctx.allow_empty_messages)) return *e;
+  RenderedChat out;
+  json extra = json::object();
+  toolcall::ToolRequest treq;
+  if (auto e = parse_tool_fields(body, treq)) return *e;
+  std::string suffix;
+  if (!treq.tools.empty()) {
+    const toolcall::TemplateTools tt = ctx.template_tools ? *ctx.template_tools : toolcall::TemplateTools{};
+    if (has_grammar && treq.choice != toolcall::ToolChoice::kNone)
+      return invalid_param("tools", "'tools' cannot be combined with 'grammar', 'json_schema' or a JSON 'response_format' (unless tool_choice is 'none')");
+    auto plan = toolcall::plan_tool_calls(tt, treq);
+    if (!plan) {
+      const std::string& m = plan.error().message;  // "tools[i].function.parameters: ..." names its field
+      const size_t colon = m.find(": ");
+      return invalid_param(m.starts_with("tools[") && colon != std::string::npos ? m.substr(0, colon) : "tools", m);
+    }
+    if (!plan->gbnf.empty()) {
+      auto g = parse_gbnf(plan->gbnf);
+      if (!g) return invalid_param("tools", "tool-call grammar: " + g.error().message);
+      out.grammar = std::make_shared<const Grammar>(std::move(*g));
+      out.triggers = plan->triggers;
+      out.tools = std::make_shared<const toolcall::ToolPlan>(*plan);
+    }
+    if (add_generation_prompt) suffix = plan->prompt_suffix;
+    norm = toolcall::prepare_messages(tt, treq, std::move(norm));
+    if (toolcall::template_gets_tools(tt, treq)) extra["tools"] = treq.tools_json;
+  }
+  // --reasoning: the templates' thinking switch, on unless "off" (as llama-server passes it); a
+  // request's chat_template_kwargs win.
+  extra["enable_thinking"] = ctx.reasoning != "off";
+  // Today's date, as llama-server gives templates (Llama 3.x prints "Today Date: ...").
+  {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%d %b %Y", &tm);
+    extra["date_string"] = buf;
+    std::strftime(buf, sizeof buf, "%b %d %Y", &tm);
+    extra["datetime"] = buf;
+  }
+  // FireFunction v2's template reads the tools as a JSON text named `functions` (llama-server
+  // passes it so); other templates ignore it.
+  extra["functions"] = treq.tools.empty() ? std::string() : treq.tools_json.dump(2);
+  if (const json* kw = field(body, "chat_template_kwargs"); kw && kw->is_object())
+    for (auto it = kw->begin(); it != kw->end(); ++it) extra[it.key()] = it.value();
+  std::string reasoning = ctx.reasoning;
+  if (extra.contains("enable_thinking") && extra["enable_thinking"].is_boolean())
+    reasoning = extra["enable_thinking"].get<bool>() ? "on" : "off";
+  const std::string tmpl = ctx.chat_template ? *ctx.chat_template : std::string();
+  ChatRenderOptions opt;
+  opt.quiet = true;
+  opt.template_source = tmpl;
+  opt.add_generation_prompt = add_generation_prompt;
+  opt.extra = nlohmann::ordered_json::parse(extra.dump(-1, ' ', false, json::error_handler_t::replace));
+  auto rendered = render_chat_prompt(*ctx.file, *ctx.tok,
+                                     nlohmann::ordered_json::parse(norm.dump(-1, ' ', false, json::error_handler_t::replace)), opt);
+  if (!rendered) return invalid_param("messages", "chat template: " + rendered.error().message);
+  out.text = *rendered;
+  if (add_generation_prompt) out.text = apply_reasoning_mode(std::move(out.text), tmpl.empty() ? chat_template_source(*ctx.file) : tmpl, reasoning);
+  out.text += suffix;
+  bool add_bos = ctx.tok->add_bos();
+  if (add_bos && ctx.tok->bos_id() >= 0 && out.text.starts_with(ctx.tok->token_text(ctx.tok->bos_id()))) add_bos = false;
+  out.tokens = ctx.tok->encode(out.text, add_bos, /*parse_special=*/true);
+  return out;
+}
+
+json sampling_json(const SamplerParams& p) {
+  json bias = json::array();
+  for (const auto& [id, b] : p.logit_bias) bias.push_back(json::array({id, std::isinf(b) ? json(false) : json(b)}));
+  return {{"seed", p.seed},
+          {"temperature", p.temp},
+          {"top_k", p.top_k},
+          {"top_p", p.top_p},
+          {"min_p", p.min_p},
+          {"typical_p", p.typical_p},
+          {"xtc_probability", p.xtc_probability},
+          {"xtc_threshold", p.xtc_threshold},
+          {"repeat_last_n", p.repeat_last_n},
+          {"repeat_penalty", p.repeat_penalty},
+          {"presence_penalty", p.presence_penalty},
+          {"frequency_penalty", p.frequency_penalty},
+          {"dry_multiplier", p.dry_multiplier},
+          {"dry_base", p.dry_base},
+          {"dry_allowed_length", p.dry_allowed_length},
+          {"dry_penalty_last_n", p.dry_penalty_last_n},
+          {"mirostat", p.mirostat},
+          {"mirostat_tau", p.mirostat_tau},
+          {"mirostat_eta", p.mirostat_eta},
+          {"logit_bias", bias}};
+}
+
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, const ParseContext& ctx) {
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
   CompletionRequest r;
   r.chat = chat;
-  // Sampling defaults: SamplerParams' own, llama.cpp's (the CLI has the same): temperature 0.8,
-  // top-k 40, top-p 0.95, min-p 0.05, no repeat penalty, a random seed.
+  // Sampling defaults: the server's (serve's --temp, --seed ...), else SamplerParams' own, which
+  // are llama.cpp's: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, no repeat penalty, a
+  // random seed.
   SamplerParams& sp = r.sampling;
+  if (ctx.sampling) sp = *ctx.sampling;
 
   double d = 0;
   int64_t i = 0;
@@ -293,6 +425,18 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (auto e = boolean(body, "stream", r.stream)) return *e;
   if (auto e = boolean(body, "return_tokens", r.return_tokens)) return *e;
   if (auto e = boolean(body, "ignore_eos", r.ignore_eos)) return *e;
+  r.cache_prompt = ctx.cache_prompt;
+  if (auto e = boolean(body, "cache_prompt", r.cache_prompt)) return *e;
+  if (auto e = boolean(body, "timings_per_token", r.timings_per_token)) return *e;
+  if (auto e = boolean(body, "return_progress", r.return_progress)) return *e;
+  if (auto e = integer(body, "id_slot", -1, 1 << 20, i)) return *e;
+  if (field(body, "id_slot")) r.id_slot = static_cast<int>(i);
+  if (auto e = integer(body, "n_probs", 0, 100, i)) return *e;
+  if (field(body, "n_probs")) r.n_probs = static_cast<int>(i);
+  if (r.n_probs > 0 && !chat && !field(body, "logprobs")) {  // llama-server's completion_probabilities
+    r.logprobs = true;
+    r.top_logprobs = r.n_probs;
+  }
 
   int64_t max_tokens = ctx.default_n_predict;
   for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {
@@ -367,70 +511,50 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   std::string text;
   bool add_bos = ctx.tok->add_bos();
   if (chat) {
-    const json* msgs = field(body, "messages");
-    if (!msgs) return invalid_param("messages", "'messages' is required");
-    json norm;
-    if (auto e = normalize_messages(*msgs, norm)) return *e;
-    json extra = json::object();
-    toolcall::ToolRequest treq;
-    if (auto e = parse_tool_fields(body, treq)) return *e;
-    std::string suffix;
-    if (!treq.tools.empty()) {
-      const toolcall::TemplateTools tt = ctx.template_tools ? *ctx.template_tools : toolcall::TemplateTools{};
-      if (r.grammar && treq.choice != toolcall::ToolChoice::kNone)
-        return invalid_param("tools", "'tools' cannot be combined with 'grammar', 'json_schema' or a JSON 'response_format' (unless tool_choice is 'none')");
-      auto plan = toolcall::plan_tool_calls(tt, treq);
-      if (!plan) {
-        const std::string& m = plan.error().message;  // "tools[i].function.parameters: ..." names its field
-        const size_t colon = m.find(": ");
-        return invalid_param(m.starts_with("tools[") && colon != std::string::npos ? m.substr(0, colon) : "tools", m);
-      }
-      if (!plan->gbnf.empty()) {
-        auto g = parse_gbnf(plan->gbnf);
-        if (!g) return invalid_param("tools", "tool-call grammar: " + g.error().message);
-        r.grammar = std::make_shared<const Grammar>(std::move(*g));
-        r.grammar_triggers = plan->triggers;
-        r.tools = std::make_shared<const toolcall::ToolPlan>(*plan);
-      }
-      suffix = plan->prompt_suffix;
-      norm = toolcall::prepare_messages(tt, treq, std::move(norm));
-      if (toolcall::template_gets_tools(tt, treq)) extra["tools"] = treq.tools_json;
+    auto rc = render_chat_request(body, ctx, /*add_generation_prompt=*/true, r.grammar != nullptr);
+    if (auto* e = std::get_if<ApiError>(&rc)) return *e;
+    RenderedChat& c = std::get<RenderedChat>(rc);
+    if (c.grammar) {
+      r.grammar = std::move(c.grammar);
+      r.grammar_triggers = std::move(c.triggers);
     }
-    if (const json* kw = field(body, "chat_template_kwargs"); kw && kw->is_object())
-      for (auto it = kw->begin(); it != kw->end(); ++it) extra[it.key()] = it.value();
-    auto rendered = render_chat(*ctx.file, *ctx.tok, norm, extra, ctx.chat_template ? *ctx.chat_template : std::string());
-    if (!rendered) return invalid_param("messages", "chat template: " + rendered.error().message);
-    text = *rendered + suffix;
-    if (add_bos && ctx.tok->bos_id() >= 0 && text.starts_with(ctx.tok->token_text(ctx.tok->bos_id()))) add_bos = false;
-    r.prompt = ctx.tok->encode(text, add_bos, /*parse_special=*/true);
+    r.tools = std::move(c.tools);
+    text = std::move(c.text);
+    r.prompt = std::move(c.tokens);
+    r.prompt_text = text;
   } else {
     const json* p = field(body, "prompt");
     if (!p) return invalid_param("prompt", "'prompt' is required");
     if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
     if (p->is_string()) {
-      r.prompt = ctx.tok->encode(p->get<std::string>(), add_bos, /*parse_special=*/true);
-    } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
+      r.prompt_text = p->get<std::string>();
+      r.prompt = ctx.tok->encode(r.prompt_text, add_bos, /*parse_special=*/true);
+    } else if (p->is_array() && !p->empty()) {
+      // Token ids, or llama-server's mixed form: ids and strings ([12, 34, "text", 56]).
       for (const json& t : *p) {
+        if (t.is_string()) {
+          std::vector<int32_t> ids = ctx.tok->encode(t.get<std::string>(), add_bos && r.prompt.empty(), /*parse_special=*/true);
+          r.prompt.insert(r.prompt.end(), ids.begin(), ids.end());
+          continue;
+        }
         if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
           return invalid_param("prompt", fmt::format("'prompt' token {} is not in [0, {})", t.dump(), n_vocab));
         r.prompt.push_back(t.get<int32_t>());
       }
+      r.prompt_text = ctx.tok->decode(r.prompt);
     } else {
-      return invalid_param("prompt", "'prompt' must be a string, a one-string array or an array of token ids");
+      return invalid_param("prompt", "'prompt' must be a string, a one-string array, or an array of token ids (and strings)");
     }
   }
   if (r.prompt.empty()) return invalid_param(chat ? "messages" : "prompt", "the prompt is empty");
 
+  // A prompt that does not fit is refused, and (OpenAI's rule) so is an explicit max_tokens
+  // beyond the context; llama-server's native /completion instead stops at the context's end.
   const int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
-  const int64_t want = n_prompt + std::max<int64_t>(r.n_predict, 0);
+  const bool explicit_max = field(body, "max_tokens") || field(body, "max_completion_tokens");
+  const int64_t want = n_prompt + (explicit_max ? std::max<int64_t>(r.n_predict, 0) : 0);
   if (n_prompt >= ctx.n_ctx_slot || want > ctx.n_ctx_slot) {
-    ApiError e = invalid_param(chat ? "messages" : "prompt", "");
-    e.code = "context_length_exceeded";
-    e.message = fmt::format(
-        "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in the {}, {} in "
-        "the completion). Please reduce the length of the {} or completion.",
-        ctx.n_ctx_slot, std::max(want, n_prompt + 1), n_prompt, chat ? "messages" : "prompt",
-        std::max<int64_t>(r.n_predict, r.n_predict < 0 ? 1 : 0), chat ? "messages" : "prompt");
+    ApiError e = context_size_error(n_prompt, std::max<int64_t>(r.n_predict, 0), explicit_max, ctx.n_ctx_slot, chat ? "messages" : "prompt");
     return e;
   }
   if (Status st = validate(sp, n_vocab); !st) return invalid_param("", st.error().message);

@@ -34,6 +34,7 @@ struct ApiError {
                                                // authentication_error, not_found_error, server_error
   std::string param;                           // the offending field ("" -> null)
   std::string code;                            // "" -> null
+  json extra = json::object();                 // more fields of the error object (llama-server's n_ctx ...)
 };
 json error_json(const ApiError& e);  // {"error": {"message", "type", "param", "code"}}
 // A 400 invalid_request_error naming the offending field: invalid_param("top_p", "must be in [0, 1]").
@@ -61,6 +62,13 @@ struct CompletionRequest {
   std::vector<GrammarTrigger> grammar_triggers;  // tools in auto mode: the grammar starts at a call marker
   std::shared_ptr<const toolcall::ToolPlan> tools;  // the reply is read for tool calls (null: plain text)
   std::optional<SpecParams> spec;  // speculative decoding (the server's default, or the request's)
+  // llama-server's fields.
+  bool cache_prompt = true;     // reuse a slot's cached prefix
+  int id_slot = -1;             // the slot to run on (-1: the best free one)
+  int n_probs = 0;              // /completion: completion_probabilities with this many alternatives
+  bool timings_per_token = false;  // streamed events carry timings
+  bool return_progress = false;    // streamed prompt_progress events
+  std::string prompt_text;      // the prompt as text (rendered chat, or the given string)
 };
 
 // What parsing needs from the server: the model's template and tokenizer, and the context size.
@@ -73,14 +81,37 @@ struct ParseContext {
   bool has_draft_model = false;      // whether a request may ask for the draft model
   const std::string* chat_template = nullptr;           // the server's template (null/empty: the model's)
   const toolcall::TemplateTools* template_tools = nullptr;  // what that template does with tools
+  const SamplerParams* sampling = nullptr;  // the server's sampling defaults (null: SamplerParams{})
+  std::string reasoning = "auto";           // --reasoning on/off/auto: enable_thinking for templates
+  bool allow_empty_messages = false;        // Anthropic's API takes an empty message list
+  bool cache_prompt = true;                 // a request's cache_prompt default
 };
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat,
                                                                    const ParseContext& ctx);
 
-// Renders chat messages with the model's template (the built-in fallback for its architecture when the GGUF has none).
-Expected<std::string> render_chat(const GgufFile& file, const Tokenizer& tok, const json& messages,
-                                  const json& extra, const std::string& template_source = {});
+// A chat request's prompt: the messages (and tools) rendered with the template, --reasoning
+// applied, tokenized; the tools' grammar when the request has tools. /apply-template and the
+// token counters use it too.
+struct RenderedChat {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::shared_ptr<const Grammar> grammar;  // the tool-call grammar (null: no tools)
+  std::vector<GrammarTrigger> triggers;
+  std::shared_ptr<const toolcall::ToolPlan> tools;
+};
+std::variant<RenderedChat, ApiError> render_chat_request(const json& body, const ParseContext& ctx, bool add_generation_prompt,
+                                                         bool has_grammar);
+// --reasoning off on a prompt whose template opens a thinking block: the block is closed
+// ("<think>\n" -> "<think>\n</think>"), or, for templates with Command R7B's markers, an empty
+// one is added. on/auto: the prompt as it is.
+std::string apply_reasoning_mode(std::string prompt, const std::string& template_source, const std::string& reasoning);
+// The 400 of a prompt that does not fit a slot (or, with count_predict, of prompt + max_tokens):
+// llama-server's type exceed_context_size_error with n_prompt_tokens and n_ctx, OpenAI's code
+// context_length_exceeded.
+ApiError context_size_error(int64_t n_prompt, int64_t n_predict, bool count_predict, int n_ctx, const std::string& param);
+// llama-server's generation settings of a sampler (/props, /completion's generation_settings).
+json sampling_json(const SamplerParams& p);
 
 // The logprobs objects OpenAI returns, from the engine's per-token values.
 json chat_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& lps);  // [{token,logprob,bytes,top_logprobs}]

@@ -77,6 +77,7 @@ struct Slot {
   std::string end_text, error;
   const char* end_reason = nullptr;
   const char* end_stop_type = "limit";
+  std::string end_stop_word;
 };
 
 struct Queued {
@@ -141,6 +142,7 @@ struct Engine::Impl {
   std::string cancel_reason;  // cancel_all() asked for, not yet carried out
   bool cancel_pending = false;
   EngineMetrics m;
+  std::vector<Engine::SlotInfo> published;  // what slots() returns: refreshed after every step (mu)
   Clock::time_point last_progress = Clock::now();
   std::thread thread;
 
@@ -181,8 +183,15 @@ struct Engine::Impl {
       const Clock::time_point first = s.first_token ? now : s.first_at;
       ev.prompt_ms = std::chrono::duration<double, std::milli>(first - s.started).count();
       ev.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
+      std::lock_guard<std::mutex> lk(mu);
+      m.prompt_s += ev.prompt_ms / 1000.0;
+      m.predicted_s += ev.predicted_ms / 1000.0;
     }
-    if (done) ev.stop_type = s.end_stop_type;
+    if (done) {
+      ev.stop_type = s.end_stop_type;
+      ev.stop_word = s.end_stop_word;
+      ev.slot = s.id;
+    }
     if (!done && ev.text.empty() && ev.logprobs.empty() && ev.tokens.empty()) return;
     s.job.channel->push(std::move(ev));
   }
@@ -199,6 +208,25 @@ struct Engine::Impl {
     m.slots_busy = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
   }
 
+  // The engine thread's view of every slot, for slots() (engine thread; takes mu).
+  void publish() {
+    std::lock_guard<std::mutex> lk(mu);
+    published.resize(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const Slot& s = slots[i];
+      Engine::SlotInfo& o = published[i];
+      o = {};
+      o.id = s.id;
+      o.processing = s.active;
+      o.n_cached = static_cast<int>(s.cached.size());
+      if (s.active) {
+        o.n_prompt = static_cast<int>(s.job.prompt.size());
+        o.n_decoded = s.step ? s.step->n_gen() : 0;
+        o.n_predict = s.job.n_predict;
+      }
+    }
+  }
+
   void release(Slot& s) {
     s.step.reset();
     s.spec.reset();
@@ -211,6 +239,7 @@ struct Engine::Impl {
     s.pending_lp.clear();
     s.pending_tokens.clear();
     s.end_stop_type = "limit";
+    s.end_stop_word.clear();
     std::lock_guard<std::mutex> lk(mu);
     s.active = false;
     count_busy();
@@ -218,6 +247,7 @@ struct Engine::Impl {
 
   // Ends the slot's job with an error event. `keep_cache`: what the cache holds is intact.
   void fail(Slot& s, const std::string& msg, bool keep_cache = true) {
+    mark_idle(s);
     push_error(s.job, msg);
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -230,7 +260,16 @@ struct Engine::Impl {
     release(s);
   }
 
+  void mark_idle(const Slot& s) {  // in slots() and metrics() before the job's last event can be read
+    std::lock_guard<std::mutex> lk(mu);
+    count_busy();
+    if (s.active) m.slots_busy--;
+    if (static_cast<size_t>(s.id) < published.size())
+      published[static_cast<size_t>(s.id)] = {.id = s.id, .processing = false, .n_cached = static_cast<int>(s.cached.size())};
+  }
+
   void done(Slot& s, std::string text, const char* reason) {
+    mark_idle(s);
     emit(s, std::move(text), true, reason);
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -276,10 +315,11 @@ struct Engine::Impl {
         std::lock_guard<std::mutex> lk(mu);
         expire_queued(Clock::now());
         if (queue.empty()) return;
-        const std::vector<int32_t>& prompt = queue.front().job.prompt;
+        const Job& front = queue.front().job;
+        const std::vector<int32_t>& prompt = front.prompt;
         for (Slot& s : slots) {
-          if (s.active) continue;
-          const size_t n = common_prefix(s.cached, prompt);
+          if (s.active || (front.id_slot >= 0 && s.id != front.id_slot)) continue;
+          const size_t n = front.cache_prompt ? common_prefix(s.cached, prompt) : 0;
           if (!best || n > best_n || (n == best_n && s.cached.size() < best->cached.size())) {
             best = &s;
             best_n = n;
@@ -313,7 +353,7 @@ struct Engine::Impl {
     Slot* donor = nullptr;
     size_t donor_n = 0;
     for (Slot& o : slots) {
-      if (&o == &s) continue;
+      if (&o == &s || !job.cache_prompt) continue;
       const size_t n = std::min(common_prefix(o.cached, job.prompt), limit);
       if (n > donor_n) {
         donor = &o;
@@ -370,6 +410,7 @@ struct Engine::Impl {
       if (s.first_token) {
         m.ttft_s_sum += std::chrono::duration<double>(Clock::now() - s.submitted).count();
         m.ttft_count++;
+        m.n_first_tokens++;
       }
       m.n_gen_tokens++;
     }
@@ -385,6 +426,7 @@ struct Engine::Impl {
     };
     if (r->done) {
       s.end_stop_type = r->reason == StopReason::kEog ? "eos" : r->reason == StopReason::kStopString ? "word" : "limit";
+      s.end_stop_word = r->stop_index >= 0 ? s.job.stop[static_cast<size_t>(r->stop_index)] : std::string();
       return end(std::move(r->text), finish_reason(r->reason));
     }
     s.end_stop_type = "limit";  // a deadline
@@ -517,6 +559,12 @@ struct Engine::Impl {
     {
       std::lock_guard<std::mutex> lk(mu);
       m.n_prompt_tokens += n_prompt;
+      const Slot* prev = nullptr;
+      for (const Slot* o : owners) {
+        if (o != prev) m.n_busy_slot_steps++;
+        prev = o;
+        m.n_tokens_max = std::max<int64_t>(m.n_tokens_max, static_cast<int64_t>(o->cached.size()));
+      }
     }
     const size_t nv = static_cast<size_t>(n_vocab);
     size_t row = 0;
@@ -609,6 +657,7 @@ struct Engine::Impl {
       if (cancel) cancel_everything(reason);
       admit();
       step();
+      publish();
       cv.notify_all();
     }
     cancel_everything("server shutting down");
@@ -651,6 +700,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
   impl->slots.resize(static_cast<size_t>(p.n_slots));
   for (int i = 0; i < p.n_slots; ++i) impl->slots[static_cast<size_t>(i)].id = i;
   impl->m.n_slots = p.n_slots;
+  impl->publish();
   if (const char* d = std::getenv("MINFER_TEST_STEP_DELAY_MS")) impl->step_delay = std::chrono::milliseconds(std::atoi(d));
   // Build the decode graph now: allocates the KV cache and fails early if it does not fit.
   if (auto g = impl->ctx->graph(1, 1); !g) return make_error("engine: {}", g.error().message);
@@ -724,6 +774,11 @@ bool Engine::stalled() const {
 EngineMetrics Engine::metrics() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->m;
+}
+
+std::vector<Engine::SlotInfo> Engine::slots() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->published;
 }
 
 }  // namespace minfer::server

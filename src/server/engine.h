@@ -96,6 +96,8 @@ struct JobEvent {
   std::vector<int32_t> tokens;        // the ids behind `text` (end-of-generation tokens excluded)
   std::string finish_reason;          // kDone: "stop" or "length"
   std::string stop_type;              // kDone: llama-server's "eos", "word" or "limit"
+  std::string stop_word;              // kDone, stop_type "word": the stop string that ended it
+  int slot = -1;                      // kDone: the slot that ran the job
   int n_prompt = 0, n_cached = 0, n_gen = 0;  // kDone: usage (n_cached: prompt tokens reused)
   int64_t n_draft = 0, n_draft_accepted = 0;  // kDone: drafted tokens verified, and accepted
   double prompt_ms = 0, predicted_ms = 0;     // kDone: slot start -> first token -> end
@@ -134,6 +136,8 @@ struct Job {
                                            // response_format, tools); null: free text
   std::vector<GrammarTrigger> grammar_triggers;  // a lazy grammar's triggers (grammar/trigger.h)
   std::optional<SpecParams> spec;  // speculative decoding for this job (nullopt: off)
+  bool cache_prompt = true;     // false: prefill the whole prompt, reusing no slot's cache
+  int id_slot = -1;             // run on this slot (llama-server's id_slot); -1: the best free one
   int index = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<EventChannel> channel;
@@ -154,6 +158,11 @@ struct EngineMetrics {
   int64_t n_verify_steps = 0;   // slot passes that carried a draft
   double ttft_s_sum = 0;        // submit -> first token, summed over jobs
   int64_t ttft_count = 0;
+  int64_t n_first_tokens = 0;   // jobs' first tokens (sampled from the prompt's logits, no decode step)
+  double prompt_s = 0;          // finished jobs: slot start -> first token, summed
+  double predicted_s = 0;       // finished jobs: first token -> end, summed
+  int64_t n_busy_slot_steps = 0;  // slots in each batched pass, summed over passes
+  int64_t n_tokens_max = 0;     // the most positions a slot's cache has held
   int queued = 0;
   int slots_busy = 0;
   int n_slots = 0;
@@ -177,6 +186,16 @@ class Engine {
   bool stalled() const;
 
   EngineMetrics metrics() const;  // queued and slots_busy are 0 whenever the engine is idle
+  // What each slot is doing (llama-server's GET /slots).
+  struct SlotInfo {
+    int id = 0;
+    bool processing = false;
+    int n_cached = 0;        // positions its cache holds
+    int n_prompt = 0;        // the running job's prompt tokens (0 when idle)
+    int n_decoded = 0;       // tokens it has generated so far (0 when idle)
+    int n_predict = -1;      // its limit (-1 when idle or none)
+  };
+  std::vector<SlotInfo> slots() const;
   const EngineParams& params() const { return params_; }
   int n_ctx_slot() const { return params_.n_ctx_slot; }
   bool has_draft_model() const;

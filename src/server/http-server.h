@@ -1,6 +1,7 @@
-// The OpenAI-compatible HTTP server (docs/server-api.md) over the batching Engine.
+// The HTTP server over the batching Engine: OpenAI's API, llama-server's native endpoints and
+// Anthropic's Messages API (docs/server-api.md), with llama-server's flags and defaults.
 //
-//   ServerParams sp; sp.port = 8080; sp.alias = "smollm2";
+//   ServerParams sp; sp.port = 8080; sp.aliases = {"smollm2"};
 //   return run_server(model, tok, {.n_slots = 4, .n_ctx_slot = 2048}, sp);  // until SIGTERM
 //
 // SIGTERM or SIGINT: stop accepting connections, let in-flight requests finish for up to
@@ -13,8 +14,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/model.h"
+#include "sampling/params.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,16 +26,32 @@ namespace minfer::server {
 struct ServerParams {
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string api_key;           // empty: no authentication
-  std::string alias;             // the model id clients see
-  size_t max_body = 8u << 20;    // request bodies above this get 413
-  int timeout_s = 600;           // read/write timeout of a connection, and the longest a generation runs
-  int n_http_threads = 0;        // connections served at once; 0: slots + queue + 64
-  int default_n_predict = -1;    // max_tokens of requests that give none
-  double drain_timeout_s = 30;   // SIGTERM: how long in-flight requests may still run
-  int max_pending_connections = 64;  // accepted connections waiting for an HTTP thread
-  std::optional<SpecParams> spec;    // speculative decoding of requests that do not say (nullopt: off)
-  std::string chat_template;         // Jinja source used instead of the model's template (empty: the model's)
+  std::vector<std::string> api_keys;  // empty: no authentication (Authorization: Bearer KEY or X-Api-Key)
+  std::vector<std::string> aliases;   // model names clients may use; the id is the first in sorted order
+  std::vector<std::string> tags;      // llama-server's --tags, listed in /models
+  std::string model_path;             // for /props and /models
+  size_t max_body = 8u << 20;         // request bodies above this get 413
+  int timeout_s = 600;                // read/write timeout of a connection, and the longest a generation runs
+  int n_http_threads = 0;             // connections served at once; 0: slots + queue + 64
+  int default_n_predict = -1;         // max_tokens of requests that give none
+  double drain_timeout_s = 30;        // SIGTERM: how long in-flight requests may still run
+  int max_pending_connections = 64;   // accepted connections waiting for an HTTP thread
+  std::optional<SpecParams> spec;     // speculative decoding of requests that do not say (nullopt: off)
+  std::string chat_template;          // Jinja source used instead of the model's template (empty: the model's)
+  SamplerParams sampling;             // a request's sampling defaults (serve's --temp, --seed, --top-k ...)
+  // Endpoints llama-server turns on and off: /slots (on unless --no-slots), /metrics (--metrics),
+  // POST /props (--props), the chat page at / (on unless --no-webui).
+  bool endpoint_slots = true, endpoint_metrics = false, endpoint_props = false, webui = true;
+  // CORS: "*" (any origin; with credentials the request's Origin is echoed), "localhost" (only
+  // localhost origins are echoed), or one origin.
+  std::string cors_origins = "*";
+  bool cors_credentials = true;
+  // Reasoning (<think> ...): reasoning_format "auto"/"deepseek" puts it in reasoning_content,
+  // "none" leaves it in content; reasoning "on"/"off"/"auto" turns a template's thinking on or
+  // off (enable_thinking, a prompt that opens <think>).
+  std::string reasoning_format = "auto";
+  std::string reasoning = "auto";
+  bool cache_prompt = true;  // a request's cache_prompt default (--no-cache-prompt: false)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -23,8 +23,8 @@ def free_port():
 
 
 class ServerProcess:
-    def __init__(self, *extra, model=None):
-        """`model`: another GGUF to serve (default: MODEL, SmolLM2)."""
+    def __init__(self, *extra, model=None, metrics=True):
+        """`model`: another GGUF to serve (default: MODEL, SmolLM2); `metrics`: pass --metrics."""
         model = model or MODEL
         assert os.path.exists(BIN), f"MINFER_BIN {BIN} does not exist"
         assert os.path.exists(model), f"model {model} does not exist (run scripts/setup.sh)"
@@ -32,7 +32,7 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(f"/tmp/minfer-serve-{self.port}.log", "w+")
         self.proc = subprocess.Popen([BIN, "serve", model, "--host", "127.0.0.1", "--port", str(self.port),
-                                      "--alias", "smollm2", *extra], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--alias", "smollm2", *(["--metrics"] if metrics else []), *extra], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline:
             assert self.proc.poll() is None, f"server exited: {self.read_log()}"
@@ -62,7 +62,7 @@ class ServerProcess:
 
 @pytest.fixture(scope="session")
 def server():
-    s = ServerProcess("--parallel", "4", "-c", "1024", "-t", "2")
+    s = ServerProcess("--parallel", "4", "-c", "4096", "-t", "2")
     yield s
     rc = s.stop()
     assert rc == 0, f"exit code {rc} after SIGTERM: {s.read_log()[-2000:]}"

@@ -127,7 +127,7 @@ def solo_answers():
 
 def test_chaos_long_lived_server():
     solo = solo_answers()
-    srv = ServerProcess("--parallel", "3", "--queue", "4", "-c", "1024", "-t", "2", "-b", "5")
+    srv = ServerProcess("--parallel", "3", "--queue", "4", "-c", "3072", "-t", "2", "-b", "5")
     counts = Counter()
     failures = []
     lock = threading.Lock()

@@ -42,7 +42,7 @@ def slow_server(*extra, delay_ms=200):
 
 
 def test_sigterm_drain_timeout_ends_running_requests():
-    s = slow_server("--parallel", "2", "-c", "512", "-t", "1", "--drain-timeout", "1.5")
+    s = slow_server("--parallel", "2", "-c", "1024", "-t", "1", "--drain-timeout", "1.5")
     out = {}
 
     def run():

@@ -19,8 +19,8 @@ CONF = os.path.join(HERE, "../../deploy/nginx/nginx.conf")
 def test_nginx_load_balancer():
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     assert os.path.exists(nginx), "nginx is not installed (scripts/setup.sh installs nginx-light)"
-    a = ServerProcess("--parallel", "2", "-c", "512", "-t", "1")
-    b = ServerProcess("--parallel", "2", "-c", "512", "-t", "1")
+    a = ServerProcess("--parallel", "2", "-c", "1024", "-t", "1")
+    b = ServerProcess("--parallel", "2", "-c", "1024", "-t", "1")
     prefix = tempfile.mkdtemp(prefix="minfer-nginx-")
     port = free_port()
     conf = open(CONF).read()

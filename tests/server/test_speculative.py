@@ -24,7 +24,7 @@ QWEN_VOCAB = os.environ.get("MINFER_QWEN_VOCAB", ".deps/llama.cpp/models/ggml-vo
 
 @pytest.fixture(scope="module")
 def spec_server():
-    s = ServerProcess("--parallel", "4", "-c", "1024", "-t", "2", "--spec-draft", MODEL, "--spec-ngram")
+    s = ServerProcess("--parallel", "4", "-c", "4096", "-t", "2", "--spec-draft", MODEL, "--spec-ngram")
     yield s
     rc = s.stop()
     assert rc == 0, f"exit code {rc} after SIGTERM: {s.read_log()[-2000:]}"
@@ -175,7 +175,7 @@ def test_draft_type_needs_a_draft_model(server):
 
 
 def test_context_fills_up_inside_a_run():
-    s = ServerProcess("--parallel", "2", "-c", "96", "-t", "2", "--spec-draft", MODEL, "--spec-ngram")
+    s = ServerProcess("--parallel", "2", "-c", "192", "-t", "2", "--spec-draft", MODEL, "--spec-ngram")
     try:
         # ignore_eos: the reply runs into the end of the context whatever the model would say.
         body = {"messages": chat("Count from one to fifty in words."), "temperature": 0, "n_predict": -1, "ignore_eos": True}

@@ -77,7 +77,7 @@ class Setup:
 def start(name, qwen_model=None):
     template, syntax, random_model = SETUPS[name]
     extra = ["--chat-template-file", os.path.join(TEMPLATES, template)] if template else []
-    s = ServerProcess("--parallel", "2", "-c", "2048", "-t", "2", *extra, model=qwen_model if random_model else None)
+    s = ServerProcess("--parallel", "2", "-c", "4096", "-t", "2", *extra, model=qwen_model if random_model else None)
     return Setup(name, s, syntax)
 
 

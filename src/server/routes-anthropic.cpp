@@ -1,0 +1,198 @@
+// Anthropic's Messages API: POST /v1/messages (streaming or not: thinking, text and tool_use
+// blocks) and /v1/messages/count_tokens (docs/server-api.md#anthropic-messages-api).
+#include "server/api-anthropic.h"
+#include "server/reasoning.h"
+#include "server/server-state.h"
+#include "toolcall/parser.h"
+
+namespace minfer::server {
+namespace {
+
+std::string stop_reason(const JobEvent& done, bool called_tools) {
+  if (called_tools) return "tool_use";
+  if (done.stop_type == "word") return "stop_sequence";
+  return done.finish_reason == "length" ? "max_tokens" : "end_turn";
+}
+
+json usage(const CompletionRequest& r, const JobEvent& done) {
+  return {{"input_tokens", static_cast<int>(r.prompt.size())}, {"output_tokens", done.n_gen},
+          {"cache_read_input_tokens", done.n_cached}, {"cache_creation_input_tokens", 0}};
+}
+
+json tool_input(const std::string& arguments) {
+  json j = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : json::object();
+}
+
+// The request as a chat completion; on refusal the reply is set and r is null.
+std::shared_ptr<CompletionRequest> parse(ServerState& s, const httplib::Request& req, httplib::Response& res, bool count_only) {
+  auto body = s.parse_body(req, res);
+  if (!body) return nullptr;
+  auto chat = anthropic_to_chat(*body, count_only);
+  auto refuse = [&](const ApiError& e) {
+    res.status = e.status;
+    res.set_content(dump(anthropic_error_json(e)), "application/json; charset=utf-8");
+    return nullptr;
+  };
+  if (auto* e = std::get_if<ApiError>(&chat)) return refuse(*e);
+  ParseContext pc = s.parse_context();
+  pc.allow_empty_messages = true;
+  if (count_only) pc.n_ctx_slot = INT32_MAX;  // counting needs no room
+  auto parsed = parse_completion_request(std::get<json>(chat), true, pc);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return refuse(*e);
+  return std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
+}
+
+void messages(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  const auto t0 = Clock::now();
+  auto r = parse(s, req, res, false);
+  if (!r) return;
+  auto [rr, ch] = s.submit(r, res);
+  if (!rr) return;
+  const std::string id = random_id("msg_");
+  if (!r->stream) {
+    res.set_chunked_content_provider(
+        "application/json",
+        [&s, r, ch, id, t0](size_t, httplib::DataSink& sink) {
+          std::string text, error;
+          JobEvent ev, done;
+          auto last_write = Clock::now();
+          for (;;) {
+            const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+            if (pr == EventChannel::kClosed) break;
+            if (Clock::now() - last_write >= std::chrono::milliseconds(200)) {  // JSON whitespace: a gone client fails the write
+              last_write = Clock::now();
+              if (!sink.write(" ", 1)) {
+                ch->cancel();
+                return false;
+              }
+            }
+            if (pr == EventChannel::kTimeout) continue;
+            if (ev.kind == JobEvent::kError) error = ev.error;
+            text += ev.text;
+            if (ev.kind == JobEvent::kDone) done = ev;
+          }
+          if (!error.empty()) return s.finish_body(sink, dump(anthropic_error_json({500, error, "server_error", "", ""})), t0);
+          ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
+          ReplyReader::Out o = reader.feed(text, true);
+          json content = json::array();
+          if (!o.thinking.empty()) content.push_back({{"type", "thinking"}, {"thinking", o.thinking}, {"signature", ""}});
+          const bool called = reader.called();
+          if (!o.text.empty() || !called) content.push_back({{"type", "text"}, {"text", o.text}});
+          if (reader.tools)
+            for (const auto& c : reader.tools->result().calls)
+              content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
+          json out = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", s.model_id}, {"content", content},
+                      {"stop_reason", stop_reason(done, called)},
+                      {"stop_sequence", done.stop_type == "word" ? json(done.stop_word) : json(nullptr)},
+                      {"usage", usage(*r, done)}};
+          return s.finish_body(sink, dump(out), t0);
+        },
+        [ch](bool success) {
+          if (!success) ch->cancel();
+        });
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [&s, r, ch, id, t0](size_t, httplib::DataSink& sink) {
+        auto send = [&](const json& j) {
+          const std::string line = "event: " + j["type"].get<std::string>() + "\ndata: " + dump(j) + "\n\n";
+          return sink.write(line.data(), line.size());
+        };
+        bool ok = send({{"type", "message_start"},
+                        {"message", {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", s.model_id},
+                                     {"content", json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
+                                     {"usage", {{"input_tokens", static_cast<int>(r->prompt.size())}, {"output_tokens", 0}}}}}});
+        ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
+        // The open block: its index and kind ("thinking", "text" or "tool_use").
+        int index = -1;
+        std::string open;
+        auto close = [&]() {
+          if (open.empty()) return true;
+          bool w = true;
+          if (open == "thinking") w = send({{"type", "content_block_delta"}, {"index", index}, {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
+          open.clear();
+          return w && send({{"type", "content_block_stop"}, {"index", index}});
+        };
+        auto start = [&](const std::string& kind, json block) {
+          if (!close()) return false;
+          ++index;
+          open = kind;
+          return send({{"type", "content_block_start"}, {"index", index}, {"content_block", std::move(block)}});
+        };
+        auto emit = [&](const ReplyReader::Out& o) {
+          bool w = true;
+          if (!o.thinking.empty()) {
+            if (open != "thinking") w = w && start("thinking", {{"type", "thinking"}, {"thinking", ""}});
+            w = w && send({{"type", "content_block_delta"}, {"index", index}, {"delta", {{"type", "thinking_delta"}, {"thinking", o.thinking}}}});
+          }
+          if (!o.text.empty()) {
+            if (open != "text") w = w && start("text", {{"type", "text"}, {"text", ""}});
+            w = w && send({{"type", "content_block_delta"}, {"index", index}, {"delta", {{"type", "text_delta"}, {"text", o.text}}}});
+          }
+          for (const toolcall::CallDelta& c : o.calls) {
+            if (c.start)
+              w = w && start("tool_use", {{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", json::object()}});
+            if (!c.arguments.empty())
+              w = w && send({{"type", "content_block_delta"}, {"index", index}, {"delta", {{"type", "input_json_delta"}, {"partial_json", c.arguments}}}});
+          }
+          return w;
+        };
+        std::string error;
+        JobEvent ev, done;
+        while (ok) {
+          const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+          if (pr == EventChannel::kClosed) break;
+          if (pr == EventChannel::kTimeout) {
+            if (sink.is_writable && !sink.is_writable()) ok = false;
+            continue;
+          }
+          if (ev.kind == JobEvent::kError) {
+            error = ev.error;
+            continue;
+          }
+          ok = emit(reader.feed(ev.text, ev.kind == JobEvent::kDone));
+          if (ev.kind == JobEvent::kDone) done = ev;
+        }
+        if (!ok) {
+          ch->cancel();
+          return false;
+        }
+        if (!error.empty()) {
+          send(anthropic_error_json({500, error, "server_error", "", ""}));
+        } else {
+          const bool called = reader.called();
+          if (index < 0) start("text", {{"type", "text"}, {"text", ""}});  // an empty reply is one empty text block
+          close();
+          send({{"type", "message_delta"},
+                {"delta", {{"stop_reason", stop_reason(done, called)},
+                           {"stop_sequence", done.stop_type == "word" ? json(done.stop_word) : json(nullptr)}}},
+                {"usage", {{"output_tokens", done.n_gen}}}});
+          send({{"type", "message_stop"}});
+        }
+        sink.done();
+        s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+        return true;
+      },
+      [ch](bool success) {
+        if (!success) ch->cancel();
+      });
+}
+
+void count_tokens(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  auto r = parse(s, req, res, true);
+  if (!r) return;
+  s.reply_json(res, {{"input_tokens", static_cast<int>(r->prompt.size())}});
+}
+
+}  // namespace
+
+void add_anthropic_routes(httplib::Server& http, ServerState& s) {
+  http.Post("/v1/messages", [&s](const httplib::Request& q, httplib::Response& r) { messages(s, q, r); });
+  http.Post("/v1/messages/count_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_tokens(s, q, r); });
+}
+
+}  // namespace minfer::server

@@ -1,0 +1,326 @@
+// llama-server's native endpoints (docs/server-api.md#llama-server-endpoints): POST /completion
+// (also /completions), /tokenize, /detokenize, /apply-template, /chat/completions/input_tokens,
+// GET /props, /slots, /health, /models. Field names, defaults and error shapes are
+// llama-server's, so its clients and test suite work against minfer.
+#include <algorithm>
+#include <ctime>
+#include <set>
+
+#include "server/server-state.h"
+#include "template/chat.h"
+
+namespace minfer::server {
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    i += n;
+  }
+  return true;
+}
+
+// The longest prefix of s that ends on a whole UTF-8 character.
+std::string utf8_prefix(std::string s) {
+  size_t n = s.size();
+  while (n > 0 && !valid_utf8(std::string_view(s).substr(0, n))) --n;
+  s.resize(n);
+  return s;
+}
+
+json bytes_json(std::string_view s) {
+  json a = json::array();
+  for (unsigned char c : s) a.push_back(static_cast<int>(c));
+  return a;
+}
+
+// completion_probabilities: per generated token its id, text, bytes, logprob and alternatives.
+json completion_probabilities(const Tokenizer& tok, const std::vector<TokenLogprob>& lps) {
+  json out = json::array();
+  for (const TokenLogprob& lp : lps) {
+    const std::string piece(tok.piece(lp.id));
+    json top = json::array();
+    for (const auto& [id, v] : lp.top) {
+      const std::string t(tok.piece(id));
+      top.push_back({{"id", id}, {"token", utf8_prefix(t)}, {"bytes", bytes_json(t)}, {"logprob", v}});
+    }
+    out.push_back({{"id", lp.id}, {"token", utf8_prefix(piece)}, {"bytes", bytes_json(piece)}, {"logprob", lp.logprob},
+                   {"top_logprobs", top}});
+  }
+  return out;
+}
+
+json generation_settings(const CompletionRequest& r) {
+  json g = sampling_json(r.sampling);
+  g["n_predict"] = r.n_predict;
+  g["max_tokens"] = r.n_predict;
+  g["stop"] = r.stop;
+  g["ignore_eos"] = r.ignore_eos;
+  g["stream"] = r.stream;
+  g["n_probs"] = r.n_probs;
+  g["timings_per_token"] = r.timings_per_token;
+  g["cache_prompt"] = r.cache_prompt;
+  return g;
+}
+
+// POST /completion: {"prompt": text | ids | [ids and text], "n_predict", sampling fields,
+// "cache_prompt", "id_slot", "n_probs", "return_tokens", "timings_per_token", "stream"}.
+void completion(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  const auto t0 = Clock::now();
+  auto [r, ch] = s.accept(req, res, false, true);
+  if (!r) return;
+  res.set_chunked_content_provider(
+      r->stream ? "text/event-stream" : "application/json",
+      [&s, r, ch, t0](size_t, httplib::DataSink& sink) {
+        auto send = [&](const json& j) {
+          const std::string line = "data: " + dump(j) + "\n\n";
+          return sink.write(line.data(), line.size());
+        };
+        std::string content, error;
+        std::vector<int32_t> tokens;
+        std::vector<TokenLogprob> probs;
+        JobEvent ev, done;
+        int n_streamed = 0;
+        auto last_write = Clock::now();
+        for (;;) {
+          const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+          if (pr == EventChannel::kClosed) break;
+          // A space (JSON whitespace) while a plain reply is computed: a write that fails means
+          // the client went away, which frees its slot.
+          if (!r->stream && Clock::now() - last_write >= std::chrono::milliseconds(200)) {
+            last_write = Clock::now();
+            if (!sink.write(" ", 1)) {
+              ch->cancel();
+              return false;
+            }
+          }
+          if (pr == EventChannel::kTimeout) {
+            if (r->stream && sink.is_writable && !sink.is_writable()) {
+              ch->cancel();
+              return false;
+            }
+            continue;
+          }
+          if (ev.kind == JobEvent::kError) {
+            error = ev.error;
+            continue;
+          }
+          content += ev.text;
+          tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
+          probs.insert(probs.end(), ev.logprobs.begin(), ev.logprobs.end());
+          n_streamed += static_cast<int>(ev.tokens.size());
+          if (r->stream && (!ev.text.empty() || !ev.tokens.empty())) {
+            json c = {{"index", 0}, {"content", ev.text}, {"tokens", ev.tokens}, {"stop", false}, {"id_slot", ev.slot},
+                      {"tokens_predicted", n_streamed}, {"tokens_evaluated", static_cast<int>(r->prompt.size())}};
+            if (r->n_probs > 0) c["completion_probabilities"] = completion_probabilities(*s.tok, ev.logprobs);
+            if (!send(c)) {
+              ch->cancel();
+              return false;
+            }
+          }
+          if (ev.kind == JobEvent::kDone) done = ev;
+        }
+        std::string reply;
+        if (!error.empty()) {
+          json e = error_json({500, error, "server_error", "", ""});
+          reply = r->stream ? "data: " + dump(e) + "\n\n" : dump(e);
+        } else {
+          Timings t;
+          t.add(done);
+          json fin = {{"index", 0},
+                      {"content", r->stream ? std::string() : content},
+                      {"tokens", r->stream || !r->return_tokens ? json::array() : json(tokens)},
+                      {"id_slot", done.slot},
+                      {"stop", true},
+                      {"model", s.model_id},
+                      {"tokens_predicted", done.n_gen},
+                      {"tokens_evaluated", static_cast<int>(r->prompt.size())},
+                      {"generation_settings", generation_settings(*r)},
+                      {"prompt", r->prompt_text},
+                      {"has_new_line", content.find('\n') != std::string::npos},
+                      {"truncated", false},
+                      {"stop_type", done.stop_type.empty() ? "limit" : done.stop_type},
+                      {"stopping_word", done.stop_word},
+                      {"tokens_cached", done.n_cached + done.n_gen},
+                      {"timings", t.to_json()}};
+          if (r->n_probs > 0 && !r->stream) fin["completion_probabilities"] = completion_probabilities(*s.tok, probs);
+          reply = r->stream ? "data: " + dump(fin) + "\n\n" : dump(fin);
+        }
+        return s.finish_body(sink, reply, t0);
+      },
+      [ch](bool success) {
+        if (!success) ch->cancel();
+      });
+}
+
+// POST /tokenize {"content", "add_special" (false), "parse_special" (true), "with_pieces" (false)}
+// -> {"tokens": [ids]} or [{"id", "piece"}] (a piece that is not whole UTF-8: its bytes).
+void tokenize(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  auto body = s.parse_body(req, res);
+  if (!body) return;
+  json out = json::array();
+  if (body->contains("content")) {
+    const json& c = (*body)["content"];
+    auto flag = [&](const char* name, bool def) -> std::optional<bool> {
+      if (!body->contains(name) || (*body)[name].is_null()) return def;
+      if (!(*body)[name].is_boolean()) return std::nullopt;
+      return (*body)[name].get<bool>();
+    };
+    const auto add_special = flag("add_special", false), parse_special = flag("parse_special", true),
+               with_pieces = flag("with_pieces", false);
+    if (!add_special || !parse_special || !with_pieces)
+      return s.reply_error(res, invalid_param("", "'add_special', 'parse_special' and 'with_pieces' must be booleans"));
+    std::vector<int32_t> ids;
+    if (c.is_string()) {
+      ids = s.tok->encode(c.get<std::string>(), *add_special && s.tok->add_bos(), *parse_special);
+    } else if (c.is_array()) {  // llama-server's mixed form: ids and strings
+      for (const json& t : c) {
+        if (t.is_string()) {
+          auto more = s.tok->encode(t.get<std::string>(), *add_special && s.tok->add_bos() && ids.empty(), *parse_special);
+          ids.insert(ids.end(), more.begin(), more.end());
+        } else if (t.is_number_integer() && t.get<int64_t>() >= 0 && t.get<int64_t>() < s.tok->n_vocab()) {
+          ids.push_back(t.get<int32_t>());
+        } else {
+          return s.reply_error(res, invalid_param("content", fmt::format("'content' item {} is neither text nor a token id", t.dump())));
+        }
+      }
+    } else {
+      return s.reply_error(res, invalid_param("content", "'content' must be a string or an array of token ids and strings"));
+    }
+    for (int32_t id : ids) {
+      if (!*with_pieces) {
+        out.push_back(id);
+        continue;
+      }
+      const std::string piece(s.tok->piece(id, /*render_special=*/true));
+      out.push_back({{"id", id}, {"piece", valid_utf8(piece) ? json(piece) : bytes_json(piece)}});
+    }
+  }
+  s.reply_json(res, {{"tokens", out}});
+}
+
+// POST /detokenize {"tokens": [ids]} -> {"content": text}.
+void detokenize(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  auto body = s.parse_body(req, res);
+  if (!body) return;
+  std::vector<int32_t> ids;
+  if (body->contains("tokens")) {
+    const json& t = (*body)["tokens"];
+    if (!t.is_array()) return s.reply_error(res, invalid_param("tokens", "'tokens' must be an array of token ids"));
+    for (const json& x : t) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= s.tok->n_vocab())
+        return s.reply_error(res, invalid_param("tokens", fmt::format("'tokens' item {} is not a token id in [0, {})", x.dump(), s.tok->n_vocab())));
+      ids.push_back(x.get<int32_t>());
+    }
+  }
+  s.reply_json(res, {{"content", s.tok->decode(ids)}});
+}
+
+// POST /apply-template {"messages", "tools", "add_generation_prompt" (true), "chat_template_kwargs"}
+// -> {"prompt": the rendered text}, exactly what a chat completion would prefill.
+void apply_template(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  auto body = s.parse_body(req, res);
+  if (!body) return;
+  if (!body->is_object()) return s.reply_error(res, invalid_param("", "the request body must be a JSON object"));
+  bool add_gen = true;
+  if (body->contains("add_generation_prompt") && !(*body)["add_generation_prompt"].is_null()) {
+    if (!(*body)["add_generation_prompt"].is_boolean())
+      return s.reply_error(res, invalid_param("add_generation_prompt", "'add_generation_prompt' must be a boolean"));
+    add_gen = (*body)["add_generation_prompt"].get<bool>();
+  }
+  auto rc = render_chat_request(*body, s.parse_context(), add_gen, false);
+  if (auto* e = std::get_if<ApiError>(&rc)) return s.reply_error(res, *e);
+  s.reply_json(res, {{"prompt", std::get<RenderedChat>(rc).text}});
+}
+
+// POST /chat/completions/input_tokens: the prompt tokens a chat request would take.
+void count_chat_tokens(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  auto body = s.parse_body(req, res);
+  if (!body) return;
+  if (!body->is_object()) return s.reply_error(res, invalid_param("", "the request body must be a JSON object"));
+  auto rc = render_chat_request(*body, s.parse_context(), true, false);
+  if (auto* e = std::get_if<ApiError>(&rc)) return s.reply_error(res, *e);
+  s.reply_json(res, {{"object", "response.input_tokens"}, {"input_tokens", std::get<RenderedChat>(rc).tokens.size()}});
+}
+
+json props(const ServerState& s) {
+  const Tokenizer& tok = *s.tok;
+  return {{"default_generation_settings", {{"params", sampling_json(s.sp.sampling)}, {"n_ctx", s.engine->n_ctx_slot()}}},
+          {"total_slots", s.engine->params().n_slots},
+          {"model_alias", s.model_id},
+          {"model_path", s.sp.model_path},
+          {"modalities", {{"vision", false}, {"audio", false}, {"video", false}}},
+          {"endpoint_slots", s.sp.endpoint_slots},
+          {"endpoint_props", s.sp.endpoint_props},
+          {"endpoint_metrics", s.sp.endpoint_metrics},
+          {"ui", s.sp.webui},
+          {"webui", s.sp.webui},
+          {"chat_template", s.chat_template},
+          {"bos_token", tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string()},
+          {"eos_token", tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string()},
+          {"build_info", "minfer " MINFER_SERVER_VERSION},
+          {"is_sleeping", false}};
+}
+
+// GET /slots (501 with --no-slots): what every slot holds and does; ?fail_on_no_slot=1 answers
+// 503 when none is idle.
+void slots(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  if (!s.sp.endpoint_slots)
+    return s.reply_error(res, {501, "This server does not support slots endpoint. Start it with `--slots`", "not_supported_error", "", ""});
+  json out = json::array();
+  int n_idle = 0;
+  for (const Engine::SlotInfo& i : s.engine->slots()) {
+    n_idle += i.processing ? 0 : 1;
+    const int n_remain = i.processing && i.n_predict >= 0 ? std::max(i.n_predict - i.n_decoded, 0) : -1;
+    out.push_back({{"id", i.id},
+                   {"n_ctx", s.engine->n_ctx_slot()},
+                   {"is_processing", i.processing},
+                   {"n_cached", i.n_cached},
+                   {"n_prompt_tokens", i.n_prompt},
+                   {"speculative", s.sp.spec.has_value()},
+                   {"next_token", json::array({{{"has_next_token", i.processing}, {"n_remain", n_remain},
+                                                {"n_decoded", i.processing ? i.n_decoded : 0}}})}});
+  }
+  if (req.has_param("fail_on_no_slot") && n_idle == 0)
+    return s.reply_error(res, {503, "no slot available", "unavailable_error", "", ""});
+  s.reply_json(res, out);
+}
+
+json models(const ServerState& s) {
+  const std::set<std::string> aliases(s.sp.aliases.begin(), s.sp.aliases.end());
+  json m = {{"id", s.model_id}, {"object", "model"}, {"created", s.created}, {"owned_by", "minfer"},
+            {"aliases", json(aliases)}, {"tags", s.sp.tags}};
+  // llama-server's own list ("models") beside OpenAI's ("data").
+  json native = {{"name", s.model_id}, {"model", s.model_id}, {"modified_at", ""}, {"size", ""}, {"digest", ""},
+                 {"type", "model"}, {"description", ""}, {"tags", s.sp.tags}, {"capabilities", json::array({"completion"})}};
+  return {{"object", "list"}, {"data", json::array({m})}, {"models", json::array({native})}};
+}
+
+}  // namespace
+
+void add_llama_routes(httplib::Server& http, ServerState& s) {
+  http.Post("/completion", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r); });
+  http.Post("/completions", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r); });
+  http.Post("/tokenize", [&s](const httplib::Request& q, httplib::Response& r) { tokenize(s, q, r); });
+  http.Post("/detokenize", [&s](const httplib::Request& q, httplib::Response& r) { detokenize(s, q, r); });
+  http.Post("/apply-template", [&s](const httplib::Request& q, httplib::Response& r) { apply_template(s, q, r); });
+  http.Post("/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
+  http.Post("/v1/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
+  http.Get("/props", [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, props(s)); });
+  http.Post("/props", [&s](const httplib::Request&, httplib::Response& r) {
+    if (!s.sp.endpoint_props)
+      return s.reply_error(r, {501, "This server does not support changing global properties. Start it with `--props`",
+                               "not_supported_error", "", ""});
+    s.reply_json(r, {{"success", true}});
+  });
+  http.Get("/slots", [&s](const httplib::Request& q, httplib::Response& r) { slots(s, q, r); });
+  auto list = [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, models(s)); };
+  http.Get("/v1/models", list);
+  http.Get("/models", list);
+}
+
+}  // namespace minfer::server

@@ -1,0 +1,140 @@
+#include "server/server-state.h"
+
+#include <random>
+
+namespace minfer::server {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string random_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string s = prefix;
+  for (int i = 0; i < 24; ++i) s += kAlnum[rng() % 62];
+  return s;
+}
+
+void Timings::add(const JobEvent& ev) {
+  if (first) {
+    prompt_n = ev.n_prompt - ev.n_cached;
+    cache_n = ev.n_cached;
+    predicted_n = ev.n_gen;
+    prompt_ms = ev.prompt_ms;
+    predicted_ms = ev.predicted_ms;
+    first = false;
+  }
+  draft_n += ev.n_draft;
+  draft_n_accepted += ev.n_draft_accepted;
+}
+
+json Timings::to_json() const {
+  // The first token comes from the prompt's last logits: generation speed is over the decode
+  // steps after it (llama-server's rule), so one token has no rate.
+  const int steps = std::max(predicted_n - 1, 0);
+  return {{"cache_n", cache_n},
+          {"prompt_n", prompt_n},
+          {"prompt_ms", prompt_ms},
+          {"prompt_per_token_ms", prompt_n > 0 ? prompt_ms / prompt_n : 0.0},
+          {"prompt_per_second", prompt_ms > 0 ? 1000.0 * prompt_n / prompt_ms : 0.0},
+          {"predicted_n", predicted_n},
+          {"predicted_ms", predicted_ms},
+          {"predicted_per_token_ms", steps > 0 ? predicted_ms / steps : 0.0},
+          {"predicted_per_second", steps > 0 && predicted_ms > 0 ? 1000.0 * steps / predicted_ms : 0.0},
+          {"draft_n", draft_n},
+          {"draft_n_accepted", draft_n_accepted}};
+}
+
+ParseContext ServerState::parse_context() const {
+  ParseContext pc;
+  pc.file = &model->file();
+  pc.tok = tok;
+  pc.n_ctx_slot = engine->n_ctx_slot();
+  pc.default_n_predict = sp.default_n_predict;
+  pc.spec = sp.spec ? &*sp.spec : nullptr;
+  pc.has_draft_model = engine->has_draft_model();
+  pc.chat_template = &chat_template;
+  pc.template_tools = &template_tools;
+  pc.sampling = &sp.sampling;
+  pc.reasoning = sp.reasoning;
+  pc.cache_prompt = sp.cache_prompt;
+  return pc;
+}
+
+void ServerState::reply_error(httplib::Response& res, const ApiError& e) const {
+  res.status = e.status;
+  res.set_content(dump(error_json(e)), "application/json; charset=utf-8");
+}
+
+void ServerState::reply_json(httplib::Response& res, const json& j, int status) const {
+  res.status = status;
+  res.set_content(dump(j), "application/json; charset=utf-8");
+}
+
+std::optional<json> ServerState::parse_body(const httplib::Request& req, httplib::Response& res) const {
+  try {
+    return json::parse(req.body);
+  } catch (const std::exception& e) {
+    reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""});
+    return std::nullopt;
+  }
+}
+
+ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res) {
+  auto ch = std::make_shared<EventChannel>(r->n);
+  std::vector<Job> jobs;
+  for (int i = 0; i < r->n; ++i) {
+    Job j;
+    j.prompt = r->prompt;
+    j.sampling = r->sampling;
+    if (r->sampling.seed != kSeedRandom) j.sampling.seed = r->sampling.seed + i;
+    j.n_predict = r->n_predict;
+    j.stop = r->stop;
+    j.ignore_eog = r->ignore_eos;
+    j.top_logprobs = r->logprobs ? r->top_logprobs : -1;
+    j.grammar = r->grammar;
+    j.grammar_triggers = r->grammar_triggers;
+    j.spec = r->spec;
+    j.cache_prompt = r->cache_prompt;
+    j.id_slot = r->id_slot;
+    j.index = i;
+    j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
+    j.channel = ch;
+    jobs.push_back(std::move(j));
+  }
+  if (draining || !engine->submit(std::move(jobs))) {
+    res.set_header("Retry-After", "1");
+    reply_error(res, {503, draining ? "the server is shutting down" : "the server is busy: every slot and queue place is taken; retry later",
+                      "unavailable_error", "", "server_busy"});
+    return {};
+  }
+  return {std::move(r), std::move(ch)};
+}
+
+ServerState::Accepted ServerState::accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice) {
+  auto body = parse_body(req, res);
+  if (!body) return {};
+  auto parsed = parse_completion_request(*body, chat, parse_context());
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    reply_error(res, *e);
+    return {};
+  }
+  auto r = std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
+  if (one_choice && r->n != 1) {
+    reply_error(res, invalid_param("n", "/completion generates one completion ('n' must be 1)"));
+    return {};
+  }
+  if (r->id_slot >= engine->params().n_slots) {
+    reply_error(res, invalid_param("id_slot", fmt::format("'id_slot' {} is not a slot (0 .. {})", r->id_slot, engine->params().n_slots - 1)));
+    return {};
+  }
+  return submit(std::move(r), res);
+}
+
+bool ServerState::finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0) {
+  if (!sink.write(reply.data(), reply.size())) return false;
+  sink.done();
+  metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+  return true;
+}
+
+}  // namespace minfer::server

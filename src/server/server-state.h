@@ -1,0 +1,80 @@
+// What the route files of the HTTP server share (internal to src/server): the model, the engine,
+// the parameters, the metrics, and the steps every completion-like request goes through
+// (parse, queue, collect events). Each route file registers its endpoints:
+//
+//   add_openai_routes(http, state);      // routes-openai.cpp: /v1/chat/completions, /v1/completions
+//   add_llama_routes(http, state);       // routes-llama.cpp: /completion, /tokenize, /props, /slots ...
+//   add_anthropic_routes(http, state);   // routes-anthropic.cpp: /v1/messages
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+#include "server/api.h"
+#include "server/engine.h"
+#include "server/http-server.h"
+#include "server/metrics.h"
+#include "tokenizer/tokenizer.h"
+#include "toolcall/tools.h"
+
+namespace minfer::server {
+
+using Clock = std::chrono::steady_clock;
+
+std::string dump(const json& j);              // compact, invalid UTF-8 replaced
+std::string random_id(const char* prefix);    // "chatcmpl-" + 24 alphanumerics
+
+// llama-server's "timings" of a request (its first choice; draft counts over all choices).
+struct Timings {
+  int prompt_n = 0, cache_n = 0, predicted_n = 0;
+  double prompt_ms = 0, predicted_ms = 0;
+  int64_t draft_n = 0, draft_n_accepted = 0;
+  bool first = true;
+  void add(const JobEvent& done);
+  json to_json() const;
+};
+
+struct ServerState {
+  std::shared_ptr<const Model> model;
+  const Tokenizer* tok = nullptr;
+  ServerParams sp;
+  std::unique_ptr<Engine> engine;
+  ServerMetrics metrics;
+  std::atomic<bool> draining{false};
+  std::string chat_template;               // --chat-template(-file), or the model's
+  toolcall::TemplateTools template_tools;  // what that template does with tools (probed at start)
+  int64_t created = 0;
+  std::string model_id;                    // the first alias, sorted (llama-server's rule)
+
+  ParseContext parse_context() const;
+  void reply_error(httplib::Response& res, const ApiError& e) const;
+  void reply_json(httplib::Response& res, const json& j, int status = 200) const;
+  // Parses a JSON body; on failure the 400 reply is set and nullopt returned.
+  std::optional<json> parse_body(const httplib::Request& req, httplib::Response& res) const;
+
+  // A parsed completion request and the channel its jobs' events come on.
+  struct Accepted {
+    std::shared_ptr<CompletionRequest> r;
+    std::shared_ptr<EventChannel> ch;
+  };
+  // Queues the request's jobs (n choices); on refusal (503: busy or draining) the reply is set
+  // and r is null.
+  Accepted submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res);
+  // parse_completion_request + submit.
+  Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
+  // The last bytes of a reply; the request's latency is recorded.
+  bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0);
+};
+
+void add_openai_routes(httplib::Server& http, ServerState& s);     // routes-openai.cpp
+void add_llama_routes(httplib::Server& http, ServerState& s);      // routes-llama.cpp
+void add_anthropic_routes(httplib::Server& http, ServerState& s);  // routes-anthropic.cpp
+void add_webui_routes(httplib::Server& http, ServerState& s);      // webui.cpp
+
+}  // namespace minfer::server
