@@ -18,7 +18,7 @@ function load(key, fallback) {
   }
 }
 let state = load(STORE, { conversations: [], current: null });
-let settings = load(SETTINGS, { system: "", temperature: 0.8, maxTokens: "", apiKey: "" });
+let settings = load(SETTINGS, { system: "", temperature: "", maxTokens: "", apiKey: "" });
 let controller = null;  // the request being streamed
 
 function save() { localStorage.setItem(STORE, JSON.stringify(state)); }
@@ -179,7 +179,8 @@ async function send(text) {
   render();
   let el = $("messages").lastElementChild;
   el.classList.add("streaming");
-  const body = { messages: [], stream: true, temperature: Number(settings.temperature) };
+  const body = { messages: [], stream: true };
+  if (settings.temperature !== "") body.temperature = Number(settings.temperature);  // else the server's default
   if (settings.system) body.messages.push({ role: "system", content: settings.system });
   for (const m of c.messages.slice(0, -1)) body.messages.push({ role: m.role, content: m.content });
   if (settings.maxTokens) body.max_tokens = Number(settings.maxTokens);
