@@ -119,6 +119,8 @@ int cmd_serve(int argc, char** argv) {
   add_spec_options(app, spo);
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   set_quiet(lo.quiet);
+  sp.verbose = lo.verbose;
+  sp.verbose = lo.verbose;
   if (!model_opt.empty() + !hf_repo.empty() + !model_pos.empty() != 1)
     return usage_fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
   if (!hf_file.empty() && hf_repo.empty()) return usage_fail("serve", "--hf-file needs -hf ORG/REPO");

@@ -149,7 +149,8 @@ class LlmBuilder {
   // weighted sum. x [n_embd, rows] -> [n_embd, rows].
   int ffn_moe(int il, int x);
   // output_norm, the output projection (+ bias), soft-capped when hp.final_softcap; for the
-  // last n_out rows. Returns the finished graph.
+  // last n_out rows. Returns the finished graph; with GraphParams::embeddings its output is the
+  // normed hidden state (kOutEmbd) and there is no projection.
   Graph logits(int x);
 
  private:

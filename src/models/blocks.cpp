@@ -136,7 +136,8 @@ int LlmBuilder::ffn_moe(int il, int x) {
 
 Graph LlmBuilder::logits(int x) {
   const ModelWeights& w = m_.weights();
-  const int h = norm(-1, "output_norm", x, w.output_norm);
+  const int h = norm(-1, p_.embeddings ? kOutEmbd : "output_norm", x, w.output_norm);
+  if (p_.embeddings) return b_.finish({h});  // [n_embd, n_out]
   int y = linear(hp_.final_softcap > 0.0f ? "result_output.raw" : kOutLogits, h, w.output, w.output_bias);
   if (hp_.final_softcap > 0.0f) y = b_.softcap(kOutLogits, y, hp_.final_softcap);
   return b_.finish({y});  // [n_vocab, n_out]

@@ -112,6 +112,9 @@ struct GraphParams {
   // rows come from kInpKvRowsSwa / kInpKvRangesSwa. 0: they are full caches like the others.
   int64_t swa_ring = 0;
   int64_t n_ctx_swa = 0;
+  // The output is the hidden state after the final norm (kOutEmbd) instead of the logits: the
+  // embeddings of the n_out rows (the server's /embeddings pools them).
+  bool embeddings = false;
 
   bool operator==(const GraphParams&) const = default;
 };
@@ -125,6 +128,7 @@ inline constexpr const char* kInpKvRanges = "inp_kv_ranges"; // multi_seq: I32 [
 inline constexpr const char* kInpKvRowsSwa = "inp_kv_rows_swa";     // swa_ring: the same for the ring caches
 inline constexpr const char* kInpKvRangesSwa = "inp_kv_ranges_swa";
 inline constexpr const char* kOutLogits = "result_output"; // F32 [n_vocab, n_out]
+inline constexpr const char* kOutEmbd = "result_norm";     // F32 [n_embd, n_out] (GraphParams::embeddings)
 // The third kInpKvRanges value of a token whose arithmetic must not depend on the batch (the
 // server's batch-invariant mode): as if its sequence had an unbounded number of rows.
 inline constexpr int32_t kAttnRowsInvariant = 0x7fffffff;

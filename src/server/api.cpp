@@ -89,6 +89,8 @@ std::optional<ApiError> normalize_messages(const json& in, json& out, bool allow
       for (const json& part : *content) {
         if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
           return invalid_param(where + ".content", fmt::format("'{}.content': only text parts are supported", where));
+        // Parts are paragraphs (llama-server joins them so too).
+        if (!text.empty()) text += "\n\n";
         text += part["text"].get<std::string>();
       }
       msg["content"] = text;
@@ -301,6 +303,33 @@ std::variant<RenderedChat, ApiError> render_chat_request(const json& body, const
   if (!msgs) return invalid_param("messages", "'messages' is required");
   json norm;
   if (auto e = normalize_messages(*msgs, norm, ctx.allow_empty_messages)) return *e;
+  // A conversation ending with an assistant message continues that message (a prefill): the
+  // rest is rendered with the generation prompt and its text follows. continue_final_message
+  // (vLLM's, transformers') asks for the same explicitly, and excludes add_generation_prompt.
+  bool continue_final = false;
+  if (const json* c = field(body, "continue_final_message")) {
+    if (!c->is_boolean()) return invalid_param("continue_final_message", "'continue_final_message' must be a boolean");
+    continue_final = c->get<bool>();
+  }
+  if (const json* g = field(body, "add_generation_prompt")) {
+    if (!g->is_boolean()) return invalid_param("add_generation_prompt", "'add_generation_prompt' must be a boolean");
+    if (g->get<bool>() && continue_final)
+      return invalid_param("continue_final_message", "'continue_final_message' and 'add_generation_prompt' cannot both be true");
+    if (!continue_final) add_generation_prompt = g->get<bool>();
+  }
+  const auto is_assistant = [](const json& m) { return m.value("role", "") == "assistant"; };
+  std::string prefill;
+  if (!norm.empty() && is_assistant(norm.back()) && (add_generation_prompt || continue_final)) {
+    if (norm.size() >= 2 && is_assistant(norm[norm.size() - 2]))
+      return invalid_param("messages", "the conversation ends with two assistant messages: there is one reply to continue");
+    if (norm.back().contains("tool_calls") && !norm.back()["tool_calls"].empty()) {
+      // A reply that called tools is closed, not continued.
+    } else {
+      prefill = norm.back()["content"].is_string() ? norm.back()["content"].get<std::string>() : std::string();
+      norm.erase(norm.size() - 1);
+      add_generation_prompt = true;
+    }
+  }
   RenderedChat out;
   json extra = json::object();
   toolcall::ToolRequest treq;
@@ -360,7 +389,7 @@ std::variant<RenderedChat, ApiError> render_chat_request(const json& body, const
   if (!rendered) return invalid_param("messages", "chat template: " + rendered.error().message);
   out.text = *rendered;
   if (add_generation_prompt) out.text = apply_reasoning_mode(std::move(out.text), tmpl.empty() ? chat_template_source(*ctx.file) : tmpl, reasoning);
-  out.text += suffix;
+  out.text += suffix + prefill;
   bool add_bos = ctx.tok->add_bos();
   if (add_bos && ctx.tok->bos_id() >= 0 && out.text.starts_with(ctx.tok->token_text(ctx.tok->bos_id()))) add_bos = false;
   out.tokens = ctx.tok->encode(out.text, add_bos, /*parse_special=*/true);
@@ -368,8 +397,8 @@ std::variant<RenderedChat, ApiError> render_chat_request(const json& body, const
 }
 
 json sampling_json(const SamplerParams& p) {
-  json bias = json::array();
-  for (const auto& [id, b] : p.logit_bias) bias.push_back(json::array({id, std::isinf(b) ? json(false) : json(b)}));
+  json bias = json::array();  // llama-server's form: {"bias": null (banned) or a number, "token": id}
+  for (const auto& [id, b] : p.logit_bias) bias.push_back({{"bias", std::isinf(b) ? json(nullptr) : json(b)}, {"token", id}});
   return {{"seed", p.seed},
           {"temperature", p.temp},
           {"top_k", p.top_k},
@@ -391,6 +420,41 @@ json sampling_json(const SamplerParams& p) {
           {"mirostat_eta", p.mirostat_eta},
           {"logit_bias", bias}};
 }
+
+namespace {
+
+// One prompt of a completion: a string, token ids, ids mixed with strings, or llama-server's
+// {"prompt_string": ...} (its "multimodal_data" needs a vision model).
+std::variant<std::pair<std::vector<int32_t>, std::string>, ApiError> parse_prompt(const json& p, const Tokenizer& tok, bool add_bos,
+                                                                              const std::string& where) {
+  const int32_t n_vocab = tok.n_vocab();
+  std::vector<int32_t> ids;
+  if (p.is_string()) {
+    ids = tok.encode(p.get<std::string>(), add_bos, /*parse_special=*/true);
+    return std::pair{std::move(ids), p.get<std::string>()};
+  }
+  if (p.is_object() && p.contains("prompt_string")) {
+    if (p.contains("multimodal_data"))
+      return invalid_param(where + ".multimodal_data", fmt::format("'{}.multimodal_data': this model takes no media (minfer serves text models)", where));
+    return parse_prompt(p["prompt_string"], tok, add_bos, where + ".prompt_string");
+  }
+  if (!p.is_array() || p.empty())
+    return invalid_param(where, fmt::format("'{}' must be a string, token ids (and strings), or {{\"prompt_string\": ...}}", where));
+  for (const json& t : p) {
+    if (t.is_string()) {
+      std::vector<int32_t> more = tok.encode(t.get<std::string>(), add_bos && ids.empty(), /*parse_special=*/true);
+      ids.insert(ids.end(), more.begin(), more.end());
+      continue;
+    }
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+      return invalid_param(where, fmt::format("'{}' token {} is not in [0, {})", where, t.dump(), n_vocab));
+    ids.push_back(t.get<int32_t>());
+  }
+  std::string text = tok.decode(ids);
+  return std::pair{std::move(ids), std::move(text)};
+}
+
+}  // namespace
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, const ParseContext& ctx) {
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
@@ -425,6 +489,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (auto e = boolean(body, "stream", r.stream)) return *e;
   if (auto e = boolean(body, "return_tokens", r.return_tokens)) return *e;
   if (auto e = boolean(body, "ignore_eos", r.ignore_eos)) return *e;
+  if (r.ignore_eos)  // llama-server's way: the end-of-generation tokens are banned (shown in logit_bias)
+    for (int32_t id : ctx.tok->eog_ids()) sp.logit_bias[id] = -INFINITY;
   r.cache_prompt = ctx.cache_prompt;
   if (auto e = boolean(body, "cache_prompt", r.cache_prompt)) return *e;
   if (auto e = boolean(body, "timings_per_token", r.timings_per_token)) return *e;
@@ -466,22 +532,53 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   }
 
   const int32_t n_vocab = ctx.tok->n_vocab();
+  // logit_bias: OpenAI's {"ID": bias}, and llama-server's forms: keys that are text (each of its
+  // tokens gets the bias), [[ID or text, bias], ...], and false for a bias (the token is banned).
   if (const json* lb = field(body, "logit_bias")) {
-    if (!lb->is_object()) return invalid_param("logit_bias", "'logit_bias' must be an object mapping token ids to biases");
-    for (auto it = lb->begin(); it != lb->end(); ++it) {
-      int64_t id = -1;
-      try {
-        size_t used = 0;
-        id = std::stoll(it.key(), &used);
-        if (used != it.key().size()) id = -1;
-      } catch (...) {
-        id = -1;
+    auto apply = [&](const json& key, const json& value) -> std::optional<ApiError> {
+      float b = 0;
+      if (value.is_boolean() && !value.get<bool>()) {
+        b = -INFINITY;
+      } else if (value.is_number() && std::fabs(value.get<double>()) <= 100) {
+        b = value.get<float>();
+      } else {
+        return invalid_param("logit_bias", fmt::format("logit_bias[{}] must be a number in [-100, 100] or false", key.dump()));
       }
-      if (id < 0 || id >= n_vocab)
-        return invalid_param("logit_bias", fmt::format("logit_bias key '{}' is not a token id in [0, {})", it.key(), n_vocab));
-      if (!it.value().is_number() || std::fabs(it.value().get<double>()) > 100)
-        return invalid_param("logit_bias", fmt::format("logit_bias[{}] must be a number in [-100, 100]", it.key()));
-      sp.logit_bias[static_cast<int32_t>(id)] = it.value().get<float>();
+      std::vector<int32_t> ids;
+      int64_t id = -1;
+      if (key.is_number_integer()) {
+        id = key.get<int64_t>();
+      } else if (key.is_string()) {
+        const std::string k = key.get<std::string>();
+        size_t used = 0;
+        try {
+          id = std::stoll(k, &used);
+        } catch (...) {
+          used = 0;
+        }
+        if (used != k.size() || k.empty()) id = -1, ids = ctx.tok->encode(k, false, /*parse_special=*/false);
+      } else {
+        return invalid_param("logit_bias", fmt::format("logit_bias key {} must be a token id or a text", key.dump()));
+      }
+      if (ids.empty()) {
+        if (id < 0 || id >= n_vocab)
+          return invalid_param("logit_bias", fmt::format("logit_bias key {} is not a token id in [0, {})", key.dump(), n_vocab));
+        ids.push_back(static_cast<int32_t>(id));
+      }
+      for (int32_t t : ids) sp.logit_bias[t] = b;
+      return std::nullopt;
+    };
+    if (lb->is_object()) {
+      for (auto it = lb->begin(); it != lb->end(); ++it)
+        if (auto e = apply(json(it.key()), it.value())) return *e;
+    } else if (lb->is_array()) {
+      for (const json& pair : *lb) {
+        if (!pair.is_array() || pair.size() != 2)
+          return invalid_param("logit_bias", "'logit_bias' as an array holds [token id or text, bias] pairs");
+        if (auto e = apply(pair[0], pair[1])) return *e;
+      }
+    } else {
+      return invalid_param("logit_bias", "'logit_bias' must be an object mapping token ids to biases (or [id, bias] pairs)");
     }
   }
 
@@ -525,32 +622,35 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   } else {
     const json* p = field(body, "prompt");
     if (!p) return invalid_param("prompt", "'prompt' is required");
-    if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
-    if (p->is_string()) {
-      r.prompt_text = p->get<std::string>();
-      r.prompt = ctx.tok->encode(r.prompt_text, add_bos, /*parse_special=*/true);
-    } else if (p->is_array() && !p->empty()) {
-      // Token ids, or llama-server's mixed form: ids and strings ([12, 34, "text", 56]).
-      for (const json& t : *p) {
-        if (t.is_string()) {
-          std::vector<int32_t> ids = ctx.tok->encode(t.get<std::string>(), add_bos && r.prompt.empty(), /*parse_special=*/true);
-          r.prompt.insert(r.prompt.end(), ids.begin(), ids.end());
-          continue;
-        }
-        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
-          return invalid_param("prompt", fmt::format("'prompt' token {} is not in [0, {})", t.dump(), n_vocab));
-        r.prompt.push_back(t.get<int32_t>());
-      }
-      r.prompt_text = ctx.tok->decode(r.prompt);
+    // llama-server's and OpenAI's forms: a string, token ids, ids mixed with strings, an object
+    // {"prompt_string"}, or an array of those (without bare ids): one completion per prompt.
+    const bool has_ids = p->is_array() && std::any_of(p->begin(), p->end(), [](const json& x) { return x.is_number(); });
+    std::vector<const json*> subs;
+    if (p->is_array() && !has_ids) {
+      for (const json& x : *p) subs.push_back(&x);
+      if (subs.empty()) return invalid_param("prompt", "'prompt' is an empty array");
     } else {
-      return invalid_param("prompt", "'prompt' must be a string, a one-string array, or an array of token ids (and strings)");
+      subs.push_back(p);
+    }
+    for (size_t k = 0; k < subs.size(); ++k) {
+      auto one = parse_prompt(*subs[k], *ctx.tok, add_bos, subs.size() > 1 ? fmt::format("prompt[{}]", k) : "prompt");
+      if (auto* e = std::get_if<ApiError>(&one)) return *e;
+      auto& [ids, ptext] = std::get<std::pair<std::vector<int32_t>, std::string>>(one);
+      if (ids.empty()) return invalid_param("prompt", subs.size() > 1 ? fmt::format("prompt[{}] is empty", k) : "the prompt is empty");
+      if (k == 0) {
+        r.prompt = std::move(ids);
+        r.prompt_text = std::move(ptext);
+      } else {
+        r.extra_prompts.emplace_back(std::move(ids), std::move(ptext));
+      }
     }
   }
   if (r.prompt.empty()) return invalid_param(chat ? "messages" : "prompt", "the prompt is empty");
 
   // A prompt that does not fit is refused, and (OpenAI's rule) so is an explicit max_tokens
   // beyond the context; llama-server's native /completion instead stops at the context's end.
-  const int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
+  int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
+  for (const auto& [ids, t] : r.extra_prompts) n_prompt = std::max<int64_t>(n_prompt, static_cast<int64_t>(ids.size()));
   const bool explicit_max = field(body, "max_tokens") || field(body, "max_completion_tokens");
   const int64_t want = n_prompt + (explicit_max ? std::max<int64_t>(r.n_predict, 0) : 0);
   if (n_prompt >= ctx.n_ctx_slot || want > ctx.n_ctx_slot) {

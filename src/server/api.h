@@ -69,6 +69,18 @@ struct CompletionRequest {
   bool timings_per_token = false;  // streamed events carry timings
   bool return_progress = false;    // streamed prompt_progress events
   std::string prompt_text;      // the prompt as text (rendered chat, or the given string)
+  // Completions of several prompts at once (llama-server's and OpenAI's prompt arrays): the 2nd,
+  // 3rd ... prompts and their texts. Choice index = prompt index * n + i.
+  std::vector<std::pair<std::vector<int32_t>, std::string>> extra_prompts;
+  int n_prompts() const { return 1 + static_cast<int>(extra_prompts.size()); }
+  const std::vector<int32_t>& prompt_ids(int k) const { return k == 0 ? prompt : extra_prompts[static_cast<size_t>(k - 1)].first; }
+  const std::string& prompt_string(int k) const { return k == 0 ? prompt_text : extra_prompts[static_cast<size_t>(k - 1)].second; }
+  int n_choices() const { return n * n_prompts(); }
+  int64_t total_prompt_tokens() const {
+    int64_t t = 0;
+    for (int k = 0; k < n_prompts(); ++k) t += static_cast<int64_t>(prompt_ids(k).size());
+    return t;
+  }
 };
 
 // What parsing needs from the server: the model's template and tokenizer, and the context size.

@@ -18,7 +18,7 @@ namespace minfer::server {
 void EventChannel::push(JobEvent ev) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (ev.kind != JobEvent::kText) --open_jobs_;
+    if (ev.kind == JobEvent::kDone || ev.kind == JobEvent::kError) --open_jobs_;
     // A reader that fell behind: merge this text into the choice's last queued text event.
     if (ev.kind == JobEvent::kText && q_.size() >= kMaxEvents) {
       for (auto it = q_.rbegin(); it != q_.rend(); ++it) {
@@ -193,6 +193,20 @@ struct Engine::Impl {
       ev.slot = s.id;
     }
     if (!done && ev.text.empty() && ev.logprobs.empty() && ev.tokens.empty()) return;
+    s.job.channel->push(std::move(ev));
+  }
+
+  void progress(Slot& s) {
+    if (!s.job.return_progress) return;
+    JobEvent ev;
+    ev.kind = JobEvent::kProgress;
+    ev.index = s.job.index;
+    ev.progress_total = static_cast<int>(s.job.prompt.size());
+    ev.progress_cache = s.n_cached;
+    ev.progress_processed = static_cast<int>(s.n_fed);
+    // The first event comes before any prompt token is decoded: no time has gone into it yet.
+    ev.progress_ms = s.n_fed == static_cast<size_t>(s.n_cached) ? 0.0
+                                                                 : std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
     s.job.channel->push(std::move(ev));
   }
 
@@ -389,6 +403,7 @@ struct Engine::Impl {
     if (s.job.spec) s.spec.emplace(*s.job.spec, s.job.spec->model ? draft.get() : nullptr, s.id);
     s.plan = {};
     s.started = Clock::now();
+    progress(s);
     std::lock_guard<std::mutex> lk(mu);
     m.n_cached_tokens += static_cast<int64_t>(keep);
   }
@@ -548,14 +563,18 @@ struct Engine::Impl {
     }
     // Advance each slot's cache past what this step stored.
     int64_t n_prompt = 0;
+    Slot* fed = nullptr;
     for (int i = 0; i < batch.size(); ++i) {
       Slot& s = *owners[static_cast<size_t>(i)];
       s.cached.push_back(batch.token[static_cast<size_t>(i)]);
       if (s.next < 0) {
         s.n_fed++;
         ++n_prompt;
+        if (&s != fed && fed) progress(*fed);
+        fed = &s;
       }
     }
+    if (fed) progress(*fed);  // a prompt chunk went through: its slot's progress
     {
       std::lock_guard<std::mutex> lk(mu);
       m.n_prompt_tokens += n_prompt;

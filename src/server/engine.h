@@ -88,7 +88,7 @@ struct TokenLogprob {
 };
 
 struct JobEvent {
-  enum Kind { kText, kDone, kError };
+  enum Kind { kText, kDone, kError, kProgress };
   Kind kind = kText;
   int index = 0;                      // the job's choice index
   std::string text;                   // kText: final bytes; kDone: the last ones (may be empty)
@@ -102,6 +102,10 @@ struct JobEvent {
   int64_t n_draft = 0, n_draft_accepted = 0;  // kDone: drafted tokens verified, and accepted
   double prompt_ms = 0, predicted_ms = 0;     // kDone: slot start -> first token -> end
   std::string error;                  // kError
+  // kProgress (Job::return_progress): prompt tokens of the job, reused from a cache, and
+  // through the model so far (cache included), and the prefill's time so far.
+  int progress_total = 0, progress_cache = 0, progress_processed = 0;
+  double progress_ms = 0;
 };
 
 // Events of one HTTP request (its n jobs), in order. Closed once every job is done. Bounded: a
@@ -137,6 +141,7 @@ struct Job {
   std::vector<GrammarTrigger> grammar_triggers;  // a lazy grammar's triggers (grammar/trigger.h)
   std::optional<SpecParams> spec;  // speculative decoding for this job (nullopt: off)
   bool cache_prompt = true;     // false: prefill the whole prompt, reusing no slot's cache
+  bool return_progress = false; // kProgress events: at the start of the prefill and after each chunk
   int id_slot = -1;             // run on this slot (llama-server's id_slot); -1: the best free one
   int index = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

@@ -52,6 +52,7 @@ struct ServerParams {
   std::string reasoning_format = "auto";
   std::string reasoning = "auto";
   bool cache_prompt = true;  // a request's cache_prompt default (--no-cache-prompt: false)
+  bool verbose = false;      // -v: replies carry "__verbose" {prompt, n_prompt_tokens} (llama-server's debug field)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -67,25 +67,78 @@ json generation_settings(const CompletionRequest& r) {
   return g;
 }
 
-// POST /completion: {"prompt": text | ids | [ids and text], "n_predict", sampling fields,
-// "cache_prompt", "id_slot", "n_probs", "return_tokens", "timings_per_token", "stream"}.
+// response_fields ["content", "generation_settings/n_predict"]: only those, as flat keys.
+json pick_fields(const json& full, const std::vector<std::string>& fields) {
+  if (fields.empty()) return full;
+  json out = json::object();
+  for (const std::string& f : fields) {
+    const json* at = &full;
+    size_t start = 0;
+    for (size_t i = 0; i <= f.size() && at; ++i) {
+      if (i < f.size() && f[i] != '/') continue;
+      const std::string key = f.substr(start, i - start);
+      start = i + 1;
+      at = at->is_object() && at->contains(key) ? &(*at)[key] : nullptr;
+    }
+    if (at) out[f] = *at;
+  }
+  return out;
+}
+
+// POST /completion: {"prompt": text | ids | [ids and text] | {"prompt_string"} | an array of
+// those (one completion each: the reply is then an array), "n_predict", sampling fields,
+// "cache_prompt", "id_slot", "n_probs", "return_tokens", "timings_per_token",
+// "response_fields", "stream"}.
 void completion(ServerState& s, const httplib::Request& req, httplib::Response& res) {
   const auto t0 = Clock::now();
+  std::vector<std::string> fields;
+  if (auto body = json::parse(req.body, nullptr, false); body.is_object() && body.contains("response_fields")) {
+    const json& f = body["response_fields"];
+    if (!f.is_array() || !std::all_of(f.begin(), f.end(), [](const json& x) { return x.is_string(); }))
+      return s.reply_error(res, invalid_param("response_fields", "'response_fields' must be an array of field names"));
+    for (const json& x : f) fields.push_back(x.get<std::string>());
+  }
   auto [r, ch] = s.accept(req, res, false, true);
   if (!r) return;
   res.set_chunked_content_provider(
       r->stream ? "text/event-stream" : "application/json",
-      [&s, r, ch, t0](size_t, httplib::DataSink& sink) {
+      [&s, r, ch, t0, fields](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "data: " + dump(j) + "\n\n";
           return sink.write(line.data(), line.size());
         };
-        std::string content, error;
-        std::vector<int32_t> tokens;
-        std::vector<TokenLogprob> probs;
-        JobEvent ev, done;
-        int n_streamed = 0;
+        const size_t n = static_cast<size_t>(r->n_choices());
+        std::vector<std::string> content(n);
+        std::vector<std::vector<int32_t>> tokens(n);
+        std::vector<std::vector<TokenLogprob>> probs(n);
+        std::vector<JobEvent> done(n);
+        std::string error;
+        JobEvent ev;
         auto last_write = Clock::now();
+        auto final_object = [&](size_t k) {
+          Timings t;
+          t.add(done[k]);
+          const int p = static_cast<int>(k) / r->n;
+          json fin = {{"index", k},
+                      {"content", r->stream ? std::string() : content[k]},
+                      {"tokens", r->stream || !r->return_tokens ? json::array() : json(tokens[k])},
+                      {"id_slot", done[k].slot},
+                      {"stop", true},
+                      {"model", s.model_id},
+                      {"tokens_predicted", done[k].n_gen},
+                      {"tokens_evaluated", static_cast<int>(r->prompt_ids(p).size())},
+                      {"generation_settings", generation_settings(*r)},
+                      {"prompt", r->prompt_string(p)},
+                      {"has_new_line", content[k].find('\n') != std::string::npos},
+                      {"truncated", false},
+                      {"stop_type", done[k].stop_type.empty() ? "limit" : done[k].stop_type},
+                      {"stopping_word", done[k].stop_word},
+                      {"tokens_cached", done[k].n_cached + done[k].n_gen},
+                      {"timings", t.to_json()}};
+          if (r->n_probs > 0 && !r->stream) fin["completion_probabilities"] = completion_probabilities(*s.tok, probs[k]);
+          if (s.sp.verbose) fin["__verbose"] = {{"prompt", r->prompt_string(p)}, {"n_prompt_tokens", r->prompt_ids(p).size()}};
+          return pick_fields(fin, fields);
+        };
         for (;;) {
           const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
           if (pr == EventChannel::kClosed) break;
@@ -109,46 +162,45 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
             error = ev.error;
             continue;
           }
-          content += ev.text;
-          tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
-          probs.insert(probs.end(), ev.logprobs.begin(), ev.logprobs.end());
-          n_streamed += static_cast<int>(ev.tokens.size());
+          if (ev.kind == JobEvent::kProgress) {  // return_progress (streams only)
+            json c = {{"index", ev.index}, {"content", ""}, {"tokens", json::array()}, {"stop", false}};
+            c.update(progress_json(ev));
+            if (!send(c)) {
+              ch->cancel();
+              return false;
+            }
+            continue;
+          }
+          const size_t k = static_cast<size_t>(ev.index);
+          content[k] += ev.text;
+          tokens[k].insert(tokens[k].end(), ev.tokens.begin(), ev.tokens.end());
+          probs[k].insert(probs[k].end(), ev.logprobs.begin(), ev.logprobs.end());
           if (r->stream && (!ev.text.empty() || !ev.tokens.empty())) {
-            json c = {{"index", 0}, {"content", ev.text}, {"tokens", ev.tokens}, {"stop", false}, {"id_slot", ev.slot},
-                      {"tokens_predicted", n_streamed}, {"tokens_evaluated", static_cast<int>(r->prompt.size())}};
+            json c = {{"index", k}, {"content", ev.text}, {"tokens", ev.tokens}, {"stop", false}, {"id_slot", ev.slot},
+                      {"tokens_predicted", tokens[k].size()},
+                      {"tokens_evaluated", static_cast<int>(r->prompt_ids(static_cast<int>(k) / r->n).size())}};
             if (r->n_probs > 0) c["completion_probabilities"] = completion_probabilities(*s.tok, ev.logprobs);
             if (!send(c)) {
               ch->cancel();
               return false;
             }
           }
-          if (ev.kind == JobEvent::kDone) done = ev;
+          if (ev.kind == JobEvent::kDone) {
+            done[k] = ev;
+            if (r->stream && !send(final_object(k))) {
+              ch->cancel();
+              return false;
+            }
+          }
         }
         std::string reply;
         if (!error.empty()) {
           json e = error_json({500, error, "server_error", "", ""});
           reply = r->stream ? "data: " + dump(e) + "\n\n" : dump(e);
-        } else {
-          Timings t;
-          t.add(done);
-          json fin = {{"index", 0},
-                      {"content", r->stream ? std::string() : content},
-                      {"tokens", r->stream || !r->return_tokens ? json::array() : json(tokens)},
-                      {"id_slot", done.slot},
-                      {"stop", true},
-                      {"model", s.model_id},
-                      {"tokens_predicted", done.n_gen},
-                      {"tokens_evaluated", static_cast<int>(r->prompt.size())},
-                      {"generation_settings", generation_settings(*r)},
-                      {"prompt", r->prompt_text},
-                      {"has_new_line", content.find('\n') != std::string::npos},
-                      {"truncated", false},
-                      {"stop_type", done.stop_type.empty() ? "limit" : done.stop_type},
-                      {"stopping_word", done.stop_word},
-                      {"tokens_cached", done.n_cached + done.n_gen},
-                      {"timings", t.to_json()}};
-          if (r->n_probs > 0 && !r->stream) fin["completion_probabilities"] = completion_probabilities(*s.tok, probs);
-          reply = r->stream ? "data: " + dump(fin) + "\n\n" : dump(fin);
+        } else if (!r->stream) {
+          json all = json::array();
+          for (size_t k = 0; k < n; ++k) all.push_back(final_object(k));
+          reply = dump(n == 1 ? all[0] : all);
         }
         return s.finish_body(sink, reply, t0);
       },

@@ -63,7 +63,8 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
           for (int i = 0; i < r->n && ok; ++i)
             ok = send(chunk(i, {{"role", "assistant"}, {"content", nullptr}, {"refusal", nullptr}}, nullptr, nullptr));
         int n_gen = 0, n_cached = 0;
-        std::vector<size_t> offsets(static_cast<size_t>(r->n), 0);
+        Timings timings;  // of the first choice, for the usage chunk
+        std::vector<size_t> offsets(static_cast<size_t>(r->n_choices()), 0);
         // Chat replies are read for reasoning (reasoning_content) and tool calls (tool_calls).
         std::vector<ReplyReader> readers;
         if (chat)
@@ -80,6 +81,13 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
           }
           if (ev.kind == JobEvent::kError) {
             error = ev.error;
+            continue;
+          }
+          if (ev.kind == JobEvent::kProgress) {  // return_progress: a chunk without choices
+            json c = chunk_base(s, id, chat, created_t);
+            c["choices"] = json::array();
+            c.update(progress_json(ev));
+            ok = send(c);
             continue;
           }
           json lp = nullptr;
@@ -108,8 +116,8 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
             json last = chunk(ev.index, chat ? json::object() : json(""), nullptr, finish);
             Timings t;
             t.add(ev);
+            timings.add(ev);
             last["timings"] = t.to_json();
-            last["timings"]["cache_n"] = ev.n_cached;
             ok = send(last);
           }
         }
@@ -123,7 +131,8 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
         } else if (r->include_usage) {
           json c = chunk_base(s, id, chat, created_t);
           c["choices"] = json::array();
-          c["usage"] = usage_json(static_cast<int>(r->prompt.size()), n_gen, n_cached);
+          c["usage"] = usage_json(static_cast<int>(r->total_prompt_tokens()), n_gen, n_cached);
+          c["timings"] = timings.to_json();  // llama-server's place for them in a stream with usage
           send(c);
         }
         static const std::string kDone = "data: [DONE]\n\n";
@@ -151,10 +160,10 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
   res.set_chunked_content_provider(
       "application/json",
       [&s, r, ch, id, created_t, chat, t0](size_t, httplib::DataSink& sink) {
-        std::vector<std::string> text(static_cast<size_t>(r->n));
-        std::vector<std::string> reason(static_cast<size_t>(r->n));
-        std::vector<std::vector<TokenLogprob>> lps(static_cast<size_t>(r->n));
-        int n_prompt = static_cast<int>(r->prompt.size()), n_gen = 0, n_cached = 0;
+        std::vector<std::string> text(static_cast<size_t>(r->n_choices()));
+        std::vector<std::string> reason(static_cast<size_t>(r->n_choices()));
+        std::vector<std::vector<TokenLogprob>> lps(static_cast<size_t>(r->n_choices()));
+        int n_prompt = static_cast<int>(r->total_prompt_tokens()), n_gen = 0, n_cached = 0;
         Timings timings;
         std::string error;
         JobEvent ev;
@@ -189,7 +198,7 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
           reply = dump(error_json({500, error, "server_error", "", ""}));
         } else {
           json choices = json::array();
-          for (int i = 0; i < r->n; ++i) {
+          for (int i = 0; i < r->n_choices(); ++i) {
             const size_t k = static_cast<size_t>(i);
             json c;
             c["index"] = i;
@@ -217,6 +226,7 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
                       {"model", s.model_id}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}, {"choices", choices},
                       {"usage", usage_json(n_prompt, n_gen, n_cached)}};
           out["timings"] = timings.to_json();
+          if (s.sp.verbose) out["__verbose"] = {{"prompt", r->prompt_text}, {"n_prompt_tokens", r->prompt.size()}};
           reply = dump(out);
         }
         return s.finish_body(sink, reply, t0);

@@ -44,6 +44,17 @@ json Timings::to_json() const {
           {"draft_n_accepted", draft_n_accepted}};
 }
 
+json progress_json(const JobEvent& ev) {
+  Timings t;
+  t.prompt_n = ev.progress_processed - ev.progress_cache;
+  t.cache_n = ev.progress_cache;
+  t.prompt_ms = ev.progress_ms;
+  t.first = false;
+  return {{"prompt_progress", {{"total", ev.progress_total}, {"cache", ev.progress_cache}, {"processed", ev.progress_processed},
+                               {"time_ms", ev.progress_ms}}},
+          {"timings", t.to_json()}};
+}
+
 ParseContext ServerState::parse_context() const {
   ParseContext pc;
   pc.file = &model->file();
@@ -80,11 +91,12 @@ std::optional<json> ServerState::parse_body(const httplib::Request& req, httplib
 }
 
 ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res) {
-  auto ch = std::make_shared<EventChannel>(r->n);
+  auto ch = std::make_shared<EventChannel>(r->n_choices());
   std::vector<Job> jobs;
-  for (int i = 0; i < r->n; ++i) {
+  for (int c = 0; c < r->n_choices(); ++c) {
+    const int i = c % r->n;
     Job j;
-    j.prompt = r->prompt;
+    j.prompt = r->prompt_ids(c / r->n);
     j.sampling = r->sampling;
     if (r->sampling.seed != kSeedRandom) j.sampling.seed = r->sampling.seed + i;
     j.n_predict = r->n_predict;
@@ -95,8 +107,9 @@ ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, 
     j.grammar_triggers = r->grammar_triggers;
     j.spec = r->spec;
     j.cache_prompt = r->cache_prompt;
+    j.return_progress = r->return_progress && r->stream;
     j.id_slot = r->id_slot;
-    j.index = i;
+    j.index = c;
     j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
     j.channel = ch;
     jobs.push_back(std::move(j));

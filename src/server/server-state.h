@@ -40,6 +40,10 @@ struct Timings {
   json to_json() const;
 };
 
+// A kProgress event as llama-server streams it: {"prompt_progress": {total, cache, processed,
+// time_ms}, "timings": {...}} (merged into the route's chunk).
+json progress_json(const JobEvent& ev);
+
 struct ServerState {
   std::shared_ptr<const Model> model;
   const Tokenizer* tok = nullptr;

@@ -1,5 +1,7 @@
 #include "template/chat.h"
 
+#include "template/builtin-legacy.h"
+
 namespace minfer::jinja {
 
 const char* const kChatmlTemplate =
@@ -50,15 +52,19 @@ const BuiltinTemplate kBuiltins[] = {
 const BuiltinTemplate* find_builtin_template(std::string_view name) {
   for (const BuiltinTemplate& b : kBuiltins)
     if (b.name == name) return &b;
+  for (const BuiltinTemplate& b : legacy_builtin_templates())
+    if (b.name == name) return &b;
   return nullptr;
 }
 
 std::string builtin_template_names() {
   std::string names;
-  for (const BuiltinTemplate& b : kBuiltins) {
+  auto add = [&](const BuiltinTemplate& b) {
     if (!names.empty()) names += ", ";
     names += b.name;
-  }
+  };
+  for (const BuiltinTemplate& b : kBuiltins) add(b);
+  for (const BuiltinTemplate& b : legacy_builtin_templates()) add(b);
   return names;
 }
 

@@ -44,7 +44,8 @@ struct BuiltinTemplate {
 
 // The built-in called `name`, or nullptr.
 const BuiltinTemplate* find_builtin_template(std::string_view name);
-// "chatml, gemma": the names find_builtin_template knows, for help and error texts.
+// "chatml, gemma, llama3, ...": the names find_builtin_template knows (these two, and the
+// legacy names of builtin-legacy.h), for help and error texts.
 std::string builtin_template_names();
 // The one rule for a GGUF without `tokenizer.chat_template`, by general.architecture:
 // gemma, gemma2, gemma3, gemma3n get Gemma; every other architecture (or none) ChatML.

@@ -172,4 +172,4 @@ def test_serve_uses_gemma():
     assert notices(log) == [], log
     assert tokens == n, (tokens, n, log)
     r = run("serve", GEMMA3, "--chat-template", "gemma3")
-    assert r.returncode == 1 and "(chatml, gemma)" in r.stderr, r.stderr
+    assert r.returncode == 1 and "(chatml, gemma, llama3," in r.stderr, r.stderr

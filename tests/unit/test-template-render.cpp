@@ -198,8 +198,10 @@ TEST(templateChat, FallbackByArchitecture) {
   EXPECT_EQ(find_builtin_template("gemma")->title, "Gemma");
   ASSERT_NE(find_builtin_template("chatml"), nullptr);
   EXPECT_EQ(find_builtin_template("chatml")->title, "ChatML");
-  EXPECT_EQ(find_builtin_template("llama3"), nullptr);
-  EXPECT_EQ(builtin_template_names(), "chatml, gemma");
+  ASSERT_NE(find_builtin_template("llama3"), nullptr);
+  EXPECT_EQ(find_builtin_template("alpaca"), nullptr);
+  EXPECT_EQ(builtin_template_names(),
+            "chatml, gemma, llama3, llama2, mistral, phi3, zephyr, vicuna, command-r, granite");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 import jinja2  # noqa: F401  (the oracle must be installed: a missing one fails the test)
+import pytest
 
 from jinja_oracle import FIXED_NOW, render
 from minfer_runner import MINFER, compare, run_minfer
@@ -137,6 +138,41 @@ def test_gemma_builtin_is_gemmas_documented_format():
 
 
 def test_unknown_builtin_fails():
-    p = subprocess.run([MINFER, "chat-template", "--builtin", "llama3", "--print-template"], capture_output=True, timeout=60)
+    p = subprocess.run([MINFER, "chat-template", "--builtin", "alpaca", "--print-template"], capture_output=True, timeout=60)
     assert p.returncode == 1
-    assert "chatml, gemma" in p.stderr.decode(), p.stderr
+    assert "chatml, gemma, llama3" in p.stderr.decode(), p.stderr
+
+
+LEGACY = ["llama3", "llama2", "mistral", "phi3", "zephyr", "vicuna", "command-r", "granite"]
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_legacy_builtin_vs_jinja2(name):
+    """The templates under llama.cpp's legacy names render as jinja2 renders their text."""
+    check_builtin(name, GEMMA_CASES + [(c["name"], c["case"]) for c in CASES])
+
+
+# Each family's published prompt format, for a system prompt, a user turn and the generation prompt.
+DOCUMENTED = {
+    "llama3": "<|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>"
+              "\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+    "llama2": "[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi [/INST]",
+    "mistral": "[INST] You are terse.\n\nHi [/INST]",
+    "phi3": "<|system|>\nYou are terse.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n",
+    "zephyr": "<|system|>\nYou are terse.</s>\n<|user|>\nHi</s>\n<|assistant|>\n",
+    "vicuna": "You are terse.\n\nUSER: Hi\nASSISTANT:",
+    "command-r": "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are terse.<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|USER_TOKEN|>"
+                 "Hi<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+    "granite": "<|start_of_role|>system<|end_of_role|>You are terse.<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Hi"
+               "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
+}
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_legacy_builtin_is_the_documented_format(name):
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, f"{name}.jinja"), "w", encoding="utf-8", newline="") as f:
+            f.write(builtin_source(name))
+        ok, text = run_builtin(name, dict(BOS, messages=SYSTEM_USER, add_generation_prompt=True), tmp)
+    assert ok, text
+    assert text == DOCUMENTED[name], text
