@@ -57,6 +57,8 @@ int cmd_serve(int argc, char** argv) {
   SamplingOptions so;
   double max_body_mb = 8;
   SpecOptions spo;
+  bool embeddings_flag = false;
+  std::string pooling_name;
   bool no_slots = false, slots = false, no_webui = false, no_jinja = false, cont_batching = true, no_context_shift = false;
   bool kv_unified = false, offline = false, no_cache_prompt = false;
   std::optional<int> cache_ram;
@@ -108,6 +110,12 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--reasoning", sp.reasoning, "(-rea) thinking of templates that have it: on, off (enable_thinking false, "
                                               "a forced <think> closed), auto (the template's default)")
       ->check(CLI::IsMember({"on", "off", "auto"}))->capture_default_str()->group(e);
+  const char* em = "Embeddings (/v1/embeddings, /embeddings)";
+  app.add_flag("--embedding,--embeddings", embeddings_flag,
+               "accepted: embeddings are always served, beside completions")->group(em);
+  app.add_option("--pooling", pooling_name, "how an input's token rows become one vector: last, mean, cls, none "
+                                            "(default: the GGUF's pooling_type, else last)")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}))->group(em);
   const char* g = "llama.cpp compatibility";
   app.add_flag("--cont-batching", cont_batching, "(-cb) accepted: slots are always decoded together")->group(g);
   app.add_flag("--no-jinja", no_jinja, "accepted with a warning: templates are always rendered by minfer's Jinja engine")->group(g);
@@ -120,11 +128,12 @@ int cmd_serve(int argc, char** argv) {
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   set_quiet(lo.quiet);
   sp.verbose = lo.verbose;
-  sp.verbose = lo.verbose;
   if (!model_opt.empty() + !hf_repo.empty() + !model_pos.empty() != 1)
     return usage_fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
   if (!hf_file.empty() && hf_repo.empty()) return usage_fail("serve", "--hf-file needs -hf ORG/REPO");
   if (slots && no_slots) return usage_fail("serve", "--slots and --no-slots: give one");
+  if (pooling_name == "rank")
+    return usage_fail("serve", "--pooling rank: reranking models (/rerank) are not supported yet; use none, mean, cls or last");
   std::string model = !model_opt.empty() ? model_opt : model_pos;
   if (!hf_repo.empty()) model = "hf:" + hf_repo + (hf_file.empty() ? "" : ":" + hf_file);
   auto kv = co.kv.dtype();
@@ -173,6 +182,21 @@ int cmd_serve(int argc, char** argv) {
   if (!sampling) return fail("serve", sampling.error().message);
   sp.sampling = *sampling;
   sp.model_path = path;
+  // Pooling: --pooling, else the GGUF's {arch}.pooling_type (an embedding model's), else last.
+  std::string pooling_from = "--pooling";
+  if (!pooling_name.empty()) {
+    sp.pooling = *server::parse_pooling(pooling_name);
+  } else if (auto v = (*m)->file().get_int((*m)->hparams().arch + ".pooling_type"); v) {
+    auto gp = server::pooling_from_gguf(*v);
+    if (!gp) return fail("serve", fmt::format("'{}': {}.pooling_type {} (rank or unknown) is not supported; give --pooling", path,
+                                              (*m)->hparams().arch, *v));
+    sp.pooling = *gp;
+    pooling_from = "the model's pooling_type";
+  } else {
+    pooling_from = "the default for a model without pooling_type";
+  }
+  if (embeddings_flag)
+    info(fmt::format("[server] embeddings: pooling {} ({})", server::pooling_name(sp.pooling), pooling_from));
   if (sp.aliases.empty()) {
     std::string alias = std::filesystem::path(path).filename().string();
     if (alias.ends_with(".gguf")) alias.resize(alias.size() - 5);

@@ -63,6 +63,7 @@ const Unsupported kUnsupported[] = {
     {{"--rope-scaling", "--rope-scale", "--rope-freq-base", "--rope-freq-scale", "--yarn-orig-ctx", "--yarn-ext-factor",
       "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast", "-gan", "--grp-attn-n", "-gaw", "--grp-attn-w"},
      "RoPE scaling overrides are not supported (the GGUF's own RoPE parameters are used)"},
+    {{"--rerank", "--reranking"}, "reranking models (/rerank) are not supported yet"},
     {{"--numa"}, "NUMA placement is not supported"},
     {{"--override-kv"}, "metadata overrides are not supported"},
     {{"--samplers", "--sampler-seq", "--sampling-seq"}, "the sampler order is fixed (docs/sampling.md)"},

@@ -53,14 +53,14 @@ struct GraphCache {
 struct Context::Impl {
   std::vector<std::unique_ptr<Backend>> backends;
   std::unique_ptr<Scheduler> sched;
-  GraphCache<std::pair<int, int>> forward;     // by (n_tokens, n_out)
+  GraphCache<std::tuple<int, int, bool>> forward;     // by (n_tokens, n_out, embeddings)
   GraphCache<std::tuple<int, bool, KvLayers>> moves;  // by (n_rows, rotate, layers)
   std::vector<int32_t> b_rows, b_ranges, b_out, b_rows_swa, b_ranges_swa;
   std::vector<int> len, rows_of;  // decode(): [n_seq] lengths after the batch, its rows per sequence
-  std::vector<float> logits;  // [n_out][n_vocab]
+  std::vector<float> logits;  // [n_out][n_vocab], or [n_out][n_embd] from decode_embeddings
 
   Expected<GraphEntry*> forward_graph(const Model& m, const ContextParams& p, int n_ctx_total, int n_tokens, int n_out,
-                                      int ring, int n_seq, ContextStats& stats);
+                                      bool embd, int ring, int n_seq, ContextStats& stats);
   // The KV move graph of n rows of `layers` (whose caches have n_ctx rows), built on first use.
   Expected<GraphEntry*> move_graph(const Model& m, const ContextParams& p, int n, bool rotate, KvLayers layers,
                                    int64_t n_ctx, ContextStats& stats);
@@ -138,9 +138,9 @@ int Context::window_lo(int n) const {
 }
 
 Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const ContextParams& p, int n_ctx_total, int n_tokens,
-                                                   int n_out, int ring, int n_seq, ContextStats& stats) {
+                                                   int n_out, bool embd, int ring, int n_seq, ContextStats& stats) {
   Impl& im = *this;
-  const auto key = std::make_pair(n_tokens, n_out);
+  const auto key = std::make_tuple(n_tokens, n_out, embd);
   if (GraphEntry* e = im.forward.find(key)) return e;
   GraphParams gp;
   gp.n_tokens = n_tokens;
@@ -150,6 +150,7 @@ Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const Context
   gp.multi_seq = true;
   gp.swa_ring = ring;
   gp.n_ctx_swa = static_cast<int64_t>(ring) * n_seq;
+  gp.embeddings = embd;
   auto pg = im.sched->prepare(m.build_graph(gp), {.fuse = p.fuse});
   if (!pg) return pg.error();
   GraphEntry e;
@@ -172,6 +173,7 @@ Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const Context
 Context::~Context() = default;
 
 int Context::n_vocab() const { return static_cast<int>(model_->hparams().n_vocab); }
+int Context::n_embd() const { return static_cast<int>(model_->hparams().n_embd); }
 
 std::vector<std::string> Context::backend_names() const {
   std::vector<std::string> v;
@@ -191,16 +193,19 @@ int Context::seq_len(int s) const {
 // ---- forward ------------------------------------------------------------------------------
 
 
-Expected<const PreparedGraph*> Context::graph(int n_tokens, int n_out) {
+Expected<const PreparedGraph*> Context::graph(int n_tokens, int n_out, bool embeddings) {
   if (n_tokens < 1 || n_tokens > n_batch_ || n_out < 1 || n_out > n_tokens)
     return make_error("context: no graph for n_tokens {} (1..{}) with n_out {} (1..n_tokens)", n_tokens, n_batch_, n_out);
-  auto e = impl_->forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n_tokens, n_out, swa_ring_, p_.n_seq, stats_);
+  auto e = impl_->forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n_tokens, n_out, embeddings, swa_ring_, p_.n_seq, stats_);
   if (!e) return e.error();
   return static_cast<const PreparedGraph*>((*e)->pg.get());
 }
 
 
-Expected<std::span<const float>> Context::decode(const Batch& b) {
+Expected<std::span<const float>> Context::decode(const Batch& b) { return run(b, false); }
+Expected<std::span<const float>> Context::decode_embeddings(const Batch& b) { return run(b, true); }
+
+Expected<std::span<const float>> Context::run(const Batch& b, bool embd) {
   const int n = b.size();
   if (n == 0) return make_error("decode: the batch is empty");
   if (b.pos.size() != b.token.size() || b.seq.size() != b.token.size() || b.logits.size() != b.token.size())
@@ -255,7 +260,7 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
   const int n_want = static_cast<int>(im.b_out.size());
   if (im.b_out.empty()) im.b_out.push_back(n - 1);  // a graph always has an output row
   const int n_out = static_cast<int>(im.b_out.size());
-  auto ge = im.forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n, n_out, swa_ring_, p_.n_seq, stats_);
+  auto ge = im.forward_graph(*model_, p_, n_ctx_seq_ * p_.n_seq, n, n_out, embd, swa_ring_, p_.n_seq, stats_);
   if (!ge) return ge.error();
   GraphEntry& e = **ge;
   PreparedGraph& pg = *e.pg;
@@ -271,7 +276,7 @@ Expected<std::span<const float>> Context::decode(const Batch& b) {
   if (e.out_ids >= 0) MINFER_TRY(sched.set_input(pg, e.out_ids, im.b_out.data(), static_cast<size_t>(n_out) * sizeof(int32_t)));
   MINFER_TRY(sched.compute(pg));
   ++stats_.n_computes;
-  const size_t n_vocab_z = static_cast<size_t>(n_vocab());
+  const size_t n_vocab_z = static_cast<size_t>(embd ? n_embd() : n_vocab());  // a row's width
   im.logits.resize(static_cast<size_t>(n_out) * n_vocab_z);
   MINFER_TRY(sched.get_output(pg, e.logits, im.logits.data(), im.logits.size() * sizeof(float)));
   seq_len_.swap(len);

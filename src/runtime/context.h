@@ -105,6 +105,9 @@ class Context {
   // One forward pass; returns the flagged rows' logits in batch order, [n_out][n_vocab]
   // (empty when no row is flagged). The span stays valid until the next call.
   Expected<std::span<const float>> decode(const Batch& b);
+  // The same pass returning the flagged rows' hidden states after the final norm instead of
+  // their logits, [n_out][n_embd] (the server's embeddings; the cache is written as by decode).
+  Expected<std::span<const float>> decode_embeddings(const Batch& b);
 
   int seq_len(int s) const;
   // Drops positions [p0, p1) of sequence s (p1 = -1: to its end); the positions after p1 move
@@ -130,6 +133,7 @@ class Context {
   int n_ctx_seq() const { return n_ctx_seq_; }
   int n_batch() const { return n_batch_; }
   int n_vocab() const;
+  int n_embd() const;
   int n_threads() const { return n_threads_; }
   const Model& model() const { return *model_; }
   const ContextParams& params() const { return p_; }
@@ -138,7 +142,7 @@ class Context {
 
   // For dumps, tests and tracing (graph/ headers needed to look inside): the prepared graph a
   // batch of n_tokens with n_out flagged rows runs, and an observer of every computed node.
-  Expected<const PreparedGraph*> graph(int n_tokens, int n_out);
+  Expected<const PreparedGraph*> graph(int n_tokens, int n_out, bool embeddings = false);
   void set_observer(NodeObserver obs);
 
  private:
@@ -149,6 +153,7 @@ class Context {
   // Positions of sequence s its rings no longer hold start below this (0 without rings).
   int ring_lo(int s) const { return swa_lo_[static_cast<size_t>(s)]; }
   int window_lo(int n) const;  // first position the next token after n positions attends to
+  Expected<std::span<const float>> run(const Batch& b, bool embeddings);  // decode / decode_embeddings
 
   std::shared_ptr<const Model> model_;
   ContextParams p_;

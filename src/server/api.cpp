@@ -423,7 +423,7 @@ json sampling_json(const SamplerParams& p) {
 
 namespace {
 
-// One prompt of a completion: a string, token ids, ids mixed with strings, or llama-server's
+// One prompt: a string, token ids, ids mixed with strings, or llama-server's
 // {"prompt_string": ...} (its "multimodal_data" needs a vision model).
 std::variant<std::pair<std::vector<int32_t>, std::string>, ApiError> parse_prompt(const json& p, const Tokenizer& tok, bool add_bos,
                                                                               const std::string& where) {
@@ -455,6 +455,28 @@ std::variant<std::pair<std::vector<int32_t>, std::string>, ApiError> parse_promp
 }
 
 }  // namespace
+
+std::variant<std::vector<ParsedPrompt>, ApiError> parse_prompts(const json& p, const Tokenizer& tok, bool add_bos,
+                                                                const std::string& field_name) {
+  // A string, token ids, ids mixed with strings, an object {"prompt_string"}, or an array of
+  // those (without bare ids): one prompt each.
+  const bool has_ids = p.is_array() && std::any_of(p.begin(), p.end(), [](const json& x) { return x.is_number(); });
+  std::vector<const json*> subs;
+  if (p.is_array() && !has_ids) {
+    for (const json& x : p) subs.push_back(&x);
+    if (subs.empty()) return invalid_param(field_name, fmt::format("'{}' is an empty array", field_name));
+  } else {
+    subs.push_back(&p);
+  }
+  std::vector<ParsedPrompt> out;
+  for (size_t k = 0; k < subs.size(); ++k) {
+    auto one = parse_prompt(*subs[k], tok, add_bos, subs.size() > 1 ? fmt::format("{}[{}]", field_name, k) : field_name);
+    if (auto* e = std::get_if<ApiError>(&one)) return *e;
+    auto& [ids, text] = std::get<std::pair<std::vector<int32_t>, std::string>>(one);
+    out.push_back({std::move(ids), std::move(text)});
+  }
+  return out;
+}
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, const ParseContext& ctx) {
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
@@ -622,21 +644,13 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   } else {
     const json* p = field(body, "prompt");
     if (!p) return invalid_param("prompt", "'prompt' is required");
-    // llama-server's and OpenAI's forms: a string, token ids, ids mixed with strings, an object
-    // {"prompt_string"}, or an array of those (without bare ids): one completion per prompt.
-    const bool has_ids = p->is_array() && std::any_of(p->begin(), p->end(), [](const json& x) { return x.is_number(); });
-    std::vector<const json*> subs;
-    if (p->is_array() && !has_ids) {
-      for (const json& x : *p) subs.push_back(&x);
-      if (subs.empty()) return invalid_param("prompt", "'prompt' is an empty array");
-    } else {
-      subs.push_back(p);
-    }
-    for (size_t k = 0; k < subs.size(); ++k) {
-      auto one = parse_prompt(*subs[k], *ctx.tok, add_bos, subs.size() > 1 ? fmt::format("prompt[{}]", k) : "prompt");
-      if (auto* e = std::get_if<ApiError>(&one)) return *e;
-      auto& [ids, ptext] = std::get<std::pair<std::vector<int32_t>, std::string>>(one);
-      if (ids.empty()) return invalid_param("prompt", subs.size() > 1 ? fmt::format("prompt[{}] is empty", k) : "the prompt is empty");
+    // llama-server's and OpenAI's forms (parse_prompts): one completion per prompt.
+    auto parsed = parse_prompts(*p, *ctx.tok, add_bos, "prompt");
+    if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+    auto& prompts = std::get<std::vector<ParsedPrompt>>(parsed);
+    for (size_t k = 0; k < prompts.size(); ++k) {
+      auto& [ids, ptext] = prompts[k];
+      if (ids.empty()) return invalid_param("prompt", prompts.size() > 1 ? fmt::format("prompt[{}] is empty", k) : "the prompt is empty");
       if (k == 0) {
         r.prompt = std::move(ids);
         r.prompt_text = std::move(ptext);

@@ -99,6 +99,16 @@ struct ParseContext {
   bool cache_prompt = true;                 // a request's cache_prompt default
 };
 
+// The prompts of a "prompt" (or "input") field: a string, token ids, ids mixed with strings,
+// llama-server's {"prompt_string": ...}, or an array of those (without bare ids), one prompt
+// each. Strings are tokenized with special tokens; add_bos puts the BOS before each prompt.
+struct ParsedPrompt {
+  std::vector<int32_t> ids;
+  std::string text;
+};
+std::variant<std::vector<ParsedPrompt>, ApiError> parse_prompts(const json& p, const Tokenizer& tok, bool add_bos,
+                                                                const std::string& field_name);
+
 std::variant<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat,
                                                                    const ParseContext& ctx);
 

@@ -351,6 +351,7 @@ struct Engine::Impl {
   }
 
   void start(Slot& s, size_t own_prefix, Queued q) {
+    if (q.job.embed) return embed(s, std::move(q));
     Job& job = q.job;
     auto sampler = Sampler::create(job.sampling, n_vocab);
     if (!sampler) {
@@ -406,6 +407,83 @@ struct Engine::Impl {
     progress(s);
     std::lock_guard<std::mutex> lk(mu);
     m.n_cached_tokens += static_cast<int64_t>(keep);
+  }
+
+  // ---- embeddings ----
+
+  Batch ebatch;
+  std::vector<float> erows;  // [n_prompt or 1][n_embd]: the rows an embedding job keeps
+
+  // Runs an embedding job whole on slot s (engine thread, between steps): the prompt in chunks
+  // of n_batch through decode_embeddings, every row kept (mean, none) or only the pooled one.
+  void embed(Slot& s, Queued q) {
+    s.job = std::move(q.job);
+    s.submitted = q.submitted;
+    s.started = Clock::now();
+    s.n_cached = 0;
+    s.n_fed = 0;
+    s.cached.clear();  // the slot's cached conversation is given up
+    ctx->seq_clear(s.id);
+    const Job::Embed how = *s.job.embed;
+    const std::vector<int32_t>& prompt = s.job.prompt;
+    const int n = static_cast<int>(prompt.size());
+    const int d = ctx->n_embd();
+    const bool all_rows = how.pooling == Pooling::kMean || how.pooling == Pooling::kNone;
+    erows.clear();
+    for (int i0 = 0; i0 < n; i0 += p.n_batch) {
+      if (s.job.channel->cancelled()) {
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          m.n_jobs_cancelled++;
+        }
+        return fail(s, "cancelled", false);
+      }
+      if (Clock::now() > s.job.deadline) {
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          m.n_jobs_timed_out++;
+        }
+        return fail(s, "timed out (--timeout)", false);
+      }
+      const int i1 = std::min(n, i0 + p.n_batch);
+      ebatch.clear();
+      for (int i = i0; i < i1; ++i) {
+        const bool keep = all_rows || (how.pooling == Pooling::kCls && i == 0) || (how.pooling == Pooling::kLast && i == n - 1);
+        ebatch.add(prompt[static_cast<size_t>(i)], i, s.id, keep);
+      }
+      auto out = ctx->decode_embeddings(ebatch);
+      if (!out) return fail(s, out.error().message, false);
+      erows.insert(erows.end(), out->begin(), out->end());
+    }
+    ctx->seq_clear(s.id);
+    JobEvent ev;
+    ev.kind = JobEvent::kDone;
+    ev.index = s.job.index;
+    ev.finish_reason = "stop";
+    ev.stop_type = "eos";
+    ev.slot = s.id;
+    ev.n_prompt = n;
+    const size_t dz = static_cast<size_t>(d);
+    if (how.pooling == Pooling::kNone) {
+      for (size_t r = 0; r < static_cast<size_t>(n); ++r)
+        ev.embedding.emplace_back(erows.begin() + static_cast<std::ptrdiff_t>(r * dz),
+                                  erows.begin() + static_cast<std::ptrdiff_t>((r + 1) * dz));
+    } else {
+      const int n_rows = static_cast<int>(erows.size() / dz);
+      std::vector<float> v = pool(erows, n_rows, d, how.pooling == Pooling::kMean ? Pooling::kMean : Pooling::kLast);
+      normalize(v, how.normalize);
+      ev.embedding.push_back(std::move(v));
+    }
+    ev.prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
+    mark_idle(s);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      m.n_prompt_tokens += n;
+      m.prompt_s += ev.prompt_ms / 1000.0;
+      m.n_jobs_done++;
+    }
+    s.job.channel->push(std::move(ev));
+    release(s);
   }
 
   // ---- one step ----

@@ -32,6 +32,9 @@
 // queue wait past queue_timeout_s, cancel_all() (shutdown after the drain deadline), or the
 // engine's destruction. stalled() is true when there is work but no step has finished for
 // watchdog_s (what /health reports).
+//
+// Embeddings: a job with Job::embed is run whole when it gets a slot, between two steps
+// (generation pauses meanwhile), with the context's decode_embeddings.
 #pragma once
 
 #include <atomic>
@@ -53,6 +56,7 @@
 #include "grammar/trigger.h"
 #include "runtime/speculative.h"
 #include "sampling/params.h"
+#include "server/embedding.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
@@ -106,6 +110,8 @@ struct JobEvent {
   // through the model so far (cache included), and the prefill's time so far.
   int progress_total = 0, progress_cache = 0, progress_processed = 0;
   double progress_ms = 0;
+  // kDone of an embedding job: the pooled vector, or one per prompt token (Pooling::kNone).
+  std::vector<std::vector<float>> embedding;
 };
 
 // Events of one HTTP request (its n jobs), in order. Closed once every job is done. Bounded: a
@@ -143,6 +149,14 @@ struct Job {
   bool cache_prompt = true;     // false: prefill the whole prompt, reusing no slot's cache
   bool return_progress = false; // kProgress events: at the start of the prefill and after each chunk
   int id_slot = -1;             // run on this slot (llama-server's id_slot); -1: the best free one
+  // An embedding job (/embeddings): the prompt's hidden states after the final norm, pooled and
+  // normalized (embedding.h), in one kDone event; nothing is generated. It runs on a free slot
+  // between steps, in chunks of n_batch, and leaves that slot's cache empty.
+  struct Embed {
+    Pooling pooling = Pooling::kLast;
+    int normalize = 2;  // embedding.h's normalize(); pooled vectors only
+  };
+  std::optional<Embed> embed;
   int index = 0;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::shared_ptr<EventChannel> channel;

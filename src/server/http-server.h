@@ -18,6 +18,7 @@
 
 #include "models/model.h"
 #include "sampling/params.h"
+#include "server/embedding.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -53,6 +54,9 @@ struct ServerParams {
   std::string reasoning = "auto";
   bool cache_prompt = true;  // a request's cache_prompt default (--no-cache-prompt: false)
   bool verbose = false;      // -v: replies carry "__verbose" {prompt, n_prompt_tokens} (llama-server's debug field)
+  // Embeddings (/v1/embeddings, /embeddings): how a prompt's rows become one vector
+  // (embedding.h; serve resolves --pooling, the GGUF's {arch}.pooling_type, else last).
+  Pooling pooling = Pooling::kLast;
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -51,28 +51,15 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
   if (!rr) return;
   const std::string id = random_id("msg_");
   if (!r->stream) {
-    res.set_chunked_content_provider(
-        "application/json",
-        [&s, r, ch, id, t0](size_t, httplib::DataSink& sink) {
+    s.reply_when_done(res, ch, t0, [&s, r, id](std::vector<JobEvent>& events) {
           std::string text, error;
-          JobEvent ev, done;
-          auto last_write = Clock::now();
-          for (;;) {
-            const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
-            if (pr == EventChannel::kClosed) break;
-            if (Clock::now() - last_write >= std::chrono::milliseconds(200)) {  // JSON whitespace: a gone client fails the write
-              last_write = Clock::now();
-              if (!sink.write(" ", 1)) {
-                ch->cancel();
-                return false;
-              }
-            }
-            if (pr == EventChannel::kTimeout) continue;
+          JobEvent done;
+          for (JobEvent& ev : events) {
             if (ev.kind == JobEvent::kError) error = ev.error;
             text += ev.text;
             if (ev.kind == JobEvent::kDone) done = ev;
           }
-          if (!error.empty()) return s.finish_body(sink, dump(anthropic_error_json({500, error, "server_error", "", ""})), t0);
+          if (!error.empty()) return dump(anthropic_error_json({500, error, "server_error", "", ""}));
           ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
           ReplyReader::Out o = reader.feed(text, true);
           json content = json::array();
@@ -86,10 +73,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
                       {"stop_reason", stop_reason(done, called)},
                       {"stop_sequence", done.stop_type == "word" ? json(done.stop_word) : json(nullptr)},
                       {"usage", usage(*r, done)}};
-          return s.finish_body(sink, dump(out), t0);
-        },
-        [ch](bool success) {
-          if (!success) ch->cancel();
+          return dump(out);
         });
     return;
   }

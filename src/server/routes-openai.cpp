@@ -153,32 +153,15 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
   const int64_t created_t = static_cast<int64_t>(std::time(nullptr));
   if (r->stream) return stream(s, res, r, ch, id, created_t, chat, t0);
 
-  // Non-streaming: collect every choice, then one JSON body. The body goes out chunked, with
-  // a space (JSON whitespace, ignored by every parser) written while the reply is computed,
-  // every 200 ms: a client that went away makes that write fail, which stops its generation
-  // and frees its slot (cpp-httplib 0.11 has no other way to see a closed connection).
-  res.set_chunked_content_provider(
-      "application/json",
-      [&s, r, ch, id, created_t, chat, t0](size_t, httplib::DataSink& sink) {
+  // Non-streaming: every choice collected, then one JSON body.
+  s.reply_when_done(res, ch, t0, [&s, r, id, created_t, chat](std::vector<JobEvent>& events) {
         std::vector<std::string> text(static_cast<size_t>(r->n_choices()));
         std::vector<std::string> reason(static_cast<size_t>(r->n_choices()));
         std::vector<std::vector<TokenLogprob>> lps(static_cast<size_t>(r->n_choices()));
         int n_prompt = static_cast<int>(r->total_prompt_tokens()), n_gen = 0, n_cached = 0;
         Timings timings;
         std::string error;
-        JobEvent ev;
-        auto last_write = Clock::now();
-        for (;;) {
-          const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
-          if (pr == EventChannel::kClosed) break;
-          if (Clock::now() - last_write >= std::chrono::milliseconds(200)) {
-            last_write = Clock::now();
-            if (!sink.write(" ", 1)) {  // the client went away
-              ch->cancel();
-              return false;
-            }
-          }
-          if (pr == EventChannel::kTimeout) continue;
+        for (JobEvent& ev : events) {
           const size_t k = static_cast<size_t>(ev.index);
           if (ev.kind == JobEvent::kError) {
             error = ev.error;
@@ -229,10 +212,7 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
           if (s.sp.verbose) out["__verbose"] = {{"prompt", r->prompt_text}, {"n_prompt_tokens", r->prompt.size()}};
           reply = dump(out);
         }
-        return s.finish_body(sink, reply, t0);
-      },
-      [ch](bool success) {
-        if (!success) ch->cancel();
+        return reply;
       });
 }
 

@@ -114,13 +114,18 @@ ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, 
     j.channel = ch;
     jobs.push_back(std::move(j));
   }
+  if (!queue(std::move(jobs), res)) return {};
+  return {std::move(r), std::move(ch)};
+}
+
+bool ServerState::queue(std::vector<Job> jobs, httplib::Response& res) {
   if (draining || !engine->submit(std::move(jobs))) {
     res.set_header("Retry-After", "1");
     reply_error(res, {503, draining ? "the server is shutting down" : "the server is busy: every slot and queue place is taken; retry later",
                       "unavailable_error", "", "server_busy"});
-    return {};
+    return false;
   }
-  return {std::move(r), std::move(ch)};
+  return true;
 }
 
 ServerState::Accepted ServerState::accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice) {
@@ -141,6 +146,33 @@ ServerState::Accepted ServerState::accept(const httplib::Request& req, httplib::
     return {};
   }
   return submit(std::move(r), res);
+}
+
+void ServerState::reply_when_done(httplib::Response& res, std::shared_ptr<EventChannel> ch, Clock::time_point t0,
+                                  std::function<std::string(std::vector<JobEvent>& events)> body) {
+  res.set_chunked_content_provider(
+      "application/json",
+      [this, ch, t0, body = std::move(body)](size_t, httplib::DataSink& sink) {
+        std::vector<JobEvent> events;
+        JobEvent ev;
+        auto last_write = Clock::now();
+        for (;;) {
+          const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
+          if (pr == EventChannel::kClosed) break;
+          if (Clock::now() - last_write >= std::chrono::milliseconds(200)) {
+            last_write = Clock::now();
+            if (!sink.write(" ", 1)) {  // the client went away
+              ch->cancel();
+              return false;
+            }
+          }
+          if (pr == EventChannel::kEvent) events.push_back(std::move(ev));
+        }
+        return finish_body(sink, body(events), t0);
+      },
+      [ch](bool success) {
+        if (!success) ch->cancel();
+      });
 }
 
 bool ServerState::finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0) {

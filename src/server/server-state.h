@@ -5,12 +5,14 @@
 //   add_openai_routes(http, state);      // routes-openai.cpp: /v1/chat/completions, /v1/completions
 //   add_llama_routes(http, state);       // routes-llama.cpp: /completion, /tokenize, /props, /slots ...
 //   add_anthropic_routes(http, state);   // routes-anthropic.cpp: /v1/messages
+//   add_embedding_routes(http, state);   // routes-embeddings.cpp: /v1/embeddings, /embedding(s)
 #pragma once
 
 #include <httplib.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,8 +72,17 @@ struct ServerState {
   // Queues the request's jobs (n choices); on refusal (503: busy or draining) the reply is set
   // and r is null.
   Accepted submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res);
+  // Queues jobs; on refusal (503: busy or draining) the reply is set and false returned.
+  bool queue(std::vector<Job> jobs, httplib::Response& res);
   // parse_completion_request + submit.
   Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
+  // A non-streamed reply to jobs on `ch`: the body goes out chunked, with a space (JSON
+  // whitespace, ignored by every parser) written every 200 ms while they run, so a client that
+  // went away makes that write fail, which cancels them and frees their slots (cpp-httplib 0.11
+  // has no other way to see a closed connection). Once every job has ended, body(events) makes
+  // the reply from all their events in order (error events included).
+  void reply_when_done(httplib::Response& res, std::shared_ptr<EventChannel> ch, Clock::time_point t0,
+                       std::function<std::string(std::vector<JobEvent>& events)> body);
   // The last bytes of a reply; the request's latency is recorded.
   bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0);
 };
@@ -79,6 +90,7 @@ struct ServerState {
 void add_openai_routes(httplib::Server& http, ServerState& s);     // routes-openai.cpp
 void add_llama_routes(httplib::Server& http, ServerState& s);      // routes-llama.cpp
 void add_anthropic_routes(httplib::Server& http, ServerState& s);  // routes-anthropic.cpp
+void add_embedding_routes(httplib::Server& http, ServerState& s);  // routes-embeddings.cpp
 void add_webui_routes(httplib::Server& http, ServerState& s);      // webui.cpp
 
 }  // namespace minfer::server

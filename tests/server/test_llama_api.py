@@ -202,7 +202,7 @@ def test_llama_server_flags():
         assert call(s.url, "/")[0] == 404  # --no-webui
     finally:
         assert s.stop() == 0
-    for flag, why in [(["--lora", "x.gguf"], "LoRA"), (["--mmproj", "x.gguf"], "multimodal"), (["--embedding"], "--embedding"),
+    for flag, why in [(["--lora", "x.gguf"], "LoRA"), (["--mmproj", "x.gguf"], "multimodal"), (["--rerank"], "reranking"),
                       (["-ts", "1,1"], "GPU")]:
         r = subprocess.run([bin_, "serve", MODEL, *flag], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and why in r.stderr, (flag, r.stderr)

@@ -31,6 +31,10 @@
 //           "rss_bytes":..,"peak_rss_bytes":..,"samples_ts":[..]}, ...] (resident memory right
 //           after the test, and the peak so far); pp = one prompt of random tokens (batches of -b),
 //           tg = single-token steps; each repetition from an empty cache after one warm-up
+//   llama-oracle embed MODEL --tokens 1,2,3 --pooling last|mean|cls|none [-t N]
+//        -> {"n_embd":N,"embedding":[[...]]}: llama.cpp's embeddings of the prompt (one batch,
+//           a context with embeddings on): the pooled vector, or one row per token for none;
+//           not normalized
 //   llama-oracle perplexity MODEL -f TEXT.txt [-c 512] [--chunks N] [-t N]
 //        -> "PPL = x +/- y" on stderr, {"ppl":x,"ppl_err":y,"n_chunks":..,"n_scored":..} on stdout
 //        (chunks of -c tokens, the second half of each chunk scored, as llama-perplexity does)
@@ -105,6 +109,7 @@ struct Args {
   int n_batch = 512;    // bench -b
   bool special = false;
   bool bos = false;
+  std::string pooling = "last";  // embed --pooling
 };
 
 int parse_int(const std::string& flag, const std::string& v, int lo, int hi) {
@@ -151,6 +156,7 @@ Args parse_args(int argc, char** argv, int first) {
     else if (s == "-r") a.reps = parse_int(s, value(), 1, 1000);
     else if (s == "-b") a.n_batch = parse_int(s, value(), 1, 1 << 20);
     else if (s == "--special") a.special = true;
+    else if (s == "--pooling") a.pooling = value();
     else if (s == "--bos") a.bos = true;
     else if (s == "-v" || s == "--verbose") g_verbose = true;
     else if (s.size() > 1 && s[0] == '-') die("unknown flag '" + s + "'");
@@ -231,8 +237,11 @@ void load_model(Session& s, const std::string& path, bool vocab_only) {
 
 // A context whose single batch holds every prompt token (n_batch = n_ubatch = n_tokens), so
 // all positions are computed in one graph as a batched prefill.
-void make_context(Session& s, const Args& a, int n_tokens, int n_ctx_needed) {
+void make_context(Session& s, const Args& a, int n_tokens, int n_ctx_needed, bool embeddings = false,
+                  enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED) {
   llama_context_params cp = llama_context_default_params();
+  cp.embeddings = embeddings;
+  cp.pooling_type = pooling;
   cp.n_ctx = static_cast<uint32_t>(std::max(a.n_ctx, n_ctx_needed));
   cp.n_batch = static_cast<uint32_t>(std::max(n_tokens, 1));
   cp.n_ubatch = cp.n_batch;
@@ -338,6 +347,47 @@ int cmd_logits(const Args& a) {
   }
   if (std::fclose(f) != 0) die("cannot close '" + a.out + "': " + std::strerror(errno));
   std::printf("{\"n_tokens\":%d,\"n_vocab\":%d,\"n_nonfinite\":%zu}\n", n, s.n_vocab, n_bad);
+  return 0;
+}
+
+int cmd_embed(const Args& a) {
+  if (a.pos.size() != 1 || a.tokens.empty())
+    die("usage: llama-oracle embed MODEL --tokens 1,2,3 --pooling last|mean|cls|none [-t N]");
+  enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_LAST;
+  if (a.pooling == "mean") pooling = LLAMA_POOLING_TYPE_MEAN;
+  else if (a.pooling == "cls") pooling = LLAMA_POOLING_TYPE_CLS;
+  else if (a.pooling == "none") pooling = LLAMA_POOLING_TYPE_NONE;
+  else if (a.pooling != "last") die("--pooling: '" + a.pooling + "' is not last, mean, cls or none");
+  const std::vector<llama_token> ids = parse_tokens(a.tokens);
+  Session s;
+  load_model(s, a.pos[0], false);
+  check_ids(s, ids);
+  const int n = static_cast<int>(ids.size());
+  make_context(s, a, n, n, true, pooling);
+  decode(s, ids, 0, true);
+  const int n_embd = llama_model_n_embd(s.model);
+  std::string out = "{\"n_embd\":" + std::to_string(n_embd) + ",\"embedding\":[";
+  auto row = [&](const float* v) {
+    std::string r = "[";
+    char buf[32];
+    for (int j = 0; j < n_embd; ++j) {
+      std::snprintf(buf, sizeof buf, "%s%.9g", j ? "," : "", static_cast<double>(v[j]));
+      r += buf;
+    }
+    return r + "]";
+  };
+  if (pooling == LLAMA_POOLING_TYPE_NONE) {
+    for (int i = 0; i < n; ++i) {
+      const float* v = llama_get_embeddings_ith(s.ctx, i);  // [n_embd]
+      if (!v) die("no embedding for position " + std::to_string(i));
+      out += (i ? "," : "") + row(v);
+    }
+  } else {
+    const float* v = llama_get_embeddings_seq(s.ctx, 0);  // [n_embd]
+    if (!v) die("no pooled embedding for sequence 0");
+    out += row(v);
+  }
+  std::printf("%s]}\n", out.c_str());
   return 0;
 }
 
@@ -759,6 +809,7 @@ int main(int argc, char** argv) {
   int rc = 1;
   if (cmd == "quantize") rc = cmd_quantize(a);
   else if (cmd == "logits") rc = cmd_logits(a);
+  else if (cmd == "embed") rc = cmd_embed(a);
   else if (cmd == "greedy") rc = cmd_greedy(a);
   else if (cmd == "bench") rc = cmd_bench(a);
   else if (cmd == "dump") rc = cmd_dump(a);

@@ -1,0 +1,48 @@
+// Embeddings: POST /v1/embeddings (OpenAI's shape), /embeddings and /embedding (llama-server's);
+// one engine job per input (api-embeddings.h, docs/server-api.md#embeddings).
+#include "server/api-embeddings.h"
+#include "server/server-state.h"
+
+namespace minfer::server {
+namespace {
+
+void embeddings(ServerState& s, const httplib::Request& req, httplib::Response& res, bool oai) {
+  const auto t0 = Clock::now();
+  auto body = s.parse_body(req, res);
+  if (!body) return;
+  auto parsed = parse_embedding_request(*body, oai, *s.tok, s.engine->n_ctx_slot(), s.sp.pooling);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return s.reply_error(res, *e);
+  auto r = std::make_shared<EmbeddingRequest>(std::move(std::get<EmbeddingRequest>(parsed)));
+  const int n = static_cast<int>(r->inputs.size());
+  auto ch = std::make_shared<EventChannel>(n);
+  std::vector<Job> jobs;
+  for (int i = 0; i < n; ++i) {
+    Job j;
+    j.prompt = r->inputs[static_cast<size_t>(i)].ids;
+    j.embed = Job::Embed{.pooling = s.sp.pooling, .normalize = r->normalize};
+    j.cache_prompt = false;
+    j.index = i;
+    j.deadline = Clock::now() + std::chrono::seconds(s.sp.timeout_s);
+    j.channel = ch;
+    jobs.push_back(std::move(j));
+  }
+  if (!s.queue(std::move(jobs), res)) return;
+  s.reply_when_done(res, ch, t0, [&s, r, n](std::vector<JobEvent>& events) {
+    std::vector<JobEvent> done(static_cast<size_t>(n));
+    for (JobEvent& ev : events) {
+      if (ev.kind == JobEvent::kError) return dump(error_json({500, ev.error, "server_error", "", ""}));
+      if (ev.kind == JobEvent::kDone) done[static_cast<size_t>(ev.index)] = std::move(ev);
+    }
+    return dump(embeddings_json(*r, done, s.model_id));
+  });
+}
+
+}  // namespace
+
+void add_embedding_routes(httplib::Server& http, ServerState& s) {
+  http.Post("/v1/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, true); });
+  http.Post("/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, false); });
+  http.Post("/embedding", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, false); });
+}
+
+}  // namespace minfer::server
