@@ -57,6 +57,7 @@ struct ServerParams {
   // Embeddings (/v1/embeddings, /embeddings): how a prompt's rows become one vector
   // (embedding.h; serve resolves --pooling, the GGUF's {arch}.pooling_type, else last).
   Pooling pooling = Pooling::kLast;
+  bool spm_infill = false;  // /infill: suffix before prefix (--spm-infill)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -1,11 +1,12 @@
 // llama-server's native endpoints (docs/server-api.md#llama-server-endpoints): POST /completion
-// (also /completions), /tokenize, /detokenize, /apply-template, /chat/completions/input_tokens,
+// (also /completions), /infill, /tokenize, /detokenize, /apply-template, /chat/completions/input_tokens,
 // GET /props, /slots, /health, /models. Field names, defaults and error shapes are
 // llama-server's, so its clients and test suite work against minfer.
 #include <algorithm>
 #include <ctime>
 #include <set>
 
+#include "server/api-infill.h"
 #include "server/server-state.h"
 #include "template/chat.h"
 
@@ -89,16 +90,31 @@ json pick_fields(const json& full, const std::vector<std::string>& fields) {
 // those (one completion each: the reply is then an array), "n_predict", sampling fields,
 // "cache_prompt", "id_slot", "n_probs", "return_tokens", "timings_per_token",
 // "response_fields", "stream"}.
-void completion(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+//
+// POST /infill: the same with the prompt made from "input_prefix", "input_suffix", "input_extra"
+// and "prompt" (api-infill.h).
+void completion(ServerState& s, const httplib::Request& req, httplib::Response& res, bool infill) {
   const auto t0 = Clock::now();
+  auto body = s.parse_body(req, res);
+  if (!body) return;
   std::vector<std::string> fields;
-  if (auto body = json::parse(req.body, nullptr, false); body.is_object() && body.contains("response_fields")) {
-    const json& f = body["response_fields"];
+  if (body->is_object() && body->contains("response_fields")) {
+    const json& f = (*body)["response_fields"];
     if (!f.is_array() || !std::all_of(f.begin(), f.end(), [](const json& x) { return x.is_string(); }))
       return s.reply_error(res, invalid_param("response_fields", "'response_fields' must be an array of field names"));
     for (const json& x : f) fields.push_back(x.get<std::string>());
   }
-  auto [r, ch] = s.accept(req, res, false, true);
+  if (infill) {
+    if (!body->is_object()) return s.reply_error(res, invalid_param("", "the request body must be a JSON object"));
+    InfillLimits lim{.n_batch = s.engine->params().n_batch, .n_ctx = s.engine->n_ctx_slot(), .n_predict = s.sp.default_n_predict,
+                     .spm = s.sp.spm_infill};
+    for (const char* k : {"n_predict", "max_tokens"})
+      if (const auto it = body->find(k); it != body->end() && it->is_number_integer()) lim.n_predict = it->get<int>();
+    auto ids = infill_prompt(*body, *s.tok, lim);
+    if (auto* e = std::get_if<ApiError>(&ids)) return s.reply_error(res, *e);
+    (*body)["prompt"] = std::get<std::vector<int32_t>>(ids);
+  }
+  auto [r, ch] = s.accept(*body, res, false, true);
   if (!r) return;
   res.set_chunked_content_provider(
       r->stream ? "text/event-stream" : "application/json",
@@ -355,8 +371,9 @@ json models(const ServerState& s) {
 }  // namespace
 
 void add_llama_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/completion", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r); });
-  http.Post("/completions", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r); });
+  http.Post("/completion", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
+  http.Post("/completions", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
+  http.Post("/infill", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, true); });
   http.Post("/tokenize", [&s](const httplib::Request& q, httplib::Response& r) { tokenize(s, q, r); });
   http.Post("/detokenize", [&s](const httplib::Request& q, httplib::Response& r) { detokenize(s, q, r); });
   http.Post("/apply-template", [&s](const httplib::Request& q, httplib::Response& r) { apply_template(s, q, r); });

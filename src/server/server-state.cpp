@@ -131,7 +131,11 @@ bool ServerState::queue(std::vector<Job> jobs, httplib::Response& res) {
 ServerState::Accepted ServerState::accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice) {
   auto body = parse_body(req, res);
   if (!body) return {};
-  auto parsed = parse_completion_request(*body, chat, parse_context());
+  return accept(*body, res, chat, one_choice);
+}
+
+ServerState::Accepted ServerState::accept(const json& body, httplib::Response& res, bool chat, bool one_choice) {
+  auto parsed = parse_completion_request(body, chat, parse_context());
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     reply_error(res, *e);
     return {};

@@ -76,6 +76,7 @@ struct ServerState {
   bool queue(std::vector<Job> jobs, httplib::Response& res);
   // parse_completion_request + submit.
   Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
+  Accepted accept(const json& body, httplib::Response& res, bool chat, bool one_choice);  // a parsed body
   // A non-streamed reply to jobs on `ch`: the body goes out chunked, with a space (JSON
   // whitespace, ignored by every parser) written every 200 ms while they run, so a client that
   // went away makes that write fail, which cancels them and frees their slots (cpp-httplib 0.11

@@ -125,6 +125,7 @@ int32_t Tokenizer::n_vocab() const { return impl_->vocab.n; }
 int32_t Tokenizer::bos_id() const { return impl_->vocab.bos; }
 int32_t Tokenizer::eos_id() const { return impl_->vocab.eos; }
 int32_t Tokenizer::eot_id() const { return impl_->vocab.eot; }
+int32_t Tokenizer::fim_id(Fim which) const { return impl_->vocab.fim[static_cast<int>(which)]; }
 int32_t Tokenizer::unk_id() const { return impl_->vocab.unk; }
 int32_t Tokenizer::pad_id() const { return impl_->vocab.pad; }
 bool Tokenizer::add_bos() const { return impl_->vocab.add_bos; }

@@ -87,6 +87,10 @@ class Tokenizer {
   int32_t bos_id() const;  // -1 when the vocabulary has none
   int32_t eos_id() const;
   int32_t eot_id() const;
+  // Fill-in-the-middle markers (tokenizer.ggml.fim_*_token_id, else found by their usual
+  // texts, as llama.cpp does); -1 where the vocabulary has none.
+  enum class Fim { kPrefix, kSuffix, kMiddle, kPad, kRepo, kSep };
+  int32_t fim_id(Fim which) const;
   int32_t unk_id() const;
   int32_t pad_id() const;
   bool add_bos() const;  // tokenizer.ggml.add_bos_token, or the model type's default

@@ -95,13 +95,15 @@ int32_t first_by_text(const Vocab& v, std::initializer_list<std::string_view> te
 
 void derive_eog(Vocab& v, const MetadataIndex& md) {
   std::vector<int32_t> eog;
-  for (const FimRole& r : kFimRoles) {
+  for (size_t k = 0; k < std::size(kFimRoles); ++k) {
+    const FimRole& r = kFimRoles[k];
     auto key_id = get_id(md, r.key, -1, v.n);
     int32_t id = key_id.has_value() ? *key_id : -1;
     if (id < 0) {
       id = first_by_text(v, r.texts);
       if (id >= 0) v.attr[id] |= kAttrControl;
     }
+    v.fim[k] = id;
     if (id >= 0 && r.eog) eog.push_back(id);
   }
   // No eot key: the first end-of-turn name present, in kEotTexts' order (turn markers before

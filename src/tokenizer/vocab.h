@@ -57,6 +57,9 @@ struct Vocab {
   StringIdMap by_text;             // text -> id (the last id wins for duplicated texts)
 
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
+  // Fill-in-the-middle markers (FimToken order: prefix, suffix, middle, pad, repo, file
+  // separator); -1 where the vocabulary has none.
+  int32_t fim[6] = {-1, -1, -1, -1, -1, -1};
   bool add_bos = false, add_eos = false, add_space_prefix = false;
   bool has_add_bos = false;        // tokenizer.ggml.add_bos_token present
   std::vector<int32_t> eog;        // sorted

@@ -21,7 +21,7 @@
 //   llama-oracle tokenize-bench MODEL FILE [--special] [-n REPEATS]
 //        -> {"bytes":N,"n_tokens":T,"seconds":[...]}  (each repeat times llama_tokenize only)
 //   llama-oracle vocab-info MODEL
-//        -> {"n_vocab":N,"bos":B,"eos":E,"eot":T,"add_bos":b,"add_eos":b,"eog":[ids...]}
+//        -> {"n_vocab":N,"bos":B,"eos":E,"eot":T,"add_bos":b,"add_eos":b,"fim":[pre,suf,mid,pad,rep,sep],"eog":[ids...]}
 //   llama-oracle dump MODEL --tokens 1,2,3 --out DIR [--steps N] [-t N]
 //        -> every tensor llama.cpp computes for the prompt batch (and for N greedy decode steps
 //           after it), as DIR/<step>/<name>.f32 (float32, ggml's ne[0] fastest) plus
@@ -772,10 +772,13 @@ int cmd_vocab_info(const Args& a) {
     if (llama_vocab_is_eog(s.vocab, t)) eog.push_back(t);
   }
   std::string e = json_ids("eog", eog);  // {"eog":[...]}
-  std::printf("{\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"eot\":%d,\"add_bos\":%s,\"add_eos\":%s,%s\n", s.n_vocab,
+  const std::vector<llama_token> fim = {llama_vocab_fim_pre(s.vocab), llama_vocab_fim_suf(s.vocab), llama_vocab_fim_mid(s.vocab),
+                                        llama_vocab_fim_pad(s.vocab), llama_vocab_fim_rep(s.vocab), llama_vocab_fim_sep(s.vocab)};
+  const std::string f = json_ids("fim", fim);  // {"fim":[pre,suf,mid,pad,rep,sep]}
+  std::printf("{\"n_vocab\":%d,\"bos\":%d,\"eos\":%d,\"eot\":%d,\"add_bos\":%s,\"add_eos\":%s,%s,%s\n", s.n_vocab,
               llama_vocab_bos(s.vocab), llama_vocab_eos(s.vocab), llama_vocab_eot(s.vocab),
               llama_vocab_get_add_bos(s.vocab) ? "true" : "false", llama_vocab_get_add_eos(s.vocab) ? "true" : "false",
-              e.substr(1).c_str());
+              f.substr(1, f.size() - 2).c_str(), e.substr(1).c_str());
   return 0;
 }
 

@@ -348,7 +348,7 @@ def check_special_ids(name, path):
         v = load_gguf_vocab(path)
         known = [i for i in theirs["eog"] if v["tokens"][i] == "</s>" and v["types"][i] == 1]
     theirs_eog = [i for i in theirs["eog"] if i not in known]
-    for key in ("n_vocab", "bos", "eos", "add_bos", "add_eos"):
+    for key in ("n_vocab", "bos", "eos", "add_bos", "add_eos", "fim"):
         assert ours[key] == theirs[key], f"{name}: {key} {ours[key]} vs llama.cpp {theirs[key]}"
     assert ours["eog"] == theirs_eog, f"{name}: eog {ours['eog']} vs llama.cpp {theirs['eog']}"
     assert ours["eot"] in ours["eog"] + [-1] and (ours["eot"] == -1) == (theirs["eot"] == -1), name
