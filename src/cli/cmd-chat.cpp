@@ -204,7 +204,7 @@ class Repl {
   bool resume(const std::string& path, const SessionHistory& history) {
     const std::string kv_path = path + ".kv";
     std::string problem;
-    auto kv = read_kv_file(kv_path, id_, s_);
+    auto kv = read_kv_file(kv_path, id_, s_.context());
     if (!kv) {
       problem = kv.error().message;
     } else {

@@ -116,6 +116,8 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--pooling", pooling_name, "how an input's token rows become one vector: last, mean, cls, none "
                                             "(default: the GGUF's pooling_type, else last)")
       ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}))->group(em);
+  app.add_option("--slot-save-path", sp.slot_save_path, "folder of slot files (POST /slots/ID?action=save|restore)")
+      ->check(CLI::ExistingDirectory);
   app.add_flag("--spm-infill", sp.spm_infill, "/infill: the suffix before the prefix (models trained that way)");
   const char* g = "llama.cpp compatibility";
   app.add_flag("--cont-batching", cont_batching, "(-cb) accepted: slots are always decoded together")->group(g);

@@ -1,11 +1,14 @@
-// UTF-8 encoding of one code point, shared by the text layers (template, grammar).
+// UTF-8 encoding of one code point, and a well-formedness check (lead and continuation bytes;
+// overlong forms are not looked for), shared by the text layers (template, grammar, server).
 //
 //   std::string s;
 //   utf8_append(s, 0x20AC);   // "€" (3 bytes)
+//   utf8_valid(s);            // true; utf8_valid("\xE2\x82") is false (cut short)
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace minfer {
 
@@ -26,6 +29,19 @@ inline void utf8_append(std::string& out, uint32_t cp) {
     out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
+}
+
+// Whether s is a sequence of whole UTF-8 characters.
+inline bool utf8_valid(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    i += n;
+  }
+  return true;
 }
 
 }  // namespace minfer

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic-file.h"
 #include "hub/digest.h"
 #include "hub/env.h"
 #include "hub/fetch.h"
@@ -131,16 +132,7 @@ Status write_atomically(const fs::path& p, const std::string& text) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
   if (ec) return make_error("cannot create {}: {}", p.parent_path().string(), ec.message());
-  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) return make_error("cannot write {}", tmp.string());
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) return make_error("cannot write {}: {}", p.string(), ec.message());
-  return Status::ok();
+  return write_file_atomic(p.string(), text);
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ class Session {
   int n_vocab() const { return ctx_->n_vocab(); }
   int n_threads() const { return ctx_->n_threads(); }
   const Model& model() const { return ctx_->model(); }
+  const Context& context() const { return *ctx_; }  // sequence 0 is this session
   const SessionStats& stats() const { return ctx_->stats(); }
   const SessionParams& params() const { return params_; }
   Context& context() { return *ctx_; }

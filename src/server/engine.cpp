@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <future>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -717,8 +718,40 @@ struct Engine::Impl {
     return true;
   }
 
+  // ---- slot edits (edit_idle_slot) ----
+
+  struct SlotTask {
+    int slot = 0;
+    Engine::SlotEdit fn;
+    Clock::time_point deadline;
+    std::promise<Status> done;
+  };
+  std::vector<std::shared_ptr<SlotTask>> tasks;  // mu
+
+  // Runs the tasks whose slot is idle; ends those past their deadline.
+  void run_slot_tasks() {
+    std::vector<std::shared_ptr<SlotTask>> pending;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      pending.swap(tasks);
+    }
+    std::vector<std::shared_ptr<SlotTask>> later;
+    for (auto& t : pending) {
+      Slot& s = slots[static_cast<size_t>(t->slot)];
+      if (s.active) {
+        if (Clock::now() > t->deadline) t->done.set_value(make_error("slot {} stayed busy (a request is running on it)", t->slot));
+        else later.push_back(std::move(t));
+        continue;
+      }
+      Status st = t->fn(*ctx, s.id, s.cached);
+      t->done.set_value(std::move(st));
+    }
+    std::lock_guard<std::mutex> lk(mu);
+    tasks.insert(tasks.begin(), later.begin(), later.end());
+  }
+
   // mu held. slots_busy follows `active`, which changes under mu only.
-  bool has_work_locked() const { return !queue.empty() || m.slots_busy > 0; }
+  bool has_work_locked() const { return !queue.empty() || m.slots_busy > 0 || !tasks.empty(); }
 
   void cancel_everything(const std::string& reason) {
     for (Slot& s : slots)
@@ -730,6 +763,8 @@ struct Engine::Impl {
     }
     queue.clear();
     m.queued = 0;
+    for (auto& t : tasks) t->done.set_value(make_error("{}", reason));
+    tasks.clear();
   }
 
   void loop() {
@@ -752,6 +787,7 @@ struct Engine::Impl {
         }
       }
       if (cancel) cancel_everything(reason);
+      run_slot_tasks();
       admit();
       step();
       publish();
@@ -819,6 +855,22 @@ Engine::~Engine() {
   }
   impl_->cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+Status Engine::edit_idle_slot(int id, SlotEdit fn, std::chrono::milliseconds timeout) {
+  if (id < 0 || id >= params_.n_slots) return make_error("slot {} does not exist (0 .. {})", id, params_.n_slots - 1);
+  auto t = std::make_shared<Impl::SlotTask>();
+  t->slot = id;
+  t->fn = std::move(fn);
+  t->deadline = Clock::now() + timeout;
+  std::future<Status> f = t->done.get_future();
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    if (impl_->stopping) return make_error("the server is shutting down");
+    impl_->tasks.push_back(std::move(t));
+  }
+  impl_->cv.notify_all();
+  return f.get();  // the engine thread ends every task: run, timed out, or cancelled at shutdown
 }
 
 bool Engine::submit(std::vector<Job> jobs) {

@@ -42,6 +42,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,6 +61,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
+class Context;
 class Model;
 }
 
@@ -215,6 +217,13 @@ class Engine {
     int n_predict = -1;      // its limit (-1 when idle or none)
   };
   std::vector<SlotInfo> slots() const;
+  // Runs fn on the engine thread, between steps, once slot `id` is idle (a job queued before it
+  // may take the slot first): fn gets the context, the slot's sequence and the tokens its cache
+  // holds, which fn must keep equal to what the sequence holds (slot files: slot-files.h).
+  // Blocks until fn has run; an error when the slot stays busy past `timeout` or the engine
+  // stops first, else fn's own status.
+  using SlotEdit = std::function<Status(Context& ctx, int seq, std::vector<int32_t>& cached)>;
+  Status edit_idle_slot(int id, SlotEdit fn, std::chrono::milliseconds timeout);
   const EngineParams& params() const { return params_; }
   int n_ctx_slot() const { return params_.n_ctx_slot; }
   bool has_draft_model() const;

@@ -111,6 +111,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   s.created = static_cast<int64_t>(std::time(nullptr));
   if (s.sp.aliases.empty()) s.sp.aliases = {"model"};
   s.model_id = *std::set<std::string>(s.sp.aliases.begin(), s.sp.aliases.end()).begin();
+  s.identity = model_identity(model->file());
   if (s.sp.chat_template.empty()) {  // the model's, or the built-in fallback for its architecture
     ChatTemplateChoice choice = choose_chat_template(model->file());
     if (choice.fallback) std::fprintf(stderr, "[server] %s\n", chat_template_notice(model->file(), choice).c_str());

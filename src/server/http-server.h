@@ -58,6 +58,7 @@ struct ServerParams {
   // (embedding.h; serve resolves --pooling, the GGUF's {arch}.pooling_type, else last).
   Pooling pooling = Pooling::kLast;
   bool spm_infill = false;  // /infill: suffix before prefix (--spm-infill)
+  std::string slot_save_path;  // POST /slots/ID?action=save|restore: their folder ("" : 501)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -6,29 +6,19 @@
 #include <ctime>
 #include <set>
 
+#include "core/utf8.h"
 #include "server/api-infill.h"
+#include "server/slot-files.h"
 #include "server/server-state.h"
 #include "template/chat.h"
 
 namespace minfer::server {
 namespace {
 
-bool valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    i += n;
-  }
-  return true;
-}
-
 // The longest prefix of s that ends on a whole UTF-8 character.
 std::string utf8_prefix(std::string s) {
   size_t n = s.size();
-  while (n > 0 && !valid_utf8(std::string_view(s).substr(0, n))) --n;
+  while (n > 0 && !utf8_valid(std::string_view(s).substr(0, n))) --n;
   s.resize(n);
   return s;
 }
@@ -265,7 +255,7 @@ void tokenize(ServerState& s, const httplib::Request& req, httplib::Response& re
         continue;
       }
       const std::string piece(s.tok->piece(id, /*render_special=*/true));
-      out.push_back({{"id", id}, {"piece", valid_utf8(piece) ? json(piece) : bytes_json(piece)}});
+      out.push_back({{"id", id}, {"piece", utf8_valid(piece) ? json(piece) : bytes_json(piece)}});
     }
   }
   s.reply_json(res, {{"tokens", out}});
@@ -387,6 +377,23 @@ void add_llama_routes(httplib::Server& http, ServerState& s) {
     s.reply_json(r, {{"success", true}});
   });
   http.Get("/slots", [&s](const httplib::Request& q, httplib::Response& r) { slots(s, q, r); });
+  // POST /slots/ID?action=save|restore|erase {"filename"}: slot files (slot-files.h).
+  http.Post(R"(/slots/(\d+))", [&s](const httplib::Request& q, httplib::Response& r) {
+    json body = json::object();
+    if (!q.body.empty()) {
+      auto b = s.parse_body(q, r);
+      if (!b) return;
+      body = std::move(*b);
+    }
+    int id = -1;
+    try {
+      id = std::stoi(q.matches[1].str());
+    } catch (const std::exception&) {
+    }
+    auto out = slot_action(*s.engine, s.identity, s.sp.slot_save_path, id, q.get_param_value("action"), body);
+    if (auto* e = std::get_if<ApiError>(&out)) return s.reply_error(r, *e);
+    s.reply_json(r, std::get<json>(out));
+  });
   auto list = [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, models(s)); };
   http.Get("/v1/models", list);
   http.Get("/models", list);

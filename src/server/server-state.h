@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "runtime/kv-file.h"
 #include "server/api.h"
 #include "server/engine.h"
 #include "server/http-server.h"
@@ -57,6 +58,7 @@ struct ServerState {
   toolcall::TemplateTools template_tools;  // what that template does with tools (probed at start)
   int64_t created = 0;
   std::string model_id;                    // the first alias, sorted (llama-server's rule)
+  ModelIdentity identity;                  // of the weights, for slot files
 
   ParseContext parse_context() const;
   void reply_error(httplib::Response& res, const ApiError& e) const;

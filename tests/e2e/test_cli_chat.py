@@ -156,7 +156,7 @@ def test_session_mismatch_or_corruption_falls_back_to_the_json(tmp_path):
     # A different KV type is a mismatch too.
     open(f + ".kv", "wb").write(kv)
     r = chat("/stats\n", "--session", f, "--kv-type", "f32")
-    assert "holds a f16 cache, this session uses f32" in r.stderr, r.stderr
+    assert "holds a f16 cache, this context uses f32" in r.stderr, r.stderr
     # The history must match the cache.
     r = chat("/stats\n", "--session", f)
     assert "resumed 2 messages, 0 tokens prefilled" in r.stderr
