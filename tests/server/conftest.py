@@ -3,11 +3,13 @@ which must drain and exit 0).
 
 Environment: MINFER_BIN (the binary), MINFER_SMOLLM2 (the GGUF model).
 """
+import json
 import os
 import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -76,6 +78,19 @@ def strict_server():
     yield s
     rc = s.stop()
     assert rc == 0, f"exit code {rc} after SIGTERM: {s.read_log()[-2000:]}"
+
+
+def post_json(url, path, body=None, timeout=300):
+    """POSTs body as JSON (bytes go as they are) to url + path; returns (HTTP status, reply): the
+    reply parsed when it is JSON, else its text (a stream)."""
+    data = body if isinstance(body, bytes) else json.dumps(body if body is not None else {}).encode()
+    req = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, raw = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read().decode()
+    return status, (json.loads(raw) if raw.strip().startswith(("{", "[")) else raw)
 
 
 def metric(url, name):

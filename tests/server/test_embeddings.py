@@ -10,13 +10,11 @@ import os
 import struct
 import subprocess
 import threading
-import urllib.error
-import urllib.request
 
 import pytest
 from openai import OpenAI
 
-from conftest import BIN, MODEL, ServerProcess
+from conftest import post_json as call, BIN, MODEL, ServerProcess
 
 ORACLE = os.environ.get("MINFER_LLAMA_ORACLE", "")
 GEMMA3 = os.environ.get("MINFER_GEMMA3", os.path.expanduser("~/.cache/minfer/models/gemma3-270m-Q4_K_M.gguf"))
@@ -24,16 +22,6 @@ GEMMA3 = os.environ.get("MINFER_GEMMA3", os.path.expanduser("~/.cache/minfer/mod
 # 0.999 on SmolLM2); unrelated texts are far below.
 MIN_COS = 0.998
 LONG = "The quick brown fox jumps over the lazy dog while the cat sleeps by the warm fire. " * 12
-
-
-def call(url, path, body):
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode() if not isinstance(body, bytes) else body,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def cos(a, b):

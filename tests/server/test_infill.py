@@ -7,27 +7,16 @@ input_extra chunks (400)."""
 import json
 import os
 import subprocess
-import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import MODEL, ServerProcess
+from conftest import post_json as call, ServerProcess
 
 ORACLE = os.environ.get("MINFER_LLAMA_ORACLE", "")
 MAKE_MODEL = os.environ.get("MINFER_MAKE_MODEL", "build/bin/minfer-make-test-model")
 VOCABS = os.environ.get("MINFER_VOCAB_DIR", ".deps/llama.cpp/models")
 N_BATCH = 64
-
-
-def call(url, path, body):
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            raw = r.read().decode()
-            return r.status, (json.loads(raw) if not body.get("stream") else raw)
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def oracle(*args):

@@ -5,25 +5,14 @@ busy slot; files that are not ours, corrupt, of another model, or outside the fo
 import json
 import os
 import threading
-import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import ServerProcess
+from conftest import post_json as call, ServerProcess
 
 GEMMA3 = os.environ.get("MINFER_GEMMA3", os.path.expanduser("~/.cache/minfer/models/gemma3-270m-Q4_K_M.gguf"))
 PROMPT = "The history of the printing press begins in the fifteenth century, when"
-
-
-def call(url, path, body=None):
-    req = urllib.request.Request(url + path, data=json.dumps(body if body is not None else {}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def complete(url, prompt, slot, n=16):

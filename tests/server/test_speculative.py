@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import tempfile
-import urllib.request
 
 import pytest
 import requests

@@ -6,15 +6,13 @@ minfer. Bad grammars and schemas are a 400 naming the field and the place, befor
 used. Fixtures: conftest.py."""
 import concurrent.futures
 import json
-import urllib.error
-import urllib.request
 
 import jsonschema
 import openai
 import pydantic
 import pytest
 
-from conftest import metric
+from conftest import post_json, metric
 
 PERSON = {"type": "object",
           "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
@@ -24,15 +22,6 @@ PERSON = {"type": "object",
 
 def client(server):
     return openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0)
-
-
-def post(server, path, body):
-    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def ask(content):
@@ -72,16 +61,16 @@ def test_json_object(server):
 
 
 def test_llama_server_fields(server):
-    st, body = post(server, "/v1/chat/completions", {"messages": ask("Say a."), "grammar": 'root ::= "a"{5}', "max_tokens": 10})
+    st, body = post_json(server.url, "/v1/chat/completions", {"messages": ask("Say a."), "grammar": 'root ::= "a"{5}', "max_tokens": 10})
     assert st == 200 and body["choices"][0]["message"]["content"] == "aaaaa", body
-    st, body = post(server, "/v1/chat/completions", {"messages": ask("Pick."), "json_schema": {"enum": ["x", "y"]}, "max_tokens": 10})
+    st, body = post_json(server.url, "/v1/chat/completions", {"messages": ask("Pick."), "json_schema": {"enum": ["x", "y"]}, "max_tokens": 10})
     assert st == 200 and json.loads(body["choices"][0]["message"]["content"]) in ("x", "y"), body
-    st, body = post(server, "/v1/completions", {"prompt": "Numbers: ", "json_schema": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4}, "max_tokens": 40, "temperature": 0})
+    st, body = post_json(server.url, "/v1/completions", {"prompt": "Numbers: ", "json_schema": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4}, "max_tokens": 40, "temperature": 0})
     assert st == 200, body
     jsonschema.validate(json.loads(body["choices"][0]["text"]), {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4})
-    st, body = post(server, "/completion", {"prompt": "The answer is", "grammar": 'root ::= " " ("yes" | "no")', "n_predict": 8})
+    st, body = post_json(server.url, "/completion", {"prompt": "The answer is", "grammar": 'root ::= " " ("yes" | "no")', "n_predict": 8})
     assert st == 200 and body["content"] in (" yes", " no"), body
-    st, body = post(server, "/v1/chat/completions", {"messages": ask("Hi"), "response_format": {"type": "json_object", "schema": {"const": "42"}}, "max_tokens": 6})
+    st, body = post_json(server.url, "/v1/chat/completions", {"messages": ask("Hi"), "response_format": {"type": "json_object", "schema": {"const": "42"}}, "max_tokens": 6})
     assert st == 200 and body["choices"][0]["message"]["content"] == '"42"', body
 
 
@@ -118,7 +107,7 @@ def test_concurrent_clients_with_different_schemas(server):
 ])
 def test_bad_constraints_are_400_before_any_slot(server, body, param, words):
     steps0 = metric(server.url, "minfer_batch_steps_total")
-    st, out = post(server, "/v1/chat/completions", {"messages": ask("Hi"), "max_tokens": 4, **body})
+    st, out = post_json(server.url, "/v1/chat/completions", {"messages": ask("Hi"), "max_tokens": 4, **body})
     assert st == 400, out
     assert out["error"]["param"] == param and words in out["error"]["message"], out
     with pytest.raises(openai.BadRequestError):

@@ -22,7 +22,7 @@ import jsonschema
 import openai
 import pytest
 
-from conftest import BIN, MODEL, ServerProcess, metric
+from conftest import BIN, MODEL, ServerProcess, metric, post_json
 
 MAKE_MODEL = os.environ.get("MINFER_MAKE_MODEL", "build/bin/minfer-make-test-model")
 QWEN_VOCAB = os.environ.get("MINFER_QWEN_VOCAB", ".deps/llama.cpp/models/ggml-vocab-qwen2.gguf")
@@ -312,16 +312,6 @@ def test_tool_result_turn_without_tools(setup):
 
 # Lazy grammars (llama-server's grammar_lazy / grammar_triggers) on the generic server.
 
-def post(st, path, body):
-    req = urllib.request.Request(st.server.url + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def sse(st, path, body):
     req = urllib.request.Request(st.server.url + path, data=json.dumps({**body, "stream": True}).encode(),
                                  headers={"Content-Type": "application/json"})
@@ -340,13 +330,13 @@ def lazy(word):
 @on_generic
 def test_lazy_grammar_on_completions(setup):
     base = {"prompt": "The capital of France is", "max_tokens": 40, "temperature": 0}
-    st, free = post(setup, "/v1/completions", base)
+    st, free = post_json(setup.server.url, "/v1/completions", base)
     assert st == 200, free
     free = free["choices"][0]["text"]
     word = "United"  # SmolLM2's greedy text: " Paris.\n\nThe United States ..."; " United" is one token
     assert word in free and not free.startswith(word), free
     want = free[:free.index(word)] + word + " is lovely."
-    st, got = post(setup, "/v1/completions", {**base, **lazy(word)})
+    st, got = post_json(setup.server.url, "/v1/completions", {**base, **lazy(word)})
     assert st == 200, got
     assert got["choices"][0]["text"] == want and got["choices"][0]["finish_reason"] == "stop", got
     events = sse(setup, "/v1/completions", {**base, **lazy(word)})
@@ -354,13 +344,13 @@ def test_lazy_grammar_on_completions(setup):
     # Not lazy: constrained from the first token.
     body = {**base, **lazy(word)}
     del body["grammar_lazy"], body["grammar_triggers"]
-    st, eager = post(setup, "/v1/completions", body)
+    st, eager = post_json(setup.server.url, "/v1/completions", body)
     assert st == 200 and eager["choices"][0]["text"] == word + " is lovely." != want, eager
     # A trigger word that never appears: the free text, untouched.
-    st, never = post(setup, "/v1/completions", {**base, **lazy("Zanzibar")})
+    st, never = post_json(setup.server.url, "/v1/completions", {**base, **lazy("Zanzibar")})
     assert st == 200 and never["choices"][0]["text"] == free, never
     # A trigger ending inside a token (" United" goes on past "Unit"): the reply is an error.
-    st, mid = post(setup, "/v1/completions", {**base, **lazy("Unit")})
+    st, mid = post_json(setup.server.url, "/v1/completions", {**base, **lazy("Unit")})
     assert "error" in mid and "trigger" in mid["error"]["message"], (st, mid)
 
 
@@ -387,11 +377,11 @@ def whole_word_trigger(text):
 @on_generic
 def test_lazy_grammar_on_chat(setup):
     base = {"messages": ask("What is the capital of France?"), "max_tokens": 30, "temperature": 0}
-    st, free = post(setup, "/v1/chat/completions", base)
+    st, free = post_json(setup.server.url, "/v1/chat/completions", base)
     assert st == 200, free
     free = free["choices"][0]["message"]["content"]
     word, off = whole_word_trigger(free)
-    st, got = post(setup, "/v1/chat/completions", {**base, **lazy(word)})
+    st, got = post_json(setup.server.url, "/v1/chat/completions", {**base, **lazy(word)})
     assert st == 200, got
     assert got["choices"][0]["message"]["content"] == free[:off] + word + " is lovely.", (free, got)
 
@@ -444,7 +434,7 @@ BAD = [
 @pytest.mark.parametrize("body,param", BAD, ids=[p + ":" + json.dumps(b)[:40] for b, p in BAD])
 def test_bad_tool_fields_are_400_before_any_slot(setup, body, param):
     steps0 = metric(setup.server.url, "minfer_batch_steps_total")
-    st, out = post(setup, "/v1/chat/completions", {"messages": ask("Hi"), "max_tokens": 4, **body})
+    st, out = post_json(setup.server.url, "/v1/chat/completions", {"messages": ask("Hi"), "max_tokens": 4, **body})
     assert st == 400, out
     err = out["error"]
     assert err["type"] == "invalid_request_error" and err["message"] and "code" in err, out
@@ -454,7 +444,7 @@ def test_bad_tool_fields_are_400_before_any_slot(setup, body, param):
     with pytest.raises(openai.BadRequestError):
         setup.client.chat.completions.create(model="smollm2", messages=ask("Hi"), max_tokens=4, extra_body=body)
     if "grammar_lazy" in body:  # the same on /v1/completions
-        st, out = post(setup, "/v1/completions", {"prompt": "Hi", "max_tokens": 4, **body})
+        st, out = post_json(setup.server.url, "/v1/completions", {"prompt": "Hi", "max_tokens": 4, **body})
         assert st == 400 and out["error"]["param"] == param, out
     assert metric(setup.server.url, "minfer_batch_steps_total") == steps0  # no slot ran
 
