@@ -44,8 +44,8 @@ void append(std::vector<int32_t>& out, const std::vector<int32_t>& more) { out.i
 std::variant<std::vector<int32_t>, ApiError> infill_prompt(const json& body, const Tokenizer& tok, const InfillLimits& lim) {
   const int32_t pre = tok.fim_id(Fim::kPrefix), suf = tok.fim_id(Fim::kSuffix), mid = tok.fim_id(Fim::kMiddle);
   if (pre < 0 || suf < 0 || mid < 0) {
-    ApiError e;
-    e.status = 501;
+    ApiError e;  // a 400 (llama-server answers 501): the request cannot be served by this model
+    e.status = 400;
     e.type = "not_supported_error";
     e.message = fmt::format("infill is not supported by this model: its vocabulary has no fill-in-the-middle {} token",
                             pre < 0 ? "prefix" : suf < 0 ? "suffix" : "middle");

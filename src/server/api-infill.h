@@ -35,7 +35,7 @@ struct InfillLimits {
 };
 
 // The prompt's token ids, or a 400 naming the bad field (input_extra chunks, prefix/suffix not
-// text or ids), or a 501 when the model has no prefix, suffix or middle token.
+// text or ids) or saying the model has no prefix, suffix or middle token (llama-server: 501).
 std::variant<std::vector<int32_t>, ApiError> infill_prompt(const json& body, const Tokenizer& tok, const InfillLimits& lim);
 
 }  // namespace minfer::server

@@ -2,7 +2,7 @@
 prompt compared with the layout llama-server documents, built here from llama.cpp's own FIM token
 ids and tokenizer (llama-oracle vocab-info / tokenize), on models with the DeepSeek-Coder and
 Refact vocabularies (random weights: the prompt is what is checked); --spm-infill; the budget
-that cuts prefix, suffix and extra files; streaming; a model without FIM tokens (501) and bad
+that cuts prefix, suffix and extra files; streaming; a model without FIM tokens (400) and bad
 input_extra chunks (400)."""
 import json
 import os
@@ -105,7 +105,7 @@ def test_model_without_fim_tokens():
     srv = ServerProcess("-c", "1024", "-t", "2")
     try:
         st, res = call(srv.url, "/infill", BODY)
-        assert st == 501 and "infill is not supported by this model" in res["error"]["message"], res
+        assert st == 400 and "infill is not supported by this model" in res["error"]["message"], res
         assert res["error"]["type"] == "not_supported_error"
     finally:
         assert srv.stop() == 0
