@@ -72,7 +72,7 @@ int cmd_serve(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 256));
   add_context_options(app, co, "context size (KV positions) of all slots together, as llama-server's -c: each slot gets -c / -np, "
                                "capped at the model's; 0 = the model's");
-  add_log_options(app, lo, "more on stderr");
+  add_log_options(app, lo, "a line per request on stderr, and replies carry \"__verbose\" (the prompt)");
   add_template_options(app, to);
   add_sampling_options(app, so);
   app.add_option("--api-key", api_keys, "require this key (Authorization: Bearer KEY or X-Api-Key) on every path but /health "
@@ -108,7 +108,7 @@ int cmd_serve(int argc, char** argv) {
                  "none (left in content)")
       ->check(CLI::IsMember({"auto", "deepseek", "deepseek-legacy", "none"}))->capture_default_str()->group(e);
   app.add_option("--reasoning", sp.reasoning, "(-rea) thinking of templates that have it: on, off (enable_thinking false, "
-                                              "a forced <think> closed), auto (the template's default)")
+                                              "a forced <think> closed), auto (as llama-server: enable_thinking true)")
       ->check(CLI::IsMember({"on", "off", "auto"}))->capture_default_str()->group(e);
   const char* em = "Embeddings (/v1/embeddings, /embeddings)";
   app.add_flag("--embedding,--embeddings", embeddings_flag,
@@ -184,17 +184,26 @@ int cmd_serve(int argc, char** argv) {
   auto sampling = so.to_params(tok->n_vocab());
   if (!sampling) return fail("serve", sampling.error().message);
   sp.sampling = *sampling;
+  {
+    StepParams gp;  // --grammar / --json-schema: every request's default constraint
+    if (Status st = so.set_grammar(*tok, gp); !st) return fail("serve", st.error().message);
+    sp.grammar = gp.grammar;
+  }
   sp.model_path = path;
   // Pooling: --pooling, else the GGUF's {arch}.pooling_type (an embedding model's), else last.
   std::string pooling_from = "--pooling";
   if (!pooling_name.empty()) {
     sp.pooling = *server::parse_pooling(pooling_name);
   } else if (auto v = (*m)->file().get_int((*m)->hparams().arch + ".pooling_type"); v) {
-    auto gp = server::pooling_from_gguf(*v);
-    if (!gp) return fail("serve", fmt::format("'{}': {}.pooling_type {} (rank or unknown) is not supported; give --pooling", path,
-                                              (*m)->hparams().arch, *v));
-    sp.pooling = *gp;
-    pooling_from = "the model's pooling_type";
+    if (auto gp = server::pooling_from_gguf(*v)) {
+      sp.pooling = *gp;
+      pooling_from = "the model's pooling_type";
+    } else {  // a reranker: completions still work; embeddings say why not
+      sp.embeddings_refusal = fmt::format("this model's {}.pooling_type is {} (rank: a reranker, or unknown), which is not "
+                                          "supported; start the server with --pooling last|mean|cls|none",
+                                          (*m)->hparams().arch, *v);
+      pooling_from = "the model's pooling_type is not supported";
+    }
   } else {
     pooling_from = "the default for a model without pooling_type";
   }

@@ -70,7 +70,7 @@ const Unsupported kUnsupported[] = {
     {{"--top-nsigma", "--top-n-sigma", "--dynatemp-range", "--dynatemp-exp"}, "this sampler is not implemented"},
     {{"--prompt-cache", "--prompt-cache-all", "--prompt-cache-ro"}, "use --cnv --session FILE to keep a conversation's cache"},
     {{"--in-prefix", "--in-suffix", "--in-prefix-bos", "-sp", "--special", "-e", "--escape", "--keep"},
-     "not supported by minfer's chat (the model's chat template frames every turn)"},
+     "not supported (the model's chat template frames every turn and its special tokens)"},
 };
 
 const Unsupported* find_unsupported(std::string_view name) {

@@ -161,6 +161,8 @@ std::variant<json, ApiError> anthropic_to_chat(const json& body, bool count_only
     else return invalid_param("tool_choice", "'tool_choice' must be {\"type\": auto|any|none} or {\"type\": \"tool\", \"name\": NAME}");
     if (tc.value("disable_parallel_tool_use", false)) out["parallel_tool_calls"] = false;
   }
+  // Anthropic's default lets a reply use several tools (OpenAI's parallel_tool_calls).
+  if (out.contains("tools") && !out.contains("parallel_tool_calls")) out["parallel_tool_calls"] = true;
 
   if (!count_only) {
     if (!body.contains("max_tokens") || !body["max_tokens"].is_number_integer() || body["max_tokens"].get<int64_t>() < 1)

@@ -504,6 +504,27 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (field(body, "frequency_penalty")) sp.frequency_penalty = static_cast<float>(d);
   if (auto e = number(body, "repeat_penalty", 1, 10, d)) return *e;  // llama.cpp extension
   if (field(body, "repeat_penalty")) sp.repeat_penalty = static_cast<float>(d);
+  // llama-server's other samplers (validate() below checks the combination).
+  for (auto [name, out] : {std::pair{"typical_p", &sp.typical_p}, {"dry_multiplier", &sp.dry_multiplier}, {"dry_base", &sp.dry_base},
+                           {"xtc_probability", &sp.xtc_probability}, {"xtc_threshold", &sp.xtc_threshold},
+                           {"mirostat_tau", &sp.mirostat_tau}, {"mirostat_eta", &sp.mirostat_eta}}) {
+    if (auto e = number(body, name, -1e9, 1e9, d)) return *e;
+    if (field(body, name)) *out = static_cast<float>(d);
+  }
+  for (auto [name, out] : {std::pair{"repeat_last_n", &sp.repeat_last_n}, {"dry_allowed_length", &sp.dry_allowed_length},
+                           {"dry_penalty_last_n", &sp.dry_penalty_last_n}, {"mirostat", &sp.mirostat}}) {
+    if (auto e = integer(body, name, -1, 1 << 30, i)) return *e;
+    if (field(body, name)) *out = static_cast<int32_t>(i);
+  }
+  if (const json* b = field(body, "dry_sequence_breakers")) {  // strings the repetition may not cross
+    if (!b->is_array() || !std::all_of(b->begin(), b->end(), [](const json& x) { return x.is_string(); }))
+      return invalid_param("dry_sequence_breakers", "'dry_sequence_breakers' must be an array of strings");
+    sp.dry_sequence_breakers.clear();
+    for (const json& x : *b) {
+      std::vector<int32_t> ids = ctx.tok->encode(x.get<std::string>(), false, false);
+      if (!ids.empty()) sp.dry_sequence_breakers.push_back(std::move(ids));
+    }
+  }
   if (auto e = integer(body, "seed", INT64_MIN / 2, INT64_MAX / 2, i)) return *e;
   if (field(body, "seed")) sp.seed = i < 0 ? kSeedRandom : i;
   if (auto e = integer(body, "n", 1, 16, i)) return *e;
@@ -517,6 +538,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (auto e = boolean(body, "cache_prompt", r.cache_prompt)) return *e;
   if (auto e = boolean(body, "timings_per_token", r.timings_per_token)) return *e;
   if (auto e = boolean(body, "return_progress", r.return_progress)) return *e;
+  if (auto e = boolean(body, "verbose", r.verbose)) return *e;
   if (auto e = integer(body, "id_slot", -1, 1 << 20, i)) return *e;
   if (field(body, "id_slot")) r.id_slot = static_cast<int>(i);
   if (auto e = integer(body, "n_probs", 0, 100, i)) return *e;
@@ -660,6 +682,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
     }
   }
   if (r.prompt.empty()) return invalid_param(chat ? "messages" : "prompt", "the prompt is empty");
+  // serve's --grammar / --json-schema: the output of requests that constrain nothing themselves.
+  if (!r.grammar && !r.tools && ctx.default_grammar) r.grammar = ctx.default_grammar;
 
   // A prompt that does not fit is refused, and (OpenAI's rule) so is an explicit max_tokens
   // beyond the context; llama-server's native /completion instead stops at the context's end.

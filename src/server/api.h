@@ -68,6 +68,7 @@ struct CompletionRequest {
   int n_probs = 0;              // /completion: completion_probabilities with this many alternatives
   bool timings_per_token = false;  // streamed events carry timings
   bool return_progress = false;    // streamed prompt_progress events
+  bool verbose = false;            // the reply carries "__verbose" (as with serve -v)
   std::string prompt_text;      // the prompt as text (rendered chat, or the given string)
   // Completions of several prompts at once (llama-server's and OpenAI's prompt arrays): the 2nd,
   // 3rd ... prompts and their texts. Choice index = prompt index * n + i.
@@ -97,6 +98,7 @@ struct ParseContext {
   std::string reasoning = "auto";           // --reasoning on/off/auto: enable_thinking for templates
   bool allow_empty_messages = false;        // Anthropic's API takes an empty message list
   bool cache_prompt = true;                 // a request's cache_prompt default
+  std::shared_ptr<const Grammar> default_grammar;  // serve's --grammar / --json-schema (null: none)
 };
 
 // The prompts of a "prompt" (or "input") field: a string, token ids, ids mixed with strings,

@@ -79,6 +79,7 @@ struct Slot {
   const char* end_reason = nullptr;
   const char* end_stop_type = "limit";
   std::string end_stop_word;
+  bool end_context_full = false;  // the job ended because the slot's context was full
 };
 
 struct Queued {
@@ -171,19 +172,22 @@ struct Engine::Impl {
     s.pending_lp.clear();
     ev.tokens = std::move(s.pending_tokens);
     s.pending_tokens.clear();
+    // Usage and times so far (the final ones on kDone; timings_per_token streams them).
+    ev.n_prompt = static_cast<int>(s.job.prompt.size());
+    ev.n_cached = s.n_cached;
+    ev.n_gen = s.step ? s.step->n_gen() : 0;
+    if (s.spec) {
+      ev.n_draft = s.spec->stats().n_drafted;
+      ev.n_draft_accepted = s.spec->stats().n_accepted;
+    }
+    const auto now = Clock::now();
+    const Clock::time_point first = s.first_token ? now : s.first_at;
+    ev.prompt_ms = std::chrono::duration<double, std::milli>(first - s.started).count();
+    ev.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
     if (done) {
       ev.finish_reason = reason;
-      ev.n_prompt = static_cast<int>(s.job.prompt.size());
-      ev.n_cached = s.n_cached;
-      ev.n_gen = s.step ? s.step->n_gen() : 0;
-      if (s.spec) {
-        ev.n_draft = s.spec->stats().n_drafted;
-        ev.n_draft_accepted = s.spec->stats().n_accepted;
-      }
-      const auto now = Clock::now();
-      const Clock::time_point first = s.first_token ? now : s.first_at;
-      ev.prompt_ms = std::chrono::duration<double, std::milli>(first - s.started).count();
-      ev.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
+      ev.truncated = s.end_context_full;
+      ev.n_kv = ctx->seq_len(s.id);
       std::lock_guard<std::mutex> lk(mu);
       m.prompt_s += ev.prompt_ms / 1000.0;
       m.predicted_s += ev.predicted_ms / 1000.0;
@@ -255,6 +259,7 @@ struct Engine::Impl {
     s.pending_tokens.clear();
     s.end_stop_type = "limit";
     s.end_stop_word.clear();
+    s.end_context_full = false;
     std::lock_guard<std::mutex> lk(mu);
     s.active = false;
     count_busy();
@@ -320,7 +325,9 @@ struct Engine::Impl {
     m.queued = static_cast<int>(queue.size());
   }
 
-  // Moves queued jobs into free slots, the one with the longest cached common prefix first.
+  // Moves queued jobs into free slots, in queue order, each to the free slot with the longest
+  // cached common prefix; a job pinned to a busy slot (id_slot) waits without holding back the
+  // jobs behind it.
   void admit() {
     for (;;) {
       Queued q;
@@ -329,20 +336,22 @@ struct Engine::Impl {
       {
         std::lock_guard<std::mutex> lk(mu);
         expire_queued(Clock::now());
-        if (queue.empty()) return;
-        const Job& front = queue.front().job;
-        const std::vector<int32_t>& prompt = front.prompt;
-        for (Slot& s : slots) {
-          if (s.active || (front.id_slot >= 0 && s.id != front.id_slot)) continue;
-          const size_t n = front.cache_prompt ? common_prefix(s.cached, prompt) : 0;
-          if (!best || n > best_n || (n == best_n && s.cached.size() < best->cached.size())) {
-            best = &s;
-            best_n = n;
+        auto it = queue.begin();
+        for (; it != queue.end() && !best; ++it) {
+          const Job& job = it->job;
+          for (Slot& s : slots) {
+            if (s.active || (job.id_slot >= 0 && s.id != job.id_slot)) continue;
+            const size_t n = job.cache_prompt ? common_prefix(s.cached, job.prompt) : 0;
+            if (!best || n > best_n || (n == best_n && s.cached.size() < best->cached.size())) {
+              best = &s;
+              best_n = n;
+            }
           }
+          if (best) break;
         }
         if (!best) return;
-        q = std::move(queue.front());
-        queue.pop_front();
+        q = std::move(*it);
+        queue.erase(it);
         m.queued = static_cast<int>(queue.size());
         best->active = true;
         count_busy();
@@ -454,6 +463,11 @@ struct Engine::Impl {
       }
       auto out = ctx->decode_embeddings(ebatch);
       if (!out) return fail(s, out.error().message, false);
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        m.n_steps++;
+        m.n_step_tokens += ebatch.size();
+      }
       erows.insert(erows.end(), out->begin(), out->end());
     }
     ctx->seq_clear(s.id);
@@ -519,6 +533,7 @@ struct Engine::Impl {
       return r->token;
     };
     if (r->done) {
+      s.end_context_full = r->reason == StopReason::kContextFull;
       s.end_stop_type = r->reason == StopReason::kEog ? "eos" : r->reason == StopReason::kStopString ? "word" : "limit";
       s.end_stop_word = r->stop_index >= 0 ? s.job.stop[static_cast<size_t>(r->stop_index)] : std::string();
       return end(std::move(r->text), finish_reason(r->reason));

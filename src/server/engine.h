@@ -104,9 +104,12 @@ struct JobEvent {
   std::string stop_type;              // kDone: llama-server's "eos", "word" or "limit"
   std::string stop_word;              // kDone, stop_type "word": the stop string that ended it
   int slot = -1;                      // kDone: the slot that ran the job
-  int n_prompt = 0, n_cached = 0, n_gen = 0;  // kDone: usage (n_cached: prompt tokens reused)
-  int64_t n_draft = 0, n_draft_accepted = 0;  // kDone: drafted tokens verified, and accepted
-  double prompt_ms = 0, predicted_ms = 0;     // kDone: slot start -> first token -> end
+  bool truncated = false;             // kDone: it ended because the slot's context was full
+  int n_kv = 0;                       // kDone: positions the slot's cache holds after it
+  // kText and kDone: usage and times so far (final on kDone).
+  int n_prompt = 0, n_cached = 0, n_gen = 0;  // usage (n_cached: prompt tokens reused)
+  int64_t n_draft = 0, n_draft_accepted = 0;  // drafted tokens verified, and accepted
+  double prompt_ms = 0, predicted_ms = 0;     // slot start -> first token -> now (kDone: end)
   std::string error;                  // kError
   // kProgress (Job::return_progress): prompt tokens of the job, reused from a cache, and
   // through the model so far (cache included), and the prefill's time so far.

@@ -201,7 +201,11 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     }
     s.reply_error(res, {500, what, "server_error", "", ""});
   });
-  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) { s.metrics.count(req.path, res.status); });
+  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
+    s.metrics.count(req.path, res.status);
+    // -v: one line per request (a streamed reply is logged when its headers go out).
+    if (s.sp.verbose) std::fprintf(stderr, "[http] %s %s %d\n", req.method.c_str(), req.path.c_str(), res.status);
+  });
 
   add_openai_routes(http, s);
   add_llama_routes(http, s);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/gbnf.h"
 #include "models/model.h"
 #include "sampling/params.h"
 #include "server/embedding.h"
@@ -57,7 +58,10 @@ struct ServerParams {
   // Embeddings (/v1/embeddings, /embeddings): how a prompt's rows become one vector
   // (embedding.h; serve resolves --pooling, the GGUF's {arch}.pooling_type, else last).
   Pooling pooling = Pooling::kLast;
+  std::string embeddings_refusal;  // non-empty: embedding requests get this 400 (a GGUF pooling we lack)
   bool spm_infill = false;  // /infill: suffix before prefix (--spm-infill)
+  std::shared_ptr<const Grammar> grammar;  // --grammar(-file) / --json-schema(-file): the output of requests
+                                           // without grammar, json_schema, response_format or tools
   std::string slot_save_path;  // POST /slots/ID?action=save|restore: their folder ("" : 501)
 };
 

@@ -8,10 +8,11 @@
 namespace minfer::server {
 namespace {
 
+// A reply cut by max_tokens says so even when it had begun a tool call.
 std::string stop_reason(const JobEvent& done, bool called_tools) {
+  if (done.finish_reason == "length") return "max_tokens";
   if (called_tools) return "tool_use";
-  if (done.stop_type == "word") return "stop_sequence";
-  return done.finish_reason == "length" ? "max_tokens" : "end_turn";
+  return done.stop_type == "word" ? "stop_sequence" : "end_turn";
 }
 
 json usage(const CompletionRequest& r, const JobEvent& done) {

@@ -10,6 +10,7 @@ void embeddings(ServerState& s, const httplib::Request& req, httplib::Response& 
   const auto t0 = Clock::now();
   auto body = s.parse_body(req, res);
   if (!body) return;
+  if (!s.sp.embeddings_refusal.empty()) return s.reply_error(res, invalid_param("", s.sp.embeddings_refusal));
   auto parsed = parse_embedding_request(*body, oai, *s.tok, s.engine->n_ctx_slot(), s.sp.pooling);
   if (auto* e = std::get_if<ApiError>(&parsed)) return s.reply_error(res, *e);
   auto r = std::make_shared<EmbeddingRequest>(std::move(std::get<EmbeddingRequest>(parsed)));

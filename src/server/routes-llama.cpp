@@ -122,8 +122,6 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
         JobEvent ev;
         auto last_write = Clock::now();
         auto final_object = [&](size_t k) {
-          Timings t;
-          t.add(done[k]);
           const int p = static_cast<int>(k) / r->n;
           json fin = {{"index", k},
                       {"content", r->stream ? std::string() : content[k]},
@@ -136,13 +134,13 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
                       {"generation_settings", generation_settings(*r)},
                       {"prompt", r->prompt_string(p)},
                       {"has_new_line", content[k].find('\n') != std::string::npos},
-                      {"truncated", false},
+                      {"truncated", done[k].truncated},
                       {"stop_type", done[k].stop_type.empty() ? "limit" : done[k].stop_type},
                       {"stopping_word", done[k].stop_word},
-                      {"tokens_cached", done[k].n_cached + done[k].n_gen},
-                      {"timings", t.to_json()}};
+                      {"tokens_cached", done[k].n_kv},
+                      {"timings", Timings::of(done[k])}};
           if (r->n_probs > 0 && !r->stream) fin["completion_probabilities"] = completion_probabilities(*s.tok, probs[k]);
-          if (s.sp.verbose) fin["__verbose"] = {{"prompt", r->prompt_string(p)}, {"n_prompt_tokens", r->prompt_ids(p).size()}};
+          if (s.sp.verbose || r->verbose) fin["__verbose"] = {{"prompt", r->prompt_string(p)}, {"n_prompt_tokens", r->prompt_ids(p).size()}};
           return pick_fields(fin, fields);
         };
         for (;;) {
@@ -186,6 +184,7 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
                       {"tokens_predicted", tokens[k].size()},
                       {"tokens_evaluated", static_cast<int>(r->prompt_ids(static_cast<int>(k) / r->n).size())}};
             if (r->n_probs > 0) c["completion_probabilities"] = completion_probabilities(*s.tok, ev.logprobs);
+            if (r->timings_per_token) c["timings"] = Timings::of(ev);
             if (!send(c)) {
               ch->cancel();
               return false;

@@ -47,8 +47,10 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
           const std::string line = "data: " + dump(j) + "\n\n";
           return sink.write(line.data(), line.size());
         };
+        const JobEvent* current = nullptr;  // the event being sent (timings_per_token)
         auto chunk = [&](int index, json delta_or_text, json logprobs, json finish) {
           json c = chunk_base(s, id, chat, created_t);
+          if (r->timings_per_token && current) c["timings"] = Timings::of(*current);
           json choice = {{"index", index}};
           if (chat) choice["delta"] = std::move(delta_or_text);
           else choice["text"] = std::move(delta_or_text);
@@ -90,6 +92,7 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
             ok = send(c);
             continue;
           }
+          current = &ev;
           json lp = nullptr;
           if (r->logprobs && !ev.logprobs.empty()) {
             if (chat) {
@@ -114,10 +117,8 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
             n_gen += ev.n_gen;
             n_cached = ev.n_cached;
             json last = chunk(ev.index, chat ? json::object() : json(""), nullptr, finish);
-            Timings t;
-            t.add(ev);
             timings.add(ev);
-            last["timings"] = t.to_json();
+            last["timings"] = Timings::of(ev);
             ok = send(last);
           }
         }
@@ -209,7 +210,7 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
                       {"model", s.model_id}, {"system_fingerprint", "minfer-" MINFER_SERVER_VERSION}, {"choices", choices},
                       {"usage", usage_json(n_prompt, n_gen, n_cached)}};
           out["timings"] = timings.to_json();
-          if (s.sp.verbose) out["__verbose"] = {{"prompt", r->prompt_text}, {"n_prompt_tokens", r->prompt.size()}};
+          if (s.sp.verbose || r->verbose) out["__verbose"] = {{"prompt", r->prompt_text}, {"n_prompt_tokens", r->prompt.size()}};
           reply = dump(out);
         }
         return reply;

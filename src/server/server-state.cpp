@@ -15,13 +15,12 @@ std::string random_id(const char* prefix) {
 }
 
 void Timings::add(const JobEvent& ev) {
-  if (first) {
+  if (ev.index == 0) {
     prompt_n = ev.n_prompt - ev.n_cached;
     cache_n = ev.n_cached;
     predicted_n = ev.n_gen;
     prompt_ms = ev.prompt_ms;
     predicted_ms = ev.predicted_ms;
-    first = false;
   }
   draft_n += ev.n_draft;
   draft_n_accepted += ev.n_draft_accepted;
@@ -49,7 +48,6 @@ json progress_json(const JobEvent& ev) {
   t.prompt_n = ev.progress_processed - ev.progress_cache;
   t.cache_n = ev.progress_cache;
   t.prompt_ms = ev.progress_ms;
-  t.first = false;
   return {{"prompt_progress", {{"total", ev.progress_total}, {"cache", ev.progress_cache}, {"processed", ev.progress_processed},
                                {"time_ms", ev.progress_ms}}},
           {"timings", t.to_json()}};
@@ -68,6 +66,7 @@ ParseContext ServerState::parse_context() const {
   pc.sampling = &sp.sampling;
   pc.reasoning = sp.reasoning;
   pc.cache_prompt = sp.cache_prompt;
+  pc.default_grammar = sp.grammar;
   return pc;
 }
 

@@ -33,14 +33,21 @@ using Clock = std::chrono::steady_clock;
 std::string dump(const json& j);              // compact, invalid UTF-8 replaced
 std::string random_id(const char* prefix);    // "chatcmpl-" + 24 alphanumerics
 
-// llama-server's "timings" of a request (its first choice; draft counts over all choices).
+// llama-server's "timings" of a request (choice 0; draft counts over all choices), from its
+// kDone events, or of one event so far (timings_per_token).
 struct Timings {
   int prompt_n = 0, cache_n = 0, predicted_n = 0;
   double prompt_ms = 0, predicted_ms = 0;
   int64_t draft_n = 0, draft_n_accepted = 0;
-  bool first = true;
   void add(const JobEvent& done);
   json to_json() const;
+  static json of(const JobEvent& ev) {
+    Timings t;
+    JobEvent e0 = ev;
+    e0.index = 0;
+    t.add(e0);
+    return t.to_json();
+  }
 };
 
 // A kProgress event as llama-server streams it: {"prompt_progress": {total, cache, processed,

@@ -61,12 +61,15 @@ struct Result {
   int n_cached = 0;
 };
 
-std::shared_ptr<EventChannel> submit(Engine& e, const std::vector<int32_t>& prompt, int n_predict) {
+std::shared_ptr<EventChannel> submit(Engine& e, const std::vector<int32_t>& prompt, int n_predict, int id_slot = -1,
+                                     bool ignore_eog = false) {
   auto ch = std::make_shared<EventChannel>(1);
   Job j;
   j.prompt = prompt;
   j.sampling = greedy();
   j.n_predict = n_predict;
+  j.id_slot = id_slot;
+  j.ignore_eog = ignore_eog;
   j.channel = ch;
   std::vector<Job> jobs;
   jobs.push_back(std::move(j));
@@ -192,6 +195,28 @@ TEST(ServerEngine, CancelFreesSlot) {
   Result r = collect(*submit(*e, chat_prompt("Hi"), 3));  // the only slot is free again
   EXPECT_EQ(r.n_gen, 3);
   EXPECT_EQ(e->metrics().n_jobs_cancelled, 1);
+}
+
+// A job pinned to a busy slot (id_slot) waits for it; the jobs queued behind it take the free
+// slots meanwhile.
+TEST(ServerEngine, PinnedJobDoesNotHoldBackTheQueue) {
+  ASSERT_TRUE(fx().model && fx().tok);
+  auto e = make_engine(2);
+  ASSERT_TRUE(e);
+  auto submit_on = [&](const std::vector<int32_t>& prompt, int n_predict, int slot) {
+    return submit(*e, prompt, n_predict, slot, /*ignore_eog=*/true);
+  };
+  auto long_job = submit_on(chat_prompt("Tell me a long story."), 200, 0);
+  bool hit = false;
+  collect(*long_job, 1, &hit);  // running on slot 0
+  ASSERT_TRUE(hit);
+  auto pinned = submit_on(chat_prompt("Hi"), 3, 0);
+  auto free_one = submit_on(chat_prompt("Hello"), 3, -1);
+  Result r = collect(*free_one);  // done on slot 1 while slot 0 is still busy
+  EXPECT_EQ(r.n_gen, 3);
+  EXPECT_TRUE(e->slots()[0].processing);
+  long_job->cancel();
+  EXPECT_EQ(collect(*pinned).n_gen, 3);
 }
 
 }  // namespace

@@ -63,8 +63,13 @@ def test_stop_sequences_and_count_tokens(srv):
 def test_forced_tool_use_round_trip(srv):
     c = client(srv)
     q = [{"role": "user", "content": "What is the weather in Paris?"}]
+    # Anthropic's default allows several calls; a reply cut by max_tokens says max_tokens.
+    many = c.messages.create(model="smollm2", max_tokens=64, **T0, tools=[WEATHER],
+                             tool_choice={"type": "tool", "name": "get_weather"}, messages=q)
+    assert [b.type for b in many.content].count("tool_use") >= 1, many
+    assert many.stop_reason == ("max_tokens" if many.usage.output_tokens == 64 else "tool_use"), many
     m = c.messages.create(model="smollm2", max_tokens=64, **T0, tools=[WEATHER],
-                          tool_choice={"type": "tool", "name": "get_weather"}, messages=q)
+                          tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True}, messages=q)
     calls = [b for b in m.content if b.type == "tool_use"]
     assert m.stop_reason == "tool_use" and len(calls) == 1, m
     assert calls[0].name == "get_weather" and isinstance(calls[0].input, dict) and "city" in calls[0].input
@@ -75,7 +80,8 @@ def test_forced_tool_use_round_trip(srv):
     assert follow.content[0].type == "text" and follow.content[0].text
     # Streamed, the call arrives as a tool_use block with input_json deltas.
     with c.messages.stream(model="smollm2", max_tokens=64, **T0, tools=[WEATHER],
-                           tool_choice={"type": "tool", "name": "get_weather"}, messages=q) as s:
+                           tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True},
+                           messages=q) as s:
         final = s.get_final_message()
     streamed = [b for b in final.content if b.type == "tool_use"]
     assert len(streamed) == 1 and streamed[0].input == calls[0].input

@@ -147,6 +147,74 @@ def test_completion_fields(srv):
     assert st == 200
 
 
+def test_sampler_fields_verbose_and_timings_per_token(srv):
+    """llama-server's per-request samplers (echoed in generation_settings, checked), the request's
+    "verbose", and streamed timings that grow token by token."""
+    body = {"prompt": "Once upon a time", "n_predict": 6, "temperature": 0.7, "typical_p": 0.9, "repeat_last_n": 32,
+            "dry_multiplier": 0.8, "dry_base": 1.5, "dry_allowed_length": 3, "dry_penalty_last_n": -1,
+            "dry_sequence_breakers": ["\n", ":"], "xtc_probability": 0.2, "xtc_threshold": 0.3, "mirostat": 0, "seed": 5}
+    st, r, _ = call(srv.url, "/completion", body)
+    assert st == 200, r
+    g = r["generation_settings"]
+    for k in ("repeat_last_n", "dry_allowed_length", "dry_penalty_last_n", "mirostat"):
+        assert g[k] == body[k], k
+    for k in ("typical_p", "dry_multiplier", "dry_base", "xtc_probability", "xtc_threshold"):
+        assert abs(g[k] - body[k]) < 1e-6, k
+    st, again, _ = call(srv.url, "/completion", body)
+    assert again["content"] == r["content"]  # the same seed, the same samplers
+    for bad, needle in [({"typical_p": 2}, "typical_p"), ({"mirostat": 3}, "mirostat"), ({"xtc_threshold": 0.9}, "xtc_threshold"),
+                        ({"dry_sequence_breakers": "x"}, "dry_sequence_breakers"), ({"dry_base": 0.5}, "dry_base")]:
+        st, e, _ = call(srv.url, "/completion", {"prompt": "x", "n_predict": 1, **bad})
+        assert st == 400 and needle in e["error"]["message"], (bad, e)
+    st, v, _ = call(srv.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Book"}], "max_tokens": 2, "verbose": True})
+    assert st == 200 and "Book" in v["__verbose"]["prompt"] and v["__verbose"]["n_prompt_tokens"] == v["usage"]["prompt_tokens"]
+    st, v, _ = call(srv.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Book"}], "max_tokens": 2})
+    assert "__verbose" not in v
+    for path, body, text_of in [
+            ("/completion", {"prompt": "Once upon a time", "n_predict": 6, "ignore_eos": True}, lambda e: e.get("content")),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Count to ten"}], "max_tokens": 6,
+                                      "ignore_eos": True}, lambda e: (e["choices"] or [{}])[0].get("delta", {}).get("content"))]:
+        events = stream(srv.url, path, {**body, "stream": True, "timings_per_token": True})
+        timed = [e for e in events if text_of(e)]
+        assert len(timed) >= 3 and all("timings" in e for e in timed), events
+        n = [e["timings"]["predicted_n"] for e in timed]
+        assert n == sorted(n) and n[-1] > n[0] and all(e["timings"]["prompt_n"] > 0 for e in timed), n
+
+
+def test_truncated_and_tokens_cached():
+    """A reply that fills its slot's context is "truncated"; tokens_cached is what the slot holds."""
+    s = ServerProcess("-np", "1", "-c", "48", "-t", "2", "--temp", "0")
+    try:
+        st, r, _ = call(s.url, "/completion", {"prompt": "Once upon a time", "n_predict": -1, "ignore_eos": True})
+        assert st == 200, r
+        assert r["truncated"] is True and r["stop_type"] == "limit"
+        # Every position holds a token; the last reply token is sampled from the last position.
+        assert r["tokens_evaluated"] + r["tokens_predicted"] == 48 + 1
+        slots = json.loads(urllib.request.urlopen(s.url + "/slots").read())
+        assert r["tokens_cached"] == slots[0]["n_cached"] == 48
+        st, r, _ = call(s.url, "/completion", {"prompt": "Once upon a time", "n_predict": 4, "ignore_eos": True})
+        assert r["truncated"] is False and r["tokens_cached"] == r["tokens_evaluated"] + 3
+    finally:
+        assert s.stop() == 0
+
+
+def test_serve_grammar_is_every_requests_default():
+    schema = '{"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}'
+    s = ServerProcess("-np", "1", "-c", "1024", "-t", "2", "--temp", "0", "-j", schema)
+    try:
+        st, r, _ = call(s.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "What is 2+2?"}], "max_tokens": 40})
+        assert st == 200, r
+        assert isinstance(json.loads(r["choices"][0]["message"]["content"])["answer"], int), r
+        # A request's own constraint wins.
+        st, r, _ = call(s.url, "/completion", {"prompt": "Say yes:", "n_predict": 8, "grammar": 'root ::= "yes" | "no"'})
+        assert r["content"] in ("yes", "no"), r
+    finally:
+        assert s.stop() == 0
+    r = subprocess.run([os.environ.get("MINFER_BIN", "build/bin/minfer"), "serve", MODEL, "--grammar", "root ::= ("],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "--grammar" in r.stderr, r.stderr
+
+
 def test_context_size_error_has_both_shapes(srv):
     long = "word " * 1500
     for path, body in [("/completion", {"prompt": long}), ("/v1/chat/completions", {"messages": [{"role": "user", "content": long}]})]:
