@@ -48,6 +48,14 @@ Status write_kv_file(const std::string& path, const ModelIdentity& id, const Con
     return make_error("kv file: {} tokens recorded but sequence {} holds {}", tokens.size(), seq, ctx.seq_len(seq));
   auto kv = ctx.kv_export(seq);
   if (!kv) return kv.error();
+  return write_kv_file(path, id, ctx, tokens, text, *kv);
+}
+
+Status write_kv_file(const std::string& path, const ModelIdentity& id, const Context& ctx, const std::vector<int32_t>& tokens,
+                     const std::string& text, std::span<const uint8_t> kv) {
+  if (kv.size() != ctx.kv_export_bytes(static_cast<int>(tokens.size())))
+    return make_error("kv file: {} KV bytes for {} positions, expected {}", kv.size(), tokens.size(),
+                      ctx.kv_export_bytes(static_cast<int>(tokens.size())));
   const ModelHparams& hp = ctx.model().hparams();
   std::string head(kMagic, 8);
   put_u32(head, kVersion);
@@ -60,27 +68,31 @@ Status write_kv_file(const std::string& path, const ModelIdentity& id, const Con
   put_u32(head, static_cast<uint32_t>(ctx.n_ctx_seq()));
   put_u32(head, static_cast<uint32_t>(tokens.size()));
   put_u64(head, text.size());
-  put_u64(head, kv->size());
+  put_u64(head, kv.size());
   MINFER_ASSERT(head.size() == kHeaderBytes);
   head.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(int32_t));
   head += text;
   uint64_t h = fnv1a64(head.data(), head.size());
-  h = fnv1a64(kv->data(), kv->size(), h);
+  h = fnv1a64(kv.data(), kv.size(), h);
   std::string tail;
   put_u64(tail, h);
-  return write_file_atomic(path, head, kv->data(), kv->size(), tail);
+  return write_file_atomic(path, head, kv.data(), kv.size(), tail);
 }
 
 Expected<KvFileContents> read_kv_file(const std::string& kv_path, const ModelIdentity& id, const Context& s) {
+  // The header is read and checked first: nothing is allocated for a file that is not a cache
+  // of this model and context, whatever its size.
   std::ifstream f(kv_path, std::ios::binary | std::ios::ate);
   if (!f) return make_error("cannot read '{}'", kv_path);
-  std::vector<uint8_t> b(static_cast<size_t>(f.tellg()));
+  const auto end = f.tellg();
+  if (end < 0) return make_error("cannot read '{}'", kv_path);
+  const uint64_t size = static_cast<uint64_t>(end);
+  if (size < kHeaderBytes + 8) return make_error("'{}' is truncated ({} bytes, header alone is {})", kv_path, size, kHeaderBytes + 8);
+  uint8_t head[kHeaderBytes];
   f.seekg(0);
-  if (!f.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size())))
-    return make_error("cannot read '{}'", kv_path);
-  if (b.size() < kHeaderBytes + 8) return make_error("'{}' is truncated ({} bytes, header alone is {})", kv_path, b.size(), kHeaderBytes + 8);
-  if (std::memcmp(b.data(), kMagic, 8) != 0) return make_error("'{}' is not a minfer KV file (bad magic)", kv_path);
-  const uint8_t* p = b.data() + 8;
+  if (!f.read(reinterpret_cast<char*>(head), kHeaderBytes)) return make_error("cannot read '{}'", kv_path);
+  if (std::memcmp(head, kMagic, 8) != 0) return make_error("'{}' is not a minfer KV file (bad magic)", kv_path);
+  const uint8_t* p = head + 8;
   const uint32_t version = get_u32(p);
   if (version != kVersion) return make_error("'{}' has version {}, this minfer reads {}", kv_path, version, kVersion);
   const uint32_t kv_type = get_u32(p + 4);
@@ -101,15 +113,18 @@ Expected<KvFileContents> read_kv_file(const std::string& kv_path, const ModelIde
                       n_embd_v, hp.n_layer, hp.n_embd_k(), hp.n_embd_v());
   if (static_cast<int64_t>(n_past) >= s.n_ctx_seq())
     return make_error("'{}' holds {} positions, more than the context {} leaves room for (raise -c)", kv_path, n_past, s.n_ctx_seq());
-  const uint64_t want = kHeaderBytes + uint64_t{n_past} * 4 + text_bytes + kv_bytes + 8;
-  if (text_bytes > b.size() || kv_bytes > b.size() || want != b.size())
-    return make_error("'{}' is {} bytes but its header describes {} (truncated or corrupt)", kv_path, b.size(), want);
+  if (text_bytes > size || kv_bytes > size || kHeaderBytes + uint64_t{n_past} * 4 + text_bytes + kv_bytes + 8 != size)
+    return make_error("'{}' is {} bytes but its header describes {} (truncated or corrupt)", kv_path, size,
+                      kHeaderBytes + uint64_t{n_past} * 4 + text_bytes + kv_bytes + 8);
   if (kv_bytes != s.kv_export_bytes(static_cast<int>(n_past)))
-    return make_error("'{}' has {} KV bytes for {} positions, expected {}", kv_path, kv_bytes, n_past,
-                      s.kv_export_bytes(static_cast<int>(n_past)));
+    return make_error("'{}' has {} KV bytes for {} positions, this context keeps {} (saved with another --swa-full or -b?)",
+                      kv_path, kv_bytes, n_past, s.kv_export_bytes(static_cast<int>(n_past)));
+  std::vector<uint8_t> b(static_cast<size_t>(size));
+  f.seekg(0);
+  if (!f.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size())))
+    return make_error("cannot read '{}'", kv_path);
   const uint64_t sum = fnv1a64(b.data(), b.size() - 8);
-  if (sum != get_u64(b.data() + b.size() - 8))
-    return make_error("'{}' fails its checksum (corrupt)", kv_path);
+  if (sum != get_u64(b.data() + b.size() - 8)) return make_error("'{}' fails its checksum (corrupt)", kv_path);
   KvFileContents c;
   const uint8_t* q = b.data() + kHeaderBytes;
   c.tokens.resize(n_past);

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,14 @@ struct KvFileContents {
 // Writes sequence seq's first tokens.size() cache rows (tokens.size() must be its length).
 Status write_kv_file(const std::string& path, const ModelIdentity& id, const Context& ctx, int seq,
                      const std::vector<int32_t>& tokens, const std::string& text);
+// The same from rows kv_export returned earlier (ctx only describes the layout: this can run on
+// another thread than the one decoding).
+Status write_kv_file(const std::string& path, const ModelIdentity& id, const Context& ctx, const std::vector<int32_t>& tokens,
+                     const std::string& text, std::span<const uint8_t> kv);
 // Reads and checks a file against the model and the context (type, shapes, room: fewer
-// positions than ctx.n_ctx_seq()).
+// positions than ctx.n_ctx_seq()); the header is checked before anything else is read. Uses
+// only ctx's layout (model, params, kv_export_bytes): it can run on another thread than the
+// one decoding.
 Expected<KvFileContents> read_kv_file(const std::string& path, const ModelIdentity& id, const Context& ctx);
 
 }  // namespace minfer

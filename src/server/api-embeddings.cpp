@@ -79,21 +79,21 @@ std::string base64_floats(const std::vector<float>& v) {
   return out;
 }
 
-json embeddings_json(const EmbeddingRequest& r, const std::vector<JobEvent>& done, const std::string& model_id) {
+json embeddings_json(const EmbeddingRequest& r, const std::vector<JobEvent::Embedding>& out, const std::string& model_id) {
   if (!r.oai) {
     json a = json::array();
-    for (size_t i = 0; i < done.size(); ++i) a.push_back({{"index", i}, {"embedding", done[i].embedding}});
+    for (size_t i = 0; i < out.size(); ++i) a.push_back({{"index", i}, {"embedding", out[i].rows}});
     return a;
   }
   json data = json::array();
   int64_t n_tokens = 0;
-  for (size_t i = 0; i < done.size(); ++i) {
-    const std::vector<float>& v = done[i].embedding.at(0);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::vector<float>& v = out[i].rows.at(0);
     json item = {{"object", "embedding"}, {"index", i}};
     if (r.base64) item["embedding"] = base64_floats(v);
     else item["embedding"] = v;
     data.push_back(std::move(item));
-    n_tokens += done[i].n_prompt;
+    n_tokens += out[i].n_tokens;
   }
   return {{"object", "list"}, {"data", std::move(data)}, {"model", model_id},
           {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}};

@@ -3,8 +3,8 @@
 //
 //   auto req = parse_embedding_request(body, /*oai=*/true, tok, n_ctx_slot, Pooling::kLast);
 //   if (auto* e = std::get_if<ApiError>(&req)) return reply(*e);
-//   ... one Job{.embed = ...} per input, their kDone events in input order ...
-//   reply(embeddings_json(std::get<EmbeddingRequest>(req), done_events, model_id));
+//   ... Jobs with Job::embed carrying the inputs; their kDone events' embeddings by input ...
+//   reply(embeddings_json(std::get<EmbeddingRequest>(req), vectors, model_id));
 //
 // "input" (or llama-server's "content", which always answers in its own shape): a string, token
 // ids (mixed with strings), or an array of those, one vector each. OpenAI's shape is
@@ -34,8 +34,8 @@ struct EmbeddingRequest {
 std::variant<EmbeddingRequest, ApiError> parse_embedding_request(const json& body, bool oai, const Tokenizer& tok,
                                                                  int n_ctx_slot, Pooling pooling);
 
-// The reply to r from each input's kDone event (done[i] is input i's).
-json embeddings_json(const EmbeddingRequest& r, const std::vector<JobEvent>& done, const std::string& model_id);
+// The reply to r from each input's vectors (out[i] is input i's).
+json embeddings_json(const EmbeddingRequest& r, const std::vector<JobEvent::Embedding>& out, const std::string& model_id);
 
 std::string base64_floats(const std::vector<float>& v);  // little-endian float32 bytes, base64
 

@@ -594,13 +594,16 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
         id = key.get<int64_t>();
       } else if (key.is_string()) {
         const std::string k = key.get<std::string>();
-        size_t used = 0;
-        try {
-          id = std::stoll(k, &used);
-        } catch (...) {
-          used = 0;
+        // A key of digits (an optional sign first) is a token id, however large; any other
+        // key is text whose tokens are biased.
+        const size_t digits_from = !k.empty() && (k[0] == '-' || k[0] == '+') ? 1 : 0;
+        const bool numeric = k.size() > digits_from && std::all_of(k.begin() + static_cast<std::ptrdiff_t>(digits_from), k.end(),
+                                                                   [](char c) { return c >= '0' && c <= '9'; });
+        if (numeric) {
+          id = k.size() - digits_from > 10 ? -1 : std::stoll(k);
+        } else {
+          ids = ctx.tok->encode(k, false, /*parse_special=*/false);
         }
-        if (used != k.size() || k.empty()) id = -1, ids = ctx.tok->encode(k, false, /*parse_special=*/false);
       } else {
         return invalid_param("logit_bias", fmt::format("logit_bias key {} must be a token id or a text", key.dump()));
       }

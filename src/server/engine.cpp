@@ -80,6 +80,10 @@ struct Slot {
   const char* end_stop_type = "limit";
   std::string end_stop_word;
   bool end_context_full = false;  // the job ended because the slot's context was full
+  // Embedding jobs: the input being read, its kept rows [rows][n_embd], the inputs done.
+  size_t e_input = 0;
+  std::vector<float> e_rows;
+  std::vector<JobEvent::Embedding> e_out;
 };
 
 struct Queued {
@@ -260,6 +264,9 @@ struct Engine::Impl {
     s.end_stop_type = "limit";
     s.end_stop_word.clear();
     s.end_context_full = false;
+    s.e_input = 0;
+    s.e_rows.clear();
+    s.e_out.clear();
     std::lock_guard<std::mutex> lk(mu);
     s.active = false;
     count_busy();
@@ -273,7 +280,7 @@ struct Engine::Impl {
       std::lock_guard<std::mutex> lk(mu);
       m.n_jobs_failed++;
     }
-    if (!keep_cache) {
+    if (!keep_cache || s.job.embed) {  // an embedding job's rows are no conversation to keep
       s.cached.clear();
       ctx->seq_clear(s.id);
     }
@@ -361,7 +368,7 @@ struct Engine::Impl {
   }
 
   void start(Slot& s, size_t own_prefix, Queued q) {
-    if (q.job.embed) return embed(s, std::move(q));
+    if (q.job.embed) return start_embed(s, std::move(q));
     Job& job = q.job;
     auto sampler = Sampler::create(job.sampling, n_vocab);
     if (!sampler) {
@@ -421,84 +428,107 @@ struct Engine::Impl {
 
   // ---- embeddings ----
 
-  Batch ebatch;
-  std::vector<float> erows;  // [n_prompt or 1][n_embd]: the rows an embedding job keeps
-
-  // Runs an embedding job whole on slot s (engine thread, between steps): the prompt in chunks
-  // of n_batch through decode_embeddings, every row kept (mean, none) or only the pooled one.
-  void embed(Slot& s, Queued q) {
+  // An embedding job starts on slot s: the slot's cached conversation is given up; its inputs
+  // are read one after another by embed_step().
+  void start_embed(Slot& s, Queued q) {
     s.job = std::move(q.job);
     s.submitted = q.submitted;
     s.started = Clock::now();
     s.n_cached = 0;
     s.n_fed = 0;
-    s.cached.clear();  // the slot's cached conversation is given up
+    s.cached.clear();
     ctx->seq_clear(s.id);
-    const Job::Embed how = *s.job.embed;
-    const std::vector<int32_t>& prompt = s.job.prompt;
-    const int n = static_cast<int>(prompt.size());
-    const int d = ctx->n_embd();
-    const bool all_rows = how.pooling == Pooling::kMean || how.pooling == Pooling::kNone;
-    erows.clear();
-    for (int i0 = 0; i0 < n; i0 += p.n_batch) {
-      if (s.job.channel->cancelled()) {
-        {
-          std::lock_guard<std::mutex> lk(mu);
-          m.n_jobs_cancelled++;
-        }
-        return fail(s, "cancelled", false);
+    s.e_input = 0;
+    s.e_rows.clear();
+    s.e_out.clear();
+  }
+
+  Batch ebatch;
+  std::vector<Slot*> eowners;                 // [kept row] whose row it is
+  std::vector<std::pair<Slot*, int>> efed;    // slots in this pass and how many tokens each
+
+  // One pass of decode_embeddings over the next chunk of every embedding slot (at most n_batch
+  // tokens in all, but always one chunk), between generation steps, so a long embedding
+  // request never holds generation up for more than a chunk. Returns whether it ran.
+  bool embed_step() {
+    ebatch.clear();
+    eowners.clear();
+    efed.clear();
+    int n = 0;
+    for (Slot& s : slots) {
+      if (!s.active || !s.job.embed) continue;
+      const Job::Embed& how = *s.job.embed;
+      const std::vector<int32_t>& in = how.inputs[s.e_input].ids;
+      const int pos = ctx->seq_len(s.id);
+      const int len = std::min(static_cast<int>(in.size()) - pos, p.n_batch);
+      if (n > 0 && n + len > p.n_batch) continue;
+      const bool all_rows = how.pooling == Pooling::kMean || how.pooling == Pooling::kNone;
+      for (int i = pos; i < pos + len; ++i) {
+        const bool keep = all_rows || (how.pooling == Pooling::kCls && i == 0) ||
+                          (how.pooling == Pooling::kLast && i + 1 == static_cast<int>(in.size()));
+        ebatch.add(in[static_cast<size_t>(i)], i, s.id, keep);
+        if (keep) eowners.push_back(&s);
       }
-      if (Clock::now() > s.job.deadline) {
-        {
-          std::lock_guard<std::mutex> lk(mu);
-          m.n_jobs_timed_out++;
-        }
-        return fail(s, "timed out (--timeout)", false);
-      }
-      const int i1 = std::min(n, i0 + p.n_batch);
-      ebatch.clear();
-      for (int i = i0; i < i1; ++i) {
-        const bool keep = all_rows || (how.pooling == Pooling::kCls && i == 0) || (how.pooling == Pooling::kLast && i == n - 1);
-        ebatch.add(prompt[static_cast<size_t>(i)], i, s.id, keep);
-      }
-      auto out = ctx->decode_embeddings(ebatch);
-      if (!out) return fail(s, out.error().message, false);
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        m.n_steps++;
-        m.n_step_tokens += ebatch.size();
-      }
-      erows.insert(erows.end(), out->begin(), out->end());
+      efed.emplace_back(&s, len);
+      n += len;
     }
-    ctx->seq_clear(s.id);
-    JobEvent ev;
-    ev.kind = JobEvent::kDone;
-    ev.index = s.job.index;
-    ev.finish_reason = "stop";
-    ev.stop_type = "eos";
-    ev.slot = s.id;
-    ev.n_prompt = n;
-    const size_t dz = static_cast<size_t>(d);
-    if (how.pooling == Pooling::kNone) {
-      for (size_t r = 0; r < static_cast<size_t>(n); ++r)
-        ev.embedding.emplace_back(erows.begin() + static_cast<std::ptrdiff_t>(r * dz),
-                                  erows.begin() + static_cast<std::ptrdiff_t>((r + 1) * dz));
-    } else {
-      const int n_rows = static_cast<int>(erows.size() / dz);
-      std::vector<float> v = pool(erows, n_rows, d, how.pooling == Pooling::kMean ? Pooling::kMean : Pooling::kLast);
-      normalize(v, how.normalize);
-      ev.embedding.push_back(std::move(v));
+    if (n == 0) return false;
+    auto out = ctx->decode_embeddings(ebatch);
+    if (!out) {
+      for (auto& [s, len] : efed) fail(*s, "decode failed: " + out.error().message, false);
+      return true;
     }
-    ev.prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
-    mark_idle(s);
     {
       std::lock_guard<std::mutex> lk(mu);
+      m.n_steps++;
+      m.n_step_tokens += n;
       m.n_prompt_tokens += n;
-      m.prompt_s += ev.prompt_ms / 1000.0;
-      m.n_jobs_done++;
+      last_progress = Clock::now();
     }
-    s.job.channel->push(std::move(ev));
-    release(s);
+    const size_t d = static_cast<size_t>(ctx->n_embd());
+    for (size_t r = 0; r < eowners.size(); ++r)
+      eowners[r]->e_rows.insert(eowners[r]->e_rows.end(), out->begin() + static_cast<std::ptrdiff_t>(r * d),
+                                out->begin() + static_cast<std::ptrdiff_t>((r + 1) * d));
+    for (auto& [sp, len] : efed) {
+      Slot& s = *sp;
+      const Job::Embed& how = *s.job.embed;
+      const Job::Embed::Input& in = how.inputs[s.e_input];
+      if (ctx->seq_len(s.id) < static_cast<int>(in.ids.size())) continue;  // more chunks to come
+      JobEvent::Embedding e;  // this input is read: its vector(s)
+      e.input = in.index;
+      e.n_tokens = static_cast<int>(in.ids.size());
+      const int n_rows = static_cast<int>(s.e_rows.size() / d);
+      if (how.pooling == Pooling::kNone) {
+        for (int r = 0; r < n_rows; ++r)
+          e.rows.emplace_back(s.e_rows.begin() + static_cast<std::ptrdiff_t>(r * d), s.e_rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * d));
+      } else {
+        std::vector<float> v = pool(s.e_rows, n_rows, static_cast<int>(d), how.pooling == Pooling::kMean ? Pooling::kMean : Pooling::kLast);
+        normalize(v, how.normalize);
+        e.rows.push_back(std::move(v));
+      }
+      s.e_out.push_back(std::move(e));
+      s.e_rows.clear();
+      ctx->seq_clear(s.id);
+      if (++s.e_input < how.inputs.size()) continue;
+      JobEvent ev;  // every input is read: the job is done
+      ev.kind = JobEvent::kDone;
+      ev.index = s.job.index;
+      ev.finish_reason = "stop";
+      ev.stop_type = "eos";
+      ev.slot = s.id;
+      for (const JobEvent::Embedding& x : s.e_out) ev.n_prompt += x.n_tokens;
+      ev.embeddings = std::move(s.e_out);
+      ev.prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
+      mark_idle(s);
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        m.prompt_s += ev.prompt_ms / 1000.0;
+        m.n_jobs_done++;
+      }
+      s.job.channel->push(std::move(ev));
+      release(s);
+    }
+    return true;
   }
 
   // ---- one step ----
@@ -616,7 +646,7 @@ struct Engine::Impl {
     // next token is not held up by several long prompts at once.
     int prefill = 0;
     for (Slot& s : slots) {
-      if (!s.active) continue;
+      if (!s.active || s.job.embed) continue;  // embedding jobs: embed_step()
       std::span<const int32_t> add;
       bool last = true;
       if (s.next >= 0) {
@@ -758,7 +788,17 @@ struct Engine::Impl {
         else later.push_back(std::move(t));
         continue;
       }
-      Status st = t->fn(*ctx, s.id, s.cached);
+      Status st;
+      try {
+        st = t->fn(*ctx, s.id, s.cached);
+      } catch (const std::exception& e) {  // never let an edit take the engine thread down
+        st = make_error("slot {}: {}", t->slot, e.what());
+      }
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        last_progress = Clock::now();
+      }
+      publish();  // GET /slots shows the edit once its reply is out
       t->done.set_value(std::move(st));
     }
     std::lock_guard<std::mutex> lk(mu);
@@ -805,6 +845,7 @@ struct Engine::Impl {
       run_slot_tasks();
       admit();
       step();
+      embed_step();
       publish();
       cv.notify_all();
     }
@@ -861,6 +902,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
 Engine::Engine(const EngineParams& p) : params_(p) {}
 
 bool Engine::has_draft_model() const { return impl_->draft != nullptr; }
+
+const Context& Engine::context() const { return *impl_->ctx; }
 
 Engine::~Engine() {
   if (!impl_) return;

@@ -33,8 +33,8 @@
 // engine's destruction. stalled() is true when there is work but no step has finished for
 // watchdog_s (what /health reports).
 //
-// Embeddings: a job with Job::embed is run whole when it gets a slot, between two steps
-// (generation pauses meanwhile), with the context's decode_embeddings.
+// Embeddings: a job with Job::embed reads its inputs with the context's decode_embeddings, one
+// chunk per slot between two generation steps (all embedding slots in one pass).
 #pragma once
 
 #include <atomic>
@@ -115,8 +115,14 @@ struct JobEvent {
   // through the model so far (cache included), and the prefill's time so far.
   int progress_total = 0, progress_cache = 0, progress_processed = 0;
   double progress_ms = 0;
-  // kDone of an embedding job: the pooled vector, or one per prompt token (Pooling::kNone).
-  std::vector<std::vector<float>> embedding;
+  // kDone of an embedding job: per input it carried, the pooled vector or one per token
+  // (Pooling::kNone).
+  struct Embedding {
+    int input = 0;     // Job::Embed::Input::index
+    int n_tokens = 0;
+    std::vector<std::vector<float>> rows;
+  };
+  std::vector<Embedding> embeddings;
 };
 
 // Events of one HTTP request (its n jobs), in order. Closed once every job is done. Bounded: a
@@ -154,12 +160,18 @@ struct Job {
   bool cache_prompt = true;     // false: prefill the whole prompt, reusing no slot's cache
   bool return_progress = false; // kProgress events: at the start of the prefill and after each chunk
   int id_slot = -1;             // run on this slot (llama-server's id_slot); -1: the best free one
-  // An embedding job (/embeddings): the prompt's hidden states after the final norm, pooled and
-  // normalized (embedding.h), in one kDone event; nothing is generated. It runs on a free slot
-  // between steps, in chunks of n_batch, and leaves that slot's cache empty.
+  // An embedding job (/embeddings): each input's hidden states after the final norm, pooled and
+  // normalized (embedding.h), all in one kDone event; nothing is generated and `prompt` is not
+  // used. It reads its inputs one after another on a free slot, a chunk of at most n_batch
+  // tokens between generation steps, and leaves that slot's cache empty.
   struct Embed {
     Pooling pooling = Pooling::kLast;
     int normalize = 2;  // embedding.h's normalize(); pooled vectors only
+    struct Input {
+      int index = 0;  // the request's input number (JobEvent::Embedding::input)
+      std::vector<int32_t> ids;  // not empty, at most n_ctx_slot tokens
+    };
+    std::vector<Input> inputs;
   };
   std::optional<Embed> embed;
   int index = 0;
@@ -227,6 +239,9 @@ class Engine {
   // stops first, else fn's own status.
   using SlotEdit = std::function<Status(Context& ctx, int seq, std::vector<int32_t>& cached)>;
   Status edit_idle_slot(int id, SlotEdit fn, std::chrono::milliseconds timeout);
+  // The context, for its layout only (model, params, n_ctx_seq, kv_export_bytes: fixed at
+  // creation, safe to read from any thread); everything else belongs to the engine thread.
+  const Context& context() const;
   const EngineParams& params() const { return params_; }
   int n_ctx_slot() const { return params_.n_ctx_slot; }
   bool has_draft_model() const;

@@ -1,5 +1,7 @@
 // Embeddings: POST /v1/embeddings (OpenAI's shape), /embeddings and /embedding (llama-server's);
 // one engine job per input (api-embeddings.h, docs/server-api.md#embeddings).
+#include <algorithm>
+
 #include "server/api-embeddings.h"
 #include "server/server-state.h"
 
@@ -14,27 +16,31 @@ void embeddings(ServerState& s, const httplib::Request& req, httplib::Response& 
   auto parsed = parse_embedding_request(*body, oai, *s.tok, s.engine->n_ctx_slot(), s.sp.pooling);
   if (auto* e = std::get_if<ApiError>(&parsed)) return s.reply_error(res, *e);
   auto r = std::make_shared<EmbeddingRequest>(std::move(std::get<EmbeddingRequest>(parsed)));
+  // The inputs dealt over at most one job per slot (in turn), so a request of any size takes a
+  // bounded room in the queue and the slots share its work.
   const int n = static_cast<int>(r->inputs.size());
-  auto ch = std::make_shared<EventChannel>(n);
-  std::vector<Job> jobs;
-  for (int i = 0; i < n; ++i) {
-    Job j;
-    j.prompt = r->inputs[static_cast<size_t>(i)].ids;
-    j.embed = Job::Embed{.pooling = s.sp.pooling, .normalize = r->normalize};
-    j.cache_prompt = false;
-    j.index = i;
-    j.deadline = Clock::now() + std::chrono::seconds(s.sp.timeout_s);
-    j.channel = ch;
-    jobs.push_back(std::move(j));
+  const int n_jobs = std::min(n, s.engine->params().n_slots);
+  auto ch = std::make_shared<EventChannel>(n_jobs);
+  std::vector<Job> jobs(static_cast<size_t>(n_jobs));
+  for (int j = 0; j < n_jobs; ++j) {
+    Job& job = jobs[static_cast<size_t>(j)];
+    job.embed = Job::Embed{.pooling = s.sp.pooling, .normalize = r->normalize, .inputs = {}};
+    job.cache_prompt = false;
+    job.index = j;
+    job.deadline = Clock::now() + std::chrono::seconds(s.sp.timeout_s);
+    job.channel = ch;
   }
+  for (int i = 0; i < n; ++i)
+    jobs[static_cast<size_t>(i % n_jobs)].embed->inputs.push_back({i, std::move(r->inputs[static_cast<size_t>(i)].ids)});
   if (!s.queue(std::move(jobs), res)) return;
   s.reply_when_done(res, ch, t0, [&s, r, n](std::vector<JobEvent>& events) {
-    std::vector<JobEvent> done(static_cast<size_t>(n));
+    std::vector<JobEvent::Embedding> out(static_cast<size_t>(n));
     for (JobEvent& ev : events) {
       if (ev.kind == JobEvent::kError) return dump(error_json({500, ev.error, "server_error", "", ""}));
-      if (ev.kind == JobEvent::kDone) done[static_cast<size_t>(ev.index)] = std::move(ev);
+      if (ev.kind == JobEvent::kDone)
+        for (JobEvent::Embedding& e : ev.embeddings) out[static_cast<size_t>(e.input)] = std::move(e);
     }
-    return dump(embeddings_json(*r, done, s.model_id));
+    return dump(embeddings_json(*r, out, s.model_id));
   });
 }
 

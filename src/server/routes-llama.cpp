@@ -98,8 +98,11 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
     if (!body->is_object()) return s.reply_error(res, invalid_param("", "the request body must be a JSON object"));
     InfillLimits lim{.n_batch = s.engine->params().n_batch, .n_ctx = s.engine->n_ctx_slot(), .n_predict = s.sp.default_n_predict,
                      .spm = s.sp.spm_infill};
-    for (const char* k : {"n_predict", "max_tokens"})
-      if (const auto it = body->find(k); it != body->end() && it->is_number_integer()) lim.n_predict = it->get<int>();
+    for (const char* k : {"max_tokens", "max_completion_tokens", "n_predict"})  // the order the request is read in
+      if (const auto it = body->find(k); it != body->end() && it->is_number_integer()) {
+        lim.n_predict = static_cast<int>(std::clamp<int64_t>(it->get<int64_t>(), -1, 1 << 30));
+        break;
+      }
     auto ids = infill_prompt(*body, *s.tok, lim);
     if (auto* e = std::get_if<ApiError>(&ids)) return s.reply_error(res, *e);
     (*body)["prompt"] = std::get<std::vector<int32_t>>(ids);

@@ -169,7 +169,9 @@ void ServerState::reply_when_done(httplib::Response& res, std::shared_ptr<EventC
               return false;
             }
           }
-          if (pr == EventChannel::kEvent) events.push_back(std::move(ev));
+          if (pr != EventChannel::kEvent) continue;
+          if (ev.kind == JobEvent::kError) ch->cancel();  // the reply is that error: the other jobs stop
+          events.push_back(std::move(ev));
         }
         return finish_body(sink, body(events), t0);
       },

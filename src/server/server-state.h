@@ -89,8 +89,9 @@ struct ServerState {
   // A non-streamed reply to jobs on `ch`: the body goes out chunked, with a space (JSON
   // whitespace, ignored by every parser) written every 200 ms while they run, so a client that
   // went away makes that write fail, which cancels them and frees their slots (cpp-httplib 0.11
-  // has no other way to see a closed connection). Once every job has ended, body(events) makes
-  // the reply from all their events in order (error events included).
+  // has no other way to see a closed connection). An error event cancels the request's other
+  // jobs. Once every job has ended, body(events) makes the reply from all their events in order
+  // (error events included).
   void reply_when_done(httplib::Response& res, std::shared_ptr<EventChannel> ch, Clock::time_point t0,
                        std::function<std::string(std::vector<JobEvent>& events)> body);
   // The last bytes of a reply; the request's latency is recorded.

@@ -54,20 +54,32 @@ std::variant<json, ApiError> slot_action(Engine& engine, const ModelIdentity& id
     return invalid_param("filename", "Invalid filename: a plain file name inside --slot-save-path is required");
   const std::string name = f->get<std::string>();
   const std::string path = (std::filesystem::path(dir) / name).string();
+  // Errors name the file, not the server's folder.
+  auto named = [&](const Status& st, int status) {
+    ApiError e = failed(st);
+    e.status = status;
+    if (status >= 500) e.type = "server_error";
+    for (size_t at; (at = e.message.find(path)) != std::string::npos;) e.message.replace(at, path.size(), name);
+    return e;
+  };
   if (action == "save") {
-    size_t n_tokens = 0;
-    Status st = engine.edit_idle_slot(slot, [&](Context& ctx, int seq, std::vector<int32_t>& cached) -> Status {
-      // Tokens the cache holds (a finished reply's last token is sampled, not decoded).
-      if (cached.size() < static_cast<size_t>(ctx.seq_len(seq)))
+    // The rows are copied out on the engine thread (between steps); the file is written here.
+    std::vector<int32_t> tokens;
+    std::vector<uint8_t> kv;
+    Status st = engine.edit_idle_slot(slot, [&tokens, &kv, slot](Context& ctx, int seq, std::vector<int32_t>& cached) -> Status {
+      if (cached.size() != static_cast<size_t>(ctx.seq_len(seq)))
         return make_error("slot {}: its cache holds {} positions but {} tokens are known", slot, ctx.seq_len(seq), cached.size());
-      cached.resize(static_cast<size_t>(ctx.seq_len(seq)));
-      n_tokens = cached.size();
-      return write_kv_file(path, id, ctx, seq, cached, "");
+      auto rows = ctx.kv_export(seq);
+      if (!rows) return rows.error();
+      tokens = cached;
+      kv = std::move(*rows);
+      return Status::ok();
     }, wait);
     if (!st) return failed(st);
+    if (Status w = write_kv_file(path, id, engine.context(), tokens, "", kv); !w) return named(w, 500);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(path, ec);
-    return json{{"id_slot", slot}, {"filename", name}, {"n_saved", n_tokens}, {"n_written", ec ? 0 : bytes},
+    return json{{"id_slot", slot}, {"filename", name}, {"n_saved", tokens.size()}, {"n_written", ec ? 0 : bytes},
                 {"timings", {{"save_ms", ms()}}}};
   }
   std::error_code ec;
@@ -77,13 +89,13 @@ std::variant<json, ApiError> slot_action(Engine& engine, const ModelIdentity& id
     e.type = "not_found_error";
     return e;
   }
-  size_t n_tokens = 0;
-  Status st = engine.edit_idle_slot(slot, [&](Context& ctx, int seq, std::vector<int32_t>& cached) -> Status {
-    auto kv = read_kv_file(path, id, ctx);
-    if (!kv) return kv.error();
+  // Read and checked here; only the import runs on the engine thread.
+  auto kv = read_kv_file(path, id, engine.context());
+  if (!kv) return named(kv.error(), 400);
+  const size_t n_tokens = kv->tokens.size();
+  Status st = engine.edit_idle_slot(slot, [&kv](Context& ctx, int seq, std::vector<int32_t>& cached) -> Status {
     MINFER_TRY(ctx.kv_import(seq, kv->kv, static_cast<int>(kv->tokens.size())));
     cached = std::move(kv->tokens);
-    n_tokens = cached.size();
     return Status::ok();
   }, wait);
   if (!st) return failed(st);

@@ -10,6 +10,9 @@ import os
 import struct
 import subprocess
 import threading
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 from openai import OpenAI
@@ -200,3 +203,60 @@ def test_pooling_flag_errors():
     assert r.returncode == 2 and "--pooling rank" in r.stderr, r.stderr
     r = subprocess.run([BIN, "serve", MODEL, "--pooling", "max"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--pooling" in r.stderr, r.stderr
+
+
+def test_many_inputs_and_generation_keeps_going():
+    """A request of many inputs fits any queue (its inputs share at most one job per slot), and a
+    long embedding request leaves a stream generating (a chunk at a time between its steps) and
+    /health green under a short --watchdog."""
+    srv = ServerProcess("--parallel", "2", "--queue", "1", "-c", "4096", "-t", "2", "--watchdog", "2", "--temp", "0")
+    try:
+        st, many = call(srv.url, "/v1/embeddings", {"input": [f"item {i}" for i in range(50)]})
+        assert st == 200, many
+        assert [d["index"] for d in many["data"]] == list(range(50))
+        st, one = call(srv.url, "/v1/embeddings", {"input": "item 17"})
+        assert one["data"][0]["embedding"] == many["data"][17]["embedding"]
+        # A stream on one slot while 8 long inputs take the other.
+        stamps, health, errors = [], [], []
+
+        def stream_tokens():
+            req = urllib.request.Request(srv.url + "/completion", data=json.dumps(
+                {"prompt": "Once upon a time", "n_predict": 2000, "ignore_eos": True, "stream": True}).encode(),
+                headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=300) as r:
+                    for line in r:
+                        if line.startswith(b"data: "):
+                            stamps.append(time.monotonic())
+                            if len(stamps) > 1 and done.is_set():
+                                return
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        done = threading.Event()
+        t = threading.Thread(target=stream_tokens)
+        t.start()
+        while len(stamps) < 3:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        box = {}
+        e = threading.Thread(target=lambda: box.setdefault("r", call(srv.url, "/v1/embeddings", {"input": [LONG * 4] * 8})))
+        e.start()
+        while e.is_alive():
+            try:
+                health.append(urllib.request.urlopen(srv.url + "/health", timeout=10).status)
+            except urllib.error.HTTPError as err:
+                health.append(err.code)
+            time.sleep(0.3)
+        t1 = time.monotonic()
+        done.set()
+        t.join()
+        assert not errors, errors
+        assert box["r"][0] == 200, box["r"]
+        during = [x for x in stamps if t0 <= x <= t1]
+        gaps = [b - a for a, b in zip(during, during[1:])]
+        assert len(during) >= 10, (len(during), t1 - t0)
+        assert max(gaps) < 0.4 * (t1 - t0), (max(gaps), t1 - t0)
+        assert health and all(h == 200 for h in health), health
+    finally:
+        assert srv.stop() == 0

@@ -162,7 +162,7 @@ def test_sampler_fields_verbose_and_timings_per_token(srv):
         assert abs(g[k] - body[k]) < 1e-6, k
     st, again, _ = call(srv.url, "/completion", body)
     assert again["content"] == r["content"]  # the same seed, the same samplers
-    for bad, needle in [({"typical_p": 2}, "typical_p"), ({"mirostat": 3}, "mirostat"), ({"xtc_threshold": 0.9}, "xtc_threshold"),
+    for bad, needle in [({"logit_bias": {"99999999999999999999": 100}}, "logit_bias"), ({"typical_p": 2}, "typical_p"), ({"mirostat": 3}, "mirostat"), ({"xtc_threshold": 0.9}, "xtc_threshold"),
                         ({"dry_sequence_breakers": "x"}, "dry_sequence_breakers"), ({"dry_base": 0.5}, "dry_base")]:
         st, e, _ = call(srv.url, "/completion", {"prompt": "x", "n_predict": 1, **bad})
         assert st == 400 and needle in e["error"]["message"], (bad, e)

@@ -5,6 +5,7 @@ busy slot; files that are not ours, corrupt, of another model, or outside the fo
 import json
 import os
 import threading
+import time
 import urllib.request
 
 import pytest
@@ -120,6 +121,15 @@ def test_bad_requests(folder):
         (folder / "short.bin").write_bytes(bytes(data[:100]))
         st, body = call(srv.url, "/slots/0?action=restore", {"filename": "short.bin"})
         assert st == 400 and "truncated" in body["error"]["message"], body
+        # Huge files are refused from their header, quickly, with nothing allocated (sparse here).
+        for name, head in [("huge.bin", b""), ("huge-header.bin", bytes(data[:68]))]:
+            with open(folder / name, "wb") as f:
+                f.write(head)
+                f.truncate(3 << 30)
+            t0 = time.monotonic()
+            st, body = call(srv.url, "/slots/0?action=restore", {"filename": name})
+            assert st == 400 and time.monotonic() - t0 < 5, (name, body)
+            assert str(folder) not in body["error"]["message"], body  # the file is named, not the folder
         # A failed restore leaves the slot as it was: its prefix still serves.
         r = complete(srv.url, PROMPT, 0, n=2)
         assert r["timings"]["cache_n"] > 0
