@@ -100,11 +100,14 @@ Expected<int32_t> Sampler::sample(std::span<const float> logits) {
     sampling::dry(cand_.logits, window(p.dry_penalty_last_n), p.dry_multiplier, p.dry_base,
                   p.dry_allowed_length, p.dry_sequence_breakers);
   }
+  last_ = Drew::kNothing;
   if (p.temp < kGreedyTemp) {
     const int32_t best = sampling::argmax(cand_.logits);
     if (best < 0) {
       return make_error(kAllMasked, n_vocab_);
     }
+    last_ = Drew::kGreedy;
+    last_greedy_ = best;
     return best;
   }
 
@@ -118,6 +121,8 @@ Expected<int32_t> Sampler::sample(std::span<const float> logits) {
   sampling::top_p(cand_, p.top_p);
   sampling::min_p(cand_, p.min_p);
   sampling::xtc(cand_, p.xtc_probability, p.xtc_threshold, s.rng);
+  last_ = Drew::kDraw;
+  last_temp_ = p.mirostat == 0 ? p.temp : 1.0f;
   if (p.mirostat == 0) return sampling::draw(cand_, p.temp, s.rng);
 
   // Mirostat ignores the temperature: truncate by surprise, draw at temperature 1, and keep the
@@ -131,6 +136,26 @@ Expected<int32_t> Sampler::sample(std::span<const float> logits) {
   s.last_ids = cand_.ids;
   s.last_probs = sampling::probabilities(cand_);
   return tok;
+}
+
+std::vector<std::pair<int32_t, float>> Sampler::last_distribution(size_t n) const {
+  std::vector<std::pair<int32_t, float>> out;
+  if (n == 0 || last_ == Drew::kNothing) return out;
+  if (last_ == Drew::kGreedy) {
+    out.emplace_back(last_greedy_, 1.0f);
+    return out;
+  }
+  const std::vector<double> p = sampling::probabilities(cand_, last_temp_);
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] > 0.0) out.emplace_back(cand_.ids[i], static_cast<float>(p[i]));
+  }
+  const size_t k = std::min(n, out.size());
+  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k), out.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.second > b.second || (a.second == b.second && a.first < b.first);
+                    });
+  out.resize(k);
+  return out;
 }
 
 std::string Sampler::describe() const {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -61,6 +62,11 @@ class Sampler {
   // Appends prompt tokens to the window (no mirostat update).
   void accept_prompt(std::span<const int32_t> tokens);
   Expected<int32_t> sample_and_accept(std::span<const float> logits);
+  // The distribution the last sample() drew from, most likely first (equal ones by id): at
+  // most n tokens of probability > 0, the survivors of the chain at its temperature (mirostat:
+  // 1); greedy: the chosen token at 1. Empty before the first sample(). llama-server's
+  // post_sampling_probs.
+  std::vector<std::pair<int32_t, float>> last_distribution(size_t n) const;
 
   // Empties the window, resets mu to 2 * tau and re-seeds the RNG with seed(): a reset sampler
   // repeats its first run.
@@ -90,7 +96,11 @@ class Sampler {
   uint64_t seed_ = 0;
   size_t history_cap_ = 0;  // tokens kept: the largest window in use (SIZE_MAX for -1)
   SamplerState state_;
-  Candidates cand_;         // scratch, reused between steps
+  Candidates cand_;         // scratch, reused between steps; the last draw's survivors
+  enum class Drew { kNothing, kGreedy, kDraw };
+  Drew last_ = Drew::kNothing;  // how the last sample() chose
+  int32_t last_greedy_ = -1;    // kGreedy: the token
+  float last_temp_ = 1.0f;      // kDraw: the temperature of the draw
 };
 
 }  // namespace minfer

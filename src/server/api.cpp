@@ -543,6 +543,7 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (field(body, "id_slot")) r.id_slot = static_cast<int>(i);
   if (auto e = integer(body, "n_probs", 0, 100, i)) return *e;
   if (field(body, "n_probs")) r.n_probs = static_cast<int>(i);
+  if (auto e = boolean(body, "post_sampling_probs", r.post_sampling_probs)) return *e;
   if (r.n_probs > 0 && !chat && !field(body, "logprobs")) {  // llama-server's completion_probabilities
     r.logprobs = true;
     r.top_logprobs = r.n_probs;

@@ -66,6 +66,7 @@ struct CompletionRequest {
   bool cache_prompt = true;     // reuse a slot's cached prefix
   int id_slot = -1;             // the slot to run on (-1: the best free one)
   int n_probs = 0;              // /completion: completion_probabilities with this many alternatives
+  bool post_sampling_probs = false;  // probabilities after the sampler's chain instead of the model's
   bool timings_per_token = false;  // streamed events carry timings
   bool return_progress = false;    // streamed prompt_progress events
   bool verbose = false;            // the reply carries "__verbose" (as with serve -v)

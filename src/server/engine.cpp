@@ -117,6 +117,20 @@ TokenLogprob logprob_of(std::span<const float> logits, int32_t id, int n_top) {
   return lp;
 }
 
+// The same from the distribution the sampler drew `id` from (~0 for a token outside it, e.g. a
+// forced one): only tokens it could have drawn, as llama-server's post_sampling_probs.
+TokenLogprob post_sampling_logprob(const Sampler& sampler, int32_t id, int n_top) {
+  TokenLogprob lp;
+  lp.id = id;
+  lp.post_sampling = true;
+  lp.logprob = -9999.0f;  // OpenAI's value for "not among the candidates" (JSON has no -inf)
+  for (const auto& [t, p] : sampler.last_distribution(SIZE_MAX)) {
+    if (t == id) lp.logprob = std::log(p);
+    if (lp.top.size() < static_cast<size_t>(std::max(n_top, 0))) lp.top.emplace_back(t, std::log(p));
+  }
+  return lp;
+}
+
 const char* finish_reason(StopReason r) {
   return r == StopReason::kLength || r == StopReason::kContextFull ? "length" : "stop";
 }
@@ -554,7 +568,10 @@ struct Engine::Impl {
     }
     if (s.first_token) s.first_at = Clock::now();
     s.first_token = false;
-    if (s.job.top_logprobs >= 0) s.pending_lp.push_back(logprob_of(raw, r->token, s.job.top_logprobs));
+    if (s.job.top_logprobs >= 0) {
+      s.pending_lp.push_back(s.job.post_sampling_probs ? post_sampling_logprob(*s.sampler, r->token, s.job.top_logprobs)
+                                                       : logprob_of(raw, r->token, s.job.top_logprobs));
+    }
     if (!r->eog) s.pending_tokens.push_back(r->token);
     auto end = [&](std::string text, const char* reason) {
       s.ending = true;

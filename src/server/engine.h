@@ -91,6 +91,9 @@ struct TokenLogprob {
   int32_t id = 0;
   float logprob = 0.0f;
   std::vector<std::pair<int32_t, float>> top;  // most likely tokens of that step, best first
+  // The values are log-probabilities after the sampler's chain (llama-server's
+  // post_sampling_probs: the distribution the token was drawn from), not of the raw logits.
+  bool post_sampling = false;
 };
 
 struct JobEvent {
@@ -153,6 +156,7 @@ struct Job {
   std::vector<std::string> stop;
   bool ignore_eog = false;      // keep going past end-of-generation tokens
   int top_logprobs = -1;        // -1: no logprobs; 0..20: chosen token plus that many alternatives
+  bool post_sampling_probs = false;  // those after the sampler's chain (TokenLogprob::post_sampling)
   std::shared_ptr<const Grammar> grammar;  // the output must match it (grammar, json_schema,
                                            // response_format, tools); null: free text
   std::vector<GrammarTrigger> grammar_triggers;  // a lazy grammar's triggers (grammar/trigger.h)

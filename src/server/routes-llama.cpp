@@ -3,6 +3,7 @@
 // GET /props, /slots, /health, /models. Field names, defaults and error shapes are
 // llama-server's, so its clients and test suite work against minfer.
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <set>
 
@@ -29,18 +30,21 @@ json bytes_json(std::string_view s) {
   return a;
 }
 
-// completion_probabilities: per generated token its id, text, bytes, logprob and alternatives.
+// completion_probabilities: per generated token its id, text, bytes, logprob and alternatives;
+// with post_sampling_probs, "prob" and "top_probs" (after the sampler's chain) instead.
 json completion_probabilities(const Tokenizer& tok, const std::vector<TokenLogprob>& lps) {
   json out = json::array();
   for (const TokenLogprob& lp : lps) {
+    const char* value = lp.post_sampling ? "prob" : "logprob";
+    const auto number = [&](float v) { return lp.post_sampling ? std::exp(v) : v; };
     const std::string piece(tok.piece(lp.id));
     json top = json::array();
     for (const auto& [id, v] : lp.top) {
       const std::string t(tok.piece(id));
-      top.push_back({{"id", id}, {"token", utf8_prefix(t)}, {"bytes", bytes_json(t)}, {"logprob", v}});
+      top.push_back({{"id", id}, {"token", utf8_prefix(t)}, {"bytes", bytes_json(t)}, {value, number(v)}});
     }
-    out.push_back({{"id", lp.id}, {"token", utf8_prefix(piece)}, {"bytes", bytes_json(piece)}, {"logprob", lp.logprob},
-                   {"top_logprobs", top}});
+    out.push_back({{"id", lp.id}, {"token", utf8_prefix(piece)}, {"bytes", bytes_json(piece)}, {value, number(lp.logprob)},
+                   {lp.post_sampling ? "top_probs" : "top_logprobs", top}});
   }
   return out;
 }
@@ -53,6 +57,7 @@ json generation_settings(const CompletionRequest& r) {
   g["ignore_eos"] = r.ignore_eos;
   g["stream"] = r.stream;
   g["n_probs"] = r.n_probs;
+  g["post_sampling_probs"] = r.post_sampling_probs;
   g["timings_per_token"] = r.timings_per_token;
   g["cache_prompt"] = r.cache_prompt;
   return g;
@@ -78,7 +83,7 @@ json pick_fields(const json& full, const std::vector<std::string>& fields) {
 
 // POST /completion: {"prompt": text | ids | [ids and text] | {"prompt_string"} | an array of
 // those (one completion each: the reply is then an array), "n_predict", sampling fields,
-// "cache_prompt", "id_slot", "n_probs", "return_tokens", "timings_per_token",
+// "cache_prompt", "id_slot", "n_probs", "post_sampling_probs", "return_tokens", "timings_per_token",
 // "response_fields", "stream"}.
 //
 // POST /infill: the same with the prompt made from "input_prefix", "input_suffix", "input_extra"
@@ -109,107 +114,103 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
   }
   auto [r, ch] = s.accept(*body, res, false, true);
   if (!r) return;
+  // Every choice's text, tokens, probabilities and final event, gathered from the job events.
+  struct Choices {
+    std::vector<std::string> content;
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<std::vector<TokenLogprob>> probs;
+    std::vector<JobEvent> done;
+    std::string error;
+    explicit Choices(size_t n) : content(n), tokens(n), probs(n), done(n) {}
+    void add(const JobEvent& ev) {
+      if (ev.kind == JobEvent::kError) error = ev.error;
+      if (ev.kind != JobEvent::kText && ev.kind != JobEvent::kDone) return;
+      const size_t k = static_cast<size_t>(ev.index);
+      content[k] += ev.text;
+      tokens[k].insert(tokens[k].end(), ev.tokens.begin(), ev.tokens.end());
+      probs[k].insert(probs[k].end(), ev.logprobs.begin(), ev.logprobs.end());
+      if (ev.kind == JobEvent::kDone) done[k] = ev;
+    }
+  };
+  const size_t n = static_cast<size_t>(r->n_choices());
+  auto final_object = [&s, r, fields](const Choices& c, size_t k) {
+    const int p = static_cast<int>(k) / r->n;
+    const JobEvent& done = c.done[k];
+    json fin = {{"index", k},
+                {"content", r->stream ? std::string() : c.content[k]},
+                {"tokens", r->stream || !r->return_tokens ? json::array() : json(c.tokens[k])},
+                {"id_slot", done.slot},
+                {"stop", true},
+                {"model", s.model_id},
+                {"tokens_predicted", done.n_gen},
+                {"tokens_evaluated", static_cast<int>(r->prompt_ids(p).size())},
+                {"generation_settings", generation_settings(*r)},
+                {"prompt", r->prompt_string(p)},
+                {"has_new_line", c.content[k].find('\n') != std::string::npos},
+                {"truncated", done.truncated},
+                {"stop_type", done.stop_type.empty() ? "limit" : done.stop_type},
+                {"stopping_word", done.stop_word},
+                {"tokens_cached", done.n_kv},
+                {"timings", Timings::of(done)}};
+    if (r->n_probs > 0 && !r->stream) fin["completion_probabilities"] = completion_probabilities(*s.tok, c.probs[k]);
+    if (s.sp.verbose || r->verbose) fin["__verbose"] = {{"prompt", r->prompt_string(p)}, {"n_prompt_tokens", r->prompt_ids(p).size()}};
+    return pick_fields(fin, fields);
+  };
+  if (!r->stream) {  // one object (an array for several prompts or n > 1) once every choice ended
+    return s.reply_when_done(res, ch, t0, [n, final_object](std::vector<JobEvent>& events) {
+      Choices c(n);
+      for (const JobEvent& ev : events) c.add(ev);
+      if (!c.error.empty()) return dump(error_json({500, c.error, "server_error", "", ""}));
+      json all = json::array();
+      for (size_t k = 0; k < n; ++k) all.push_back(final_object(c, k));
+      return dump(n == 1 ? all[0] : all);
+    });
+  }
   res.set_chunked_content_provider(
-      r->stream ? "text/event-stream" : "application/json",
-      [&s, r, ch, t0, fields](size_t, httplib::DataSink& sink) {
+      "text/event-stream",
+      [&s, r, ch, t0, n, final_object](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "data: " + dump(j) + "\n\n";
           return sink.write(line.data(), line.size());
         };
-        const size_t n = static_cast<size_t>(r->n_choices());
-        std::vector<std::string> content(n);
-        std::vector<std::vector<int32_t>> tokens(n);
-        std::vector<std::vector<TokenLogprob>> probs(n);
-        std::vector<JobEvent> done(n);
-        std::string error;
+        Choices c(n);
         JobEvent ev;
-        auto last_write = Clock::now();
-        auto final_object = [&](size_t k) {
-          const int p = static_cast<int>(k) / r->n;
-          json fin = {{"index", k},
-                      {"content", r->stream ? std::string() : content[k]},
-                      {"tokens", r->stream || !r->return_tokens ? json::array() : json(tokens[k])},
-                      {"id_slot", done[k].slot},
-                      {"stop", true},
-                      {"model", s.model_id},
-                      {"tokens_predicted", done[k].n_gen},
-                      {"tokens_evaluated", static_cast<int>(r->prompt_ids(p).size())},
-                      {"generation_settings", generation_settings(*r)},
-                      {"prompt", r->prompt_string(p)},
-                      {"has_new_line", content[k].find('\n') != std::string::npos},
-                      {"truncated", done[k].truncated},
-                      {"stop_type", done[k].stop_type.empty() ? "limit" : done[k].stop_type},
-                      {"stopping_word", done[k].stop_word},
-                      {"tokens_cached", done[k].n_kv},
-                      {"timings", Timings::of(done[k])}};
-          if (r->n_probs > 0 && !r->stream) fin["completion_probabilities"] = completion_probabilities(*s.tok, probs[k]);
-          if (s.sp.verbose || r->verbose) fin["__verbose"] = {{"prompt", r->prompt_string(p)}, {"n_prompt_tokens", r->prompt_ids(p).size()}};
-          return pick_fields(fin, fields);
-        };
         for (;;) {
           const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
           if (pr == EventChannel::kClosed) break;
-          // A space (JSON whitespace) while a plain reply is computed: a write that fails means
-          // the client went away, which frees its slot.
-          if (!r->stream && Clock::now() - last_write >= std::chrono::milliseconds(200)) {
-            last_write = Clock::now();
-            if (!sink.write(" ", 1)) {
-              ch->cancel();
-              return false;
-            }
-          }
           if (pr == EventChannel::kTimeout) {
-            if (r->stream && sink.is_writable && !sink.is_writable()) {
+            if (sink.is_writable && !sink.is_writable()) {
               ch->cancel();
               return false;
             }
             continue;
           }
-          if (ev.kind == JobEvent::kError) {
-            error = ev.error;
+          c.add(ev);
+          bool ok = true;
+          if (ev.kind == JobEvent::kProgress) {  // return_progress
+            json p = {{"index", ev.index}, {"content", ""}, {"tokens", json::array()}, {"stop", false}};
+            p.update(progress_json(ev));
+            ok = send(p);
+          } else if (ev.kind == JobEvent::kError) {
             continue;
           }
-          if (ev.kind == JobEvent::kProgress) {  // return_progress (streams only)
-            json c = {{"index", ev.index}, {"content", ""}, {"tokens", json::array()}, {"stop", false}};
-            c.update(progress_json(ev));
-            if (!send(c)) {
-              ch->cancel();
-              return false;
-            }
-            continue;
-          }
-          const size_t k = static_cast<size_t>(ev.index);
-          content[k] += ev.text;
-          tokens[k].insert(tokens[k].end(), ev.tokens.begin(), ev.tokens.end());
-          probs[k].insert(probs[k].end(), ev.logprobs.begin(), ev.logprobs.end());
-          if (r->stream && (!ev.text.empty() || !ev.tokens.empty())) {
-            json c = {{"index", k}, {"content", ev.text}, {"tokens", ev.tokens}, {"stop", false}, {"id_slot", ev.slot},
-                      {"tokens_predicted", tokens[k].size()},
+          // Text (a done event's last bytes too), then the done event's final object.
+          if (ok && (ev.kind == JobEvent::kText || ev.kind == JobEvent::kDone) && (!ev.text.empty() || !ev.tokens.empty())) {
+            const size_t k = static_cast<size_t>(ev.index);
+            json t = {{"index", k}, {"content", ev.text}, {"tokens", ev.tokens}, {"stop", false}, {"id_slot", ev.slot},
+                      {"tokens_predicted", c.tokens[k].size()},
                       {"tokens_evaluated", static_cast<int>(r->prompt_ids(static_cast<int>(k) / r->n).size())}};
-            if (r->n_probs > 0) c["completion_probabilities"] = completion_probabilities(*s.tok, ev.logprobs);
-            if (r->timings_per_token) c["timings"] = Timings::of(ev);
-            if (!send(c)) {
-              ch->cancel();
-              return false;
-            }
+            if (r->n_probs > 0) t["completion_probabilities"] = completion_probabilities(*s.tok, ev.logprobs);
+            if (r->timings_per_token) t["timings"] = Timings::of(ev);
+            ok = send(t);
           }
-          if (ev.kind == JobEvent::kDone) {
-            done[k] = ev;
-            if (r->stream && !send(final_object(k))) {
-              ch->cancel();
-              return false;
-            }
+          if (ok && ev.kind == JobEvent::kDone) ok = send(final_object(c, static_cast<size_t>(ev.index)));
+          if (!ok) {
+            ch->cancel();
+            return false;
           }
         }
-        std::string reply;
-        if (!error.empty()) {
-          json e = error_json({500, error, "server_error", "", ""});
-          reply = r->stream ? "data: " + dump(e) + "\n\n" : dump(e);
-        } else if (!r->stream) {
-          json all = json::array();
-          for (size_t k = 0; k < n; ++k) all.push_back(final_object(k));
-          reply = dump(n == 1 ? all[0] : all);
-        }
+        const std::string reply = c.error.empty() ? std::string() : "data: " + dump(error_json({500, c.error, "server_error", "", ""})) + "\n\n";
         return s.finish_body(sink, reply, t0);
       },
       [ch](bool success) {

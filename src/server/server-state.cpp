@@ -102,6 +102,7 @@ ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, 
     j.stop = r->stop;
     j.ignore_eog = r->ignore_eos;
     j.top_logprobs = r->logprobs ? r->top_logprobs : -1;
+    j.post_sampling_probs = r->post_sampling_probs;
     j.grammar = r->grammar;
     j.grammar_triggers = r->grammar_triggers;
     j.spec = r->spec;
@@ -153,10 +154,32 @@ ServerState::Accepted ServerState::accept(const json& body, httplib::Response& r
 
 void ServerState::reply_when_done(httplib::Response& res, std::shared_ptr<EventChannel> ch, Clock::time_point t0,
                                   std::function<std::string(std::vector<JobEvent>& events)> body) {
+  // Most replies are ready within the grace period: sent whole, with their real status.
+  auto early = std::make_shared<std::vector<JobEvent>>();
+  const auto grace_end = Clock::now() + kHeaderGrace;
+  bool failed = false;
+  for (JobEvent ev;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(grace_end - Clock::now());
+    if (left.count() <= 0) break;
+    const auto pr = ch->pop(ev, left);
+    if (pr == EventChannel::kClosed) {
+      const std::string reply = body(*early);
+      res.status = failed ? 500 : 200;
+      res.set_content(reply, "application/json");
+      metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+      return;
+    }
+    if (pr != EventChannel::kEvent) continue;
+    if (ev.kind == JobEvent::kError) {
+      failed = true;
+      ch->cancel();  // the reply is that error: the other jobs stop
+    }
+    early->push_back(std::move(ev));
+  }
   res.set_chunked_content_provider(
       "application/json",
-      [this, ch, t0, body = std::move(body)](size_t, httplib::DataSink& sink) {
-        std::vector<JobEvent> events;
+      [this, ch, t0, early, body = std::move(body)](size_t, httplib::DataSink& sink) {
+        std::vector<JobEvent> events = std::move(*early);
         JobEvent ev;
         auto last_write = Clock::now();
         for (;;) {

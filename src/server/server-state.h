@@ -86,12 +86,15 @@ struct ServerState {
   // parse_completion_request + submit.
   Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
   Accepted accept(const json& body, httplib::Response& res, bool chat, bool one_choice);  // a parsed body
-  // A non-streamed reply to jobs on `ch`: the body goes out chunked, with a space (JSON
-  // whitespace, ignored by every parser) written every 200 ms while they run, so a client that
-  // went away makes that write fail, which cancels them and frees their slots (cpp-httplib 0.11
-  // has no other way to see a closed connection). An error event cancels the request's other
-  // jobs. Once every job has ended, body(events) makes the reply from all their events in order
-  // (error events included).
+  // A non-streamed reply to jobs on `ch`. Jobs that end within kHeaderGrace get a plain reply
+  // with its own status (500 when an error event came). Past that the status line (200) goes
+  // out and the body follows chunked, with a space (JSON whitespace, ignored by every parser)
+  // written every 200 ms while they run, so a client that went away makes that write fail,
+  // which cancels them and frees their slots (cpp-httplib 0.11 has no other way to see a
+  // closed connection); an error then arrives as the body of that 200. An error event cancels
+  // the request's other jobs. Once every job has ended, body(events) makes the reply from all
+  // their events in order (error events included).
+  static constexpr std::chrono::milliseconds kHeaderGrace{1000};
   void reply_when_done(httplib::Response& res, std::shared_ptr<EventChannel> ch, Clock::time_point t0,
                        std::function<std::string(std::vector<JobEvent>& events)> body);
   // The last bytes of a reply; the request's latency is recorded.

@@ -3,8 +3,10 @@
 transformers configures it, /completion's fields, /props and /slots, the context-size error,
 /metrics under llama-server's names, CORS and the API-key headers, llama-server's flags."""
 import json
+import math
 import os
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -127,6 +129,21 @@ def test_completion_fields(srv):
     for p in probs:  # greedy (--temp 0): the chosen token is the most likely one
         assert len(p["top_logprobs"]) == 3 and p["top_logprobs"][0]["id"] == p["id"]
         assert p["logprob"] <= 0 and p["top_logprobs"][0]["logprob"] >= p["top_logprobs"][1]["logprob"]
+    # post_sampling_probs: the distribution after the sampler's chain, i.e. the model's top 3
+    # renormalised (top_k 3, temperature 1), the chosen token among them.
+    chain = {"prompt": "The capital of France is", "n_predict": 4, "n_probs": 5, "temperature": 1.0, "top_k": 3,
+             "top_p": 1.0, "min_p": 0.0, "seed": 7}
+    st, raw, _ = call(srv.url, "/completion", chain)
+    st, post, _ = call(srv.url, "/completion", {**chain, "post_sampling_probs": True})
+    assert st == 200 and post["content"] == raw["content"], post
+    for a, b in zip(raw["completion_probabilities"], post["completion_probabilities"]):
+        assert "logprob" not in b and len(b["top_probs"]) == 3 and b["id"] in [t["id"] for t in b["top_probs"]]
+        top3 = a["top_logprobs"][:3]
+        z = sum(math.exp(t["logprob"]) for t in top3)
+        assert [t["id"] for t in b["top_probs"]] == [t["id"] for t in top3]
+        for t, u in zip(top3, b["top_probs"]):
+            assert abs(math.exp(t["logprob"]) / z - u["prob"]) < 2e-3, (t, u)
+        assert b["prob"] == next(t["prob"] for t in b["top_probs"] if t["id"] == b["id"])
     # The same prompt again reuses the slot's cache; a stop string ends it as "word".
     st, again, _ = call(srv.url, "/completion", {"prompt": "The capital of France is", "n_predict": 8, "id_slot": r["id_slot"]})
     assert again["content"] == r["content"] and again["timings"]["cache_n"] > 0
@@ -223,6 +240,30 @@ def test_context_size_error_has_both_shapes(srv):
         e = r["error"]
         assert e["type"] == "exceed_context_size_error" and e["code"] == "context_length_exceeded"
         assert e["n_ctx"] == 1024 and e["n_prompt_tokens"] > 1024
+
+
+def test_an_error_after_acceptance_has_its_own_status_and_a_hung_up_client_frees_its_slot(srv):
+    # Every token banned: the sampler fails on the first step, within the first second, so the
+    # reply is a 500 (not a 200 whose body is the error), on every endpoint.
+    ban = {"logit_bias": [[i, False] for i in range(49152)], "max_tokens": 4}
+    for path, body in [("/completion", {"prompt": "Hi"}), ("/v1/completions", {"prompt": "Hi"}),
+                       ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}]})]:
+        st, r, _ = call(srv.url, path, {**body, **ban})
+        assert st == 500 and "masked" in r["error"]["message"], (path, st, r)
+    # A client that gives up before the reply (llama-server's test_cancel_request): its slot is
+    # free again within about a second, not after the whole generation.
+    req = urllib.request.Request(srv.url + "/completion", data=json.dumps({"prompt": "Once upon a time", "n_predict": 4000,
+                                                                          "ignore_eos": True}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with pytest.raises(Exception):
+        urllib.request.urlopen(req, timeout=0.1)
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        st, slots, _ = call(srv.url, "/slots")
+        if not any(x["is_processing"] for x in slots):
+            break
+        time.sleep(0.1)
+    assert not any(x["is_processing"] for x in slots), slots
 
 
 def test_metrics_need_the_flag_and_use_llama_names(srv):

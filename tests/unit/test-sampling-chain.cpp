@@ -362,6 +362,37 @@ TEST(sampling, describe_lists_active_stages) {
   EXPECT_EQ(make(p, 1000).describe(), "mirostat v2(tau 5, eta 0.1) -> draw(seed 42)");
 }
 
+// What llama-server's post_sampling_probs shows: the distribution after the filters, at the
+// draw's temperature, renormalised; greedy is the chosen token at 1.
+TEST(sampling, last_distribution_is_what_the_draw_saw) {
+  SamplerParams p = plain();
+  p.top_k = 3;
+  p.temp = 0.5f;
+  Sampler s = make(p, 5);
+  EXPECT_TRUE(s.last_distribution(10).empty());
+  const std::vector<float> logits = ln({0.1, 0.4, 0.05, 0.3, 0.15});
+  ASSERT_TRUE(s.sample(logits).has_value());
+  const auto d = s.last_distribution(10);
+  ASSERT_EQ(d.size(), 3u);  // top-k 3: ids 1, 3, 4
+  // At temperature 0.5 the weights are p^2: 0.16, 0.09, 0.0225 of 0.2725.
+  EXPECT_EQ(d[0].first, 1);
+  EXPECT_NEAR(d[0].second, 0.16 / 0.2725, 1e-6);
+  EXPECT_EQ(d[1].first, 3);
+  EXPECT_NEAR(d[1].second, 0.09 / 0.2725, 1e-6);
+  EXPECT_EQ(d[2].first, 4);
+  EXPECT_NEAR(d[2].second, 0.0225 / 0.2725, 1e-6);
+  EXPECT_EQ(s.last_distribution(2).size(), 2u);
+
+  SamplerParams g = plain();
+  g.temp = 0.0f;
+  Sampler greedy = make(g, 5);
+  ASSERT_EQ(*greedy.sample(logits), 1);
+  const auto one = greedy.last_distribution(10);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].first, 1);
+  EXPECT_EQ(one[0].second, 1.0f);
+}
+
 TEST(sampling, checkpoint_restore_replays) {
   SamplerParams p;
   p.seed = 5;
