@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The threaded parts under sanitizers: builds the asan (ASan + UBSan) and tsan presets (only the
 # targets needed) and runs the thread-pool stress test, the engine test and the server's chaos,
-# lifecycle and speculative-decoding tests on each, and the download and command-line tests
+# lifecycle, speculative-decoding and between-steps (embeddings, slot files) tests on each, and the download and command-line tests
 # (tests/hub, tests/e2e/test_cli_compat.py) under ASan. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
 # the process exit 66, and every server test checks the exit code after SIGTERM and each CLI
 # run's. Ends with "N passed, N failed". MINFER_SANITIZERS=asan or tsan picks one.
@@ -44,6 +44,12 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   # at once, streams (the Release run covers the rest of test_speculative.py).
   run "$preset.speculative" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
     python3 -m pytest -q -p no:cacheprovider tests/server/test_speculative.py -k "concurrent or streaming"
+  # Work the engine does between generation steps for other threads: embedding chunks beside
+  # streams, slot files saved and restored while other slots generate, replies handed from the
+  # grace period to the keep-alive writer, a client that hangs up.
+  run "$preset.server-steps" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
+    python3 -m pytest -q -p no:cacheprovider tests/server/test_embeddings.py tests/server/test_slot_files.py \
+      tests/server/test_llama_api.py -k "beside_completions or many_inputs or across_slots or busy_slot or after_acceptance"
   # The downloaders parse what servers send (headers, JSON, manifests): ASan + UBSan only
   # (single-threaded, nothing for TSan to see).
   if [ "$preset" = asan ]; then
