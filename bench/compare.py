@@ -15,8 +15,13 @@ the read-bandwidth ceiling measured by minfer-membw with the same thread count. 
 gives each engine's resident memory (VmRSS right after the tg test, i.e. while decoding, and
 the process peak VmHWM) against the model file + minfer's KV cache for the same context.
 
-  python3 bench/compare.py [--build build] [-t 2] [-p 512] [-n 128] [--rounds 5]
-      [--models qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0 ...] [--json out.json]
+With -d (llama-bench's depth, a list: -d 0,4096,16384) every test also runs with that many
+tokens already in the KV cache, llama.cpp with flash attention on (its fastest CPU setting), and
+the decode bandwidth counts the KV cache bytes a step reads (K and V of every layer up to the
+depth) beside the weights. --kv-type picks the cache type of both engines.
+
+  python3 bench/compare.py [--build build] [-t 2] [-p 512] [-n 128] [-d 0] [--kv-type f16]
+      [--rounds 5] [--models qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0 ...] [--json out.json]
 """
 import argparse
 import json
@@ -99,6 +104,29 @@ def weight_bytes_per_token(path):
     return int(total)
 
 
+KV_BYTES_PER_VALUE = {"f32": 4.0, "f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+
+
+def kv_bytes_per_position(path, kv_type):
+    """Bytes of K and V one cached position holds over all layers (sliding-window layers
+    count too: at the depths measured here a window of n_swa reads min(depth, n_swa) rows,
+    which this ignores, so it is an upper bound for such models)."""
+    import gguf
+    r = gguf.GGUFReader(path)
+    arch = r.fields["general.architecture"].contents()
+    get = lambda k, d=None: r.fields[f"{arch}.{k}"].contents() if f"{arch}.{k}" in r.fields else d
+    n_layer, n_head = get("block_count"), get("attention.head_count")
+    n_kv = get("attention.head_count_kv", n_head)
+    k_len = get("attention.key_length", get("embedding_length") // n_head)
+    v_len = get("attention.value_length", k_len)
+    return n_layer * n_kv * (k_len + v_len) * KV_BYTES_PER_VALUE[kv_type]
+
+
+def test_name(r):
+    t = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+    return t + (f" @ d{r['n_depth']}" if r.get("n_depth") else "")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -107,12 +135,15 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-d", default="0", help="depths: tokens in the cache before each test (comma-separated)")
+    ap.add_argument("--kv-type", default="f16", choices=sorted(KV_BYTES_PER_VALUE))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
     minfer = os.path.join(a.build, "bin/minfer")
     oracle = os.path.join(a.build, "tests/llama-oracle")
     models = ensure_models(a)
+    depths = [int(x) for x in a.d.split(",")]
     bw = run_json([os.path.join(a.build, "bin/minfer-membw"), "-t", str(a.threads)])
     ceiling = bw["best_gbps"]
     log(f"read-bandwidth ceiling {ceiling:.1f} GB/s ({a.threads} threads)")
@@ -121,30 +152,40 @@ def main():
     memory = {}   # (label, engine, "rss"|"peak"|"budget") -> [bytes], after the tg test
     for rnd in range(a.rounds):
         for label, path in models:
-            for engine, cmd in (("minfer", [minfer, "bench", path, "-o", "json"]), ("llama.cpp", [oracle, "bench", path])):
-                res = run_json(cmd + ["-p", str(a.p), "-n", str(a.n), "-r", "1", "-t", str(a.threads)])
-                for r in res:
-                    test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
-                    samples.setdefault((label, engine, test), []).extend(r["samples_ts"])
-                    if r["n_gen"] and "rss_bytes" in r:
-                        memory.setdefault((label, engine, "rss"), []).append(r["rss_bytes"])
-                        memory.setdefault((label, engine, "peak"), []).append(r["peak_rss_bytes"])
-                        if "kv_bytes" in r:
-                            memory.setdefault((label, "", "budget"), []).append(r["model_file_bytes"] + r["kv_bytes"])
+            for depth in depths:
+                for engine, cmd in (("minfer", [minfer, "bench", path, "-o", "json", "--kv-type", a.kv_type]),
+                                    ("llama.cpp", [oracle, "bench", path, "--kv-type", a.kv_type, "--flash-attn", "on"])):
+                    res = run_json(cmd + ["-p", str(a.p), "-n", str(a.n), "-d", str(depth), "-r", "1", "-t", str(a.threads)])
+                    for r in res:
+                        r.setdefault("n_depth", depth)
+                        samples.setdefault((label, engine, test_name(r)), []).extend(r["samples_ts"])
+                        if r["n_gen"] and "rss_bytes" in r and depth == depths[0]:
+                            memory.setdefault((label, engine, "rss"), []).append(r["rss_bytes"])
+                            memory.setdefault((label, engine, "peak"), []).append(r["peak_rss_bytes"])
+                            if "kv_bytes" in r:
+                                memory.setdefault((label, "", "budget"), []).append(r["model_file_bytes"] + r["kv_bytes"])
         log(f"round {rnd + 1}/{a.rounds} done")
 
     rows = []
     for label, path in models:
         wb = weight_bytes_per_token(path)
-        for test in (f"pp{a.p}", f"tg{a.n}"):
-            m = statistics.median(samples[(label, "minfer", test)])
-            l = statistics.median(samples[(label, "llama.cpp", test)])
-            row = {"model": label, "test": test, "minfer_ts": m, "llama_ts": l, "ratio": m / l}
-            if test.startswith("tg"):
-                row["minfer_bw_frac"] = wb * m / 1e9 / ceiling
-                row["llama_bw_frac"] = wb * l / 1e9 / ceiling
-            rows.append(row)
-    print(f"\nminfer vs llama.cpp, {a.threads} threads, medians of {a.rounds} interleaved rounds; "
+        kvb = kv_bytes_per_position(path, a.kv_type)
+        for depth in depths:
+            for kind, n in (("pp", a.p), ("tg", a.n)):
+                if n == 0:
+                    continue
+                test = test_name({"n_prompt": n if kind == "pp" else 0, "n_gen": n if kind == "tg" else 0, "n_depth": depth})
+                m = statistics.median(samples[(label, "minfer", test)])
+                l = statistics.median(samples[(label, "llama.cpp", test)])
+                row = {"model": label, "test": test, "n_depth": depth, "kv_type": a.kv_type, "minfer_ts": m,
+                       "llama_ts": l, "ratio": m / l}
+                if kind == "tg":  # a step reads the weights and the cache so far (on average depth + n/2 rows)
+                    step = wb + kvb * (depth + n / 2)
+                    row["bytes_per_token"] = step
+                    row["minfer_bw_frac"] = step * m / 1e9 / ceiling
+                    row["llama_bw_frac"] = step * l / 1e9 / ceiling
+                rows.append(row)
+    print(f"\nminfer vs llama.cpp, {a.threads} threads, KV cache {a.kv_type}, medians of {a.rounds} interleaved rounds; "
           f"read-bandwidth ceiling {ceiling:.1f} GB/s\n")
     print("| model | test | minfer t/s | llama.cpp t/s | ratio | decode bandwidth (minfer / llama.cpp) |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
@@ -173,7 +214,7 @@ def main():
             print(f"| {r['model']} | {r['budget'] / mib:.1f} | " + " | ".join(cells) + " |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"threads": a.threads, "ceiling_gbps": ceiling, "rows": rows, "memory": mem_rows,
+            json.dump({"threads": a.threads, "kv_type": a.kv_type, "depths": depths, "ceiling_gbps": ceiling, "rows": rows, "memory": mem_rows,
                        "samples": {"|".join(k): v for k, v in samples.items()}, "time": time.time()}, f, indent=1)
 
 

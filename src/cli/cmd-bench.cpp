@@ -1,12 +1,17 @@
-// `minfer bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512] [-o md|json]`, like llama-bench.
+// `minfer bench MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [-b 512] [-o md|json]`, like
+// llama-bench.
 //
-// Two kinds of test, each repeated -r times after one warm-up run, every repetition from an
-// empty KV cache with random token ids (fixed seed; a BOS first when the vocabulary adds one):
+// Two kinds of test, each repeated -r times after one warm-up run, with random token ids (fixed
+// seed; a BOS first when the vocabulary adds one):
 //   ppN  one prompt of N tokens in batches of -b (logits of the last token only): N / seconds
 //   tgN  N single-token decode steps:                                              N / seconds
-// -p and -n take comma-separated lists ("-p 128,512"); 0 skips the kind. Output: a markdown
-// table ("t/s" = mean ± sample standard deviation), or with -o json an array of objects with
-// n_prompt, n_gen, n_threads, n_batch, avg_ts, stddev_ts, samples_ts, model fields, and memory:
+// Every repetition starts from a cache holding exactly the depth's tokens (-d; 0: empty): the
+// depth is prefilled once, untimed, and each repetition cuts the cache back to it (or prefills
+// it again where a sliding-window ring no longer holds it). -p, -n and -d take comma-separated
+// lists ("-p 128,512 -d 0,4096"); 0 in -p or -n skips the kind. Output: a markdown table
+// ("pp512 @ d4096"; "t/s" = mean ± sample standard deviation), or with -o json an array of
+// objects with n_prompt, n_gen, n_depth, n_threads, n_batch, avg_ts, stddev_ts, samples_ts,
+// model fields, and memory:
 // rss_bytes (resident right after that test), peak_rss_bytes, model_file_bytes, kv_bytes. The
 // table ends with a resident-memory line (after the last test, peak) against file + KV cache.
 #include <CLI/CLI.hpp>
@@ -48,7 +53,7 @@ Expected<std::vector<int>> parse_list(const std::string& flag, const std::string
 }
 
 struct TestResult {
-  int n_prompt = 0, n_gen = 0;
+  int n_prompt = 0, n_gen = 0, n_depth = 0;
   std::vector<double> samples;  // tokens per second, one per repetition
   ProcessMemory mem;            // resident memory right after the test (peak: since start)
   double mean() const {
@@ -74,12 +79,13 @@ std::string human_params(uint64_t n) {
 
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Prompt-processing and generation speed (like llama-bench)", "minfer bench"};
-  std::string model, p_list = "512", n_list = "128", out = "md";
+  std::string model, p_list = "512", n_list = "128", d_list = "0", out = "md";
   ContextOptions co;
   int reps = 3;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
   app.add_option("-p,--n-prompt", p_list, "prompt lengths (comma-separated; 0 = none)")->capture_default_str();
   app.add_option("-n,--n-gen", n_list, "generation lengths (comma-separated; 0 = none)")->capture_default_str();
+  app.add_option("-d,--n-depth", d_list, "tokens already in the cache before each test (comma-separated)")->capture_default_str();
   app.add_option("-r,--repetitions", reps, "repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
   add_threads(app, co.n_threads);
   add_batch_size(app, co.n_batch);
@@ -95,6 +101,8 @@ int cmd_bench(int argc, char** argv) {
   if (!pp) return fail("bench", pp.error().message);
   auto tg = parse_list("-n", n_list);
   if (!tg) return fail("bench", tg.error().message);
+  auto depths = parse_list("-d", d_list);
+  if (!depths) return fail("bench", depths.error().message);
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   auto m = Model::load(path);
@@ -105,6 +113,9 @@ int cmd_bench(int argc, char** argv) {
   int max_len = 1;
   for (int x : *pp) max_len = std::max(max_len, x);
   for (int x : *tg) max_len = std::max(max_len, x);
+  int max_depth = 0;
+  for (int x : *depths) max_depth = std::max(max_depth, x);
+  max_len += max_depth;
   SessionParams sp;
   sp.n_ctx = max_len;
   sp.n_batch = co.n_batch;
@@ -119,24 +130,42 @@ int cmd_bench(int argc, char** argv) {
 
   std::mt19937 rng(1234);
   const int n_vocab = session.n_vocab();
-  auto random_tokens = [&](int n) {
+  // n random ids, a BOS first when they open the sequence (depth 0) and the vocabulary adds one.
+  auto random_tokens = [&](std::mt19937& gen, int n, int depth) {
     std::vector<int32_t> t(static_cast<size_t>(n));
-    for (int32_t& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
-    if (tok->add_bos() && tok->bos_id() >= 0 && n > 0) t[0] = tok->bos_id();
+    for (int32_t& x : t) x = static_cast<int32_t>(gen() % static_cast<uint32_t>(n_vocab));
+    if (depth == 0 && tok->add_bos() && tok->bos_id() >= 0 && n > 0) t[0] = tok->bos_id();
     return t;
   };
   using Clock = std::chrono::steady_clock;
-  auto run_pp = [&](int n) -> Expected<double> {
+  // The cache holding exactly `depth` tokens: cut back to it when it holds them, else prefilled
+  // (untimed) with the depth's own random tokens, the same for every test at that depth.
+  int filled_depth = -1;
+  auto to_depth = [&](int depth) -> Status {
+    if (depth == 0) {
+      session.clear();
+      return Status::ok();
+    }
+    if (filled_depth == depth && session.n_past() >= depth && session.can_keep(depth)) return session.truncate(depth);
     session.clear();
-    const auto ids = random_tokens(n);
+    filled_depth = -1;
+    std::mt19937 drng(static_cast<uint32_t>(depth));
+    auto r = session.decode(random_tokens(drng, depth, 0), 1);
+    if (!r) return r.error();
+    filled_depth = depth;
+    return Status::ok();
+  };
+  auto run_pp = [&](int n, int depth) -> Expected<double> {
+    MINFER_TRY(to_depth(depth));
+    const auto ids = random_tokens(rng, n, depth);
     const auto t0 = Clock::now();
     auto r = session.decode(ids, 1);
     if (!r) return r.error();
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
-  auto run_tg = [&](int n) -> Expected<double> {
-    session.clear();
-    auto ids = random_tokens(n);
+  auto run_tg = [&](int n, int depth) -> Expected<double> {
+    MINFER_TRY(to_depth(depth));
+    const auto ids = random_tokens(rng, n, depth);
     const auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
       auto r = session.decode({&ids[static_cast<size_t>(i)], 1}, 1);
@@ -146,15 +175,16 @@ int cmd_bench(int argc, char** argv) {
   };
 
   // Warm-up (pages the weights in, builds the graphs).
-  if (auto w = run_pp(std::min(max_len, 32)); !w) return fail("bench", w.error().message);
-  if (auto w = run_tg(1); !w) return fail("bench", w.error().message);
+  if (auto w = run_pp(std::min(max_len, 32), 0); !w) return fail("bench", w.error().message);
+  if (auto w = run_tg(1, 0); !w) return fail("bench", w.error().message);
 
   std::vector<TestResult> results;
-  auto measure = [&](bool prompt, int n) -> Status {
+  auto measure = [&](bool prompt, int n, int depth) -> Status {
     TestResult r;
     (prompt ? r.n_prompt : r.n_gen) = n;
+    r.n_depth = depth;
     for (int i = 0; i < reps; ++i) {
-      auto sec = prompt ? run_pp(n) : run_tg(n);
+      auto sec = prompt ? run_pp(n, depth) : run_tg(n, depth);
       if (!sec) return sec.error();
       r.samples.push_back(n / *sec);
     }
@@ -162,12 +192,14 @@ int cmd_bench(int argc, char** argv) {
     results.push_back(std::move(r));
     return Status::ok();
   };
-  for (int n : *pp)
-    if (n > 0)
-      if (Status st = measure(true, n); !st) return fail("bench", st.error().message);
-  for (int n : *tg)
-    if (n > 0)
-      if (Status st = measure(false, n); !st) return fail("bench", st.error().message);
+  for (int depth : *depths) {  // llama-bench's order: every test at one depth, then the next depth
+    for (int n : *pp)
+      if (n > 0)
+        if (Status st = measure(true, n, depth); !st) return fail("bench", st.error().message);
+    for (int n : *tg)
+      if (n > 0)
+        if (Status st = measure(false, n, depth); !st) return fail("bench", st.error().message);
+  }
 
   const GgufFile& f = (*m)->file();
   uint64_t n_params = 0, size = 0;
@@ -185,7 +217,7 @@ int cmd_bench(int argc, char** argv) {
     for (const TestResult& r : results) {
       arr.push_back({{"model_filename", path}, {"model_type", model_type}, {"model_size", size},
                      {"model_n_params", n_params}, {"backend", "CPU"}, {"n_threads", session.n_threads()},
-                     {"n_batch", session.n_batch()}, {"type_kv", co.kv.name()}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
+                     {"n_batch", session.n_batch()}, {"type_kv", co.kv.name()}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_depth", r.n_depth},
                      {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()}, {"samples_ts", r.samples},
                      {"model_file_bytes", f.total_file_size()}, {"kv_bytes", session.kv_bytes()},
                      {"rss_bytes", r.mem.rss}, {"peak_rss_bytes", r.mem.peak_rss}});
@@ -196,7 +228,8 @@ int cmd_bench(int argc, char** argv) {
   std::printf("| model | size | params | backend | threads | test | t/s |\n");
   std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   for (const TestResult& r : results) {
-    const std::string test = r.n_prompt > 0 ? fmt::format("pp{}", r.n_prompt) : fmt::format("tg{}", r.n_gen);
+    std::string test = r.n_prompt > 0 ? fmt::format("pp{}", r.n_prompt) : fmt::format("tg{}", r.n_gen);
+    if (r.n_depth > 0) test += fmt::format(" @ d{}", r.n_depth);
     std::printf("| %s | %.2f MiB | %s | CPU | %d | %s | %.2f ± %.2f |\n", model_type.c_str(),
                 static_cast<double>(size) / (1024.0 * 1024.0), human_params(n_params).c_str(), session.n_threads(),
                 test.c_str(), r.mean(), r.stddev());

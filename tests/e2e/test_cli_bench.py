@@ -35,6 +35,20 @@ def test_json_has_one_object_per_test_with_consistent_statistics():
         assert r["n_threads"] == 2 and r["n_batch"] == 32 and r["backend"] == "CPU"
 
 
+def test_depth_runs_every_test_after_that_many_cached_tokens():
+    # llama-bench's -d: each depth in turn, every test at it; the context holds depth + test.
+    res = bench_json("-p", "8", "-n", "4", "-d", "0,200", "-r", "2")
+    assert [(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in res] == [(8, 0, 0), (0, 4, 0), (8, 0, 200), (0, 4, 200)]
+    one = bench_json("-p", "8", "-n", "4", "-r", "1")
+    assert res[0]["kv_bytes"] * 8 == one[0]["kv_bytes"] * 208
+    assert all(len(r["samples_ts"]) == 2 and min(r["samples_ts"]) > 0 for r in res)
+    md = run(MODEL, "-p", "8", "-n", "4", "-d", "64", "-r", "1", "-t", "2")
+    assert md.returncode == 0, md.stderr
+    assert "| pp8 @ d64 |" in md.stdout and "| tg4 @ d64 |" in md.stdout, md.stdout
+    bad = run(MODEL, "-d", "8192", "-p", "8", "-n", "0")  # SmolLM2 was trained on 8192 tokens
+    assert bad.returncode == 1 and "exceeds the model's context of 8192" in bad.stderr, bad.stderr
+
+
 def test_memory_fields_describe_this_process():
     res = bench_json("-p", "16", "-n", "4", "-r", "1")
     f16 = res[-1]

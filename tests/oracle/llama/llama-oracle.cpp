@@ -26,11 +26,13 @@
 //        -> every tensor llama.cpp computes for the prompt batch (and for N greedy decode steps
 //           after it), as DIR/<step>/<name>.f32 (float32, ggml's ne[0] fastest) plus
 //           DIR/<step>/index.json {name: {"type":..., "ne":[...]}}; for op-by-op comparisons.
-//   llama-oracle bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512]
-//        -> like llama-bench -o json: [{"n_prompt":..,"n_gen":..,"avg_ts":..,"stddev_ts":..,
-//           "rss_bytes":..,"peak_rss_bytes":..,"samples_ts":[..]}, ...] (resident memory right
-//           after the test, and the peak so far); pp = one prompt of random tokens (batches of -b),
-//           tg = single-token steps; each repetition from an empty cache after one warm-up
+//   llama-oracle bench MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [-b 512] [--kv-type T]
+//        [--flash-attn on|off]
+//        -> like llama-bench -o json: [{"n_prompt":..,"n_gen":..,"n_depth":..,"avg_ts":..,
+//           "stddev_ts":..,"rss_bytes":..,"peak_rss_bytes":..,"samples_ts":[..]}, ...] (resident
+//           memory right after the test, and the peak so far); pp = one prompt of random tokens
+//           (batches of -b), tg = single-token steps; each repetition after one warm-up, from a
+//           cache holding the -d depth tokens (prefilled once, untimed, then cut back to them)
 //   llama-oracle embed MODEL --tokens 1,2,3 --pooling last|mean|cls|none [-t N]
 //        -> {"n_embd":N,"embedding":[[...]]}: llama.cpp's embeddings of the prompt (one batch,
 //           a context with embeddings on): the pooled vector, or one row per token for none;
@@ -98,7 +100,7 @@ struct Args {
   bool timed = false;        // greedy --timed
   double temp = 0;           // greedy --temp (0: greedy)
   int seed = 42;             // greedy --seed
-  bool kv_f32 = false;  // --kv-type f32 (default f16)
+  ggml_type kv_type = GGML_TYPE_F16;  // --kv-type f16|f32|q8_0|q4_0 (K and V)
   int flash = -1;       // --flash-attn on|off (default: llama.cpp's auto)
   int n_chunks = 0;     // --chunks (0 = all)
   int threads = 0;  // 0 = the subcommand's default
@@ -107,6 +109,7 @@ struct Args {
   int n_prompt = 512;   // bench -p
   int reps = 3;         // bench -r
   int n_batch = 512;    // bench -b
+  int n_depth = 0;      // bench -d
   bool special = false;
   bool bos = false;
   std::string pooling = "last";  // embed --pooling
@@ -141,8 +144,11 @@ Args parse_args(int argc, char** argv, int first) {
     else if (s == "--seed") a.seed = parse_int(s, value(), 0, 0x7fffffff);
     else if (s == "--kv-type") {
       const std::string v = value();
-      if (v != "f16" && v != "f32") die("--kv-type: '" + v + "' is not f16 or f32");
-      a.kv_f32 = v == "f32";
+      if (v == "f16") a.kv_type = GGML_TYPE_F16;
+      else if (v == "f32") a.kv_type = GGML_TYPE_F32;
+      else if (v == "q8_0") a.kv_type = GGML_TYPE_Q8_0;
+      else if (v == "q4_0") a.kv_type = GGML_TYPE_Q4_0;
+      else die("--kv-type: '" + v + "' is not f16, f32, q8_0 or q4_0");
     } else if (s == "--flash-attn") {
       const std::string v = value();
       if (v != "on" && v != "off") die("--flash-attn: '" + v + "' is not on or off");
@@ -155,6 +161,7 @@ Args parse_args(int argc, char** argv, int first) {
     else if (s == "-p") a.n_prompt = parse_int(s, value(), 0, 1 << 20);
     else if (s == "-r") a.reps = parse_int(s, value(), 1, 1000);
     else if (s == "-b") a.n_batch = parse_int(s, value(), 1, 1 << 20);
+    else if (s == "-d") a.n_depth = parse_int(s, value(), 0, 1 << 24);
     else if (s == "--special") a.special = true;
     else if (s == "--pooling") a.pooling = value();
     else if (s == "--bos") a.bos = true;
@@ -249,10 +256,7 @@ void make_context(Session& s, const Args& a, int n_tokens, int n_ctx_needed, boo
   cp.n_threads = std::max(a.threads, 1);
   cp.n_threads_batch = cp.n_threads;
   cp.no_perf = true;
-  if (a.kv_f32) {
-    cp.type_k = GGML_TYPE_F32;
-    cp.type_v = GGML_TYPE_F32;
-  }
+  cp.type_k = cp.type_v = a.kv_type;
   if (a.flash >= 0) cp.flash_attn_type = a.flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   s.ctx = llama_init_from_model(s.model, cp);
   if (!s.ctx) die("failed to create a context of " + std::to_string(cp.n_ctx) + " tokens");
@@ -522,7 +526,7 @@ int cmd_dump(const Args& a) {
   cp.no_perf = true;
   cp.cb_eval = dump_tensor;
   cp.cb_eval_user_data = &st;
-  if (a.kv_f32) cp.type_k = cp.type_v = GGML_TYPE_F32;
+  cp.type_k = cp.type_v = a.kv_type;
   if (a.flash >= 0) cp.flash_attn_type = a.flash ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   s.ctx = llama_init_from_model(s.model, cp);
   if (!s.ctx) die("failed to create a context");
@@ -546,12 +550,13 @@ int cmd_dump(const Args& a) {
 }
 
 int cmd_bench(const Args& a) {
-  if (a.pos.size() != 1) die("usage: llama-oracle bench MODEL [-p 512] [-n 128] [-r 3] [-t N] [-b 512]");
-  const int n_pp = a.n_prompt, n_tg = a.n_predict < 0 ? 128 : a.n_predict, reps = a.reps;
+  if (a.pos.size() != 1) die("usage: llama-oracle bench MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [-b 512]");
+  const int n_pp = a.n_prompt, n_tg = a.n_predict < 0 ? 128 : a.n_predict, reps = a.reps, depth = a.n_depth;
   Session s;
   load_model(s, a.pos[0], false);
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(std::max({n_pp, n_tg, 16}));
+  cp.n_ctx = static_cast<uint32_t>(depth + std::max({n_pp, n_tg, 16}));
+  cp.type_k = cp.type_v = a.kv_type;
   cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(a.n_batch);
   cp.n_seq_max = 1;
   cp.n_threads = cp.n_threads_batch = a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -567,27 +572,48 @@ int cmd_bench(const Args& a) {
     return t;
   };
   using Clock = std::chrono::steady_clock;
-  auto run_pp = [&](int n) {
-    llama_memory_clear(llama_get_memory(s.ctx), true);
-    const auto ids = random_tokens(n);
-    const auto t0 = Clock::now();
-    for (int i = 0; i < n; i += a.n_batch) {
-      const int m = std::min(a.n_batch, n - i);
-      decode(s, std::vector<llama_token>(ids.begin() + i, ids.begin() + i + m), i, false);
+  // The cache holding exactly the depth's tokens: prefilled once, then cut back to them.
+  bool depth_filled = false;
+  auto prefill = [&](const std::vector<llama_token>& ids, int pos0) {
+    for (int i = 0; i < static_cast<int>(ids.size()); i += a.n_batch) {
+      const int m = std::min(a.n_batch, static_cast<int>(ids.size()) - i);
+      decode(s, std::vector<llama_token>(ids.begin() + i, ids.begin() + i + m), pos0 + i, false);
     }
-    llama_synchronize(s.ctx);
-    return std::chrono::duration<double>(Clock::now() - t0).count();
   };
-  auto run_tg = [&](int n) {
-    llama_memory_clear(llama_get_memory(s.ctx), true);
-    const auto ids = random_tokens(n);
+  auto to_depth = [&](bool timed_warmup) {
+    llama_memory_t mem = llama_get_memory(s.ctx);
+    if (depth == 0 || timed_warmup) {
+      llama_memory_clear(mem, true);
+      depth_filled = false;
+      return 0;
+    }
+    if (depth_filled && llama_memory_seq_rm(mem, 0, depth, -1)) return depth;
+    llama_memory_clear(mem, true);
+    prefill(random_tokens(depth), 0);
+    llama_synchronize(s.ctx);
+    depth_filled = true;
+    return depth;
+  };
+  auto run_pp = [&](int n, bool warmup = false) {
+    const int pos0 = to_depth(warmup);
+    auto ids = random_tokens(n);
+    if (pos0 > 0 && n > 0) ids[0] = std::rand() % s.n_vocab;  // no BOS in the middle
     const auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) decode(s, {ids[static_cast<size_t>(i)]}, i, false);
+    prefill(ids, pos0);
     llama_synchronize(s.ctx);
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
-  if (n_pp > 0) run_pp(std::min(n_pp, 32));
-  if (n_tg > 0) run_tg(1);
+  auto run_tg = [&](int n, bool warmup = false) {
+    const int pos0 = to_depth(warmup);
+    auto ids = random_tokens(n);
+    if (pos0 > 0 && n > 0) ids[0] = std::rand() % s.n_vocab;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) decode(s, {ids[static_cast<size_t>(i)]}, pos0 + i, false);
+    llama_synchronize(s.ctx);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  if (n_pp > 0) run_pp(std::min(n_pp, 32), true);
+  if (n_tg > 0) run_tg(1, true);
   std::string out = "[";
   auto report = [&](int np, int ng, const std::vector<double>& ts) {
     double mean = 0, var = 0;
@@ -598,9 +624,9 @@ int cmd_bench(const Args& a) {
     char buf[256];
     const minfer::ProcessMemory mem = minfer::process_memory();
     std::snprintf(buf, sizeof buf,
-                  "%s{\"n_prompt\":%d,\"n_gen\":%d,\"n_threads\":%d,\"avg_ts\":%.4f,\"stddev_ts\":%.4f,"
+                  "%s{\"n_prompt\":%d,\"n_gen\":%d,\"n_depth\":%d,\"n_threads\":%d,\"avg_ts\":%.4f,\"stddev_ts\":%.4f,"
                   "\"rss_bytes\":%zu,\"peak_rss_bytes\":%zu,\"samples_ts\":[",
-                  out.size() > 1 ? "," : "", np, ng, cp.n_threads, mean, sd, mem.rss, mem.peak_rss);
+                  out.size() > 1 ? "," : "", np, ng, depth, cp.n_threads, mean, sd, mem.rss, mem.peak_rss);
     out += buf;
     for (size_t i = 0; i < ts.size(); ++i) {
       if (i) out += ',';
