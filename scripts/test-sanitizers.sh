@@ -45,11 +45,12 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   run "$preset.speculative" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
     python3 -m pytest -q -p no:cacheprovider tests/server/test_speculative.py -k "concurrent or streaming"
   # Work the engine does between generation steps for other threads: embedding chunks beside
-  # streams, slot files saved and restored while other slots generate, replies handed from the
-  # grace period to the keep-alive writer, a client that hangs up.
+  # streams, slot files saved and restored while other slots generate, replies that outlast the
+  # 1 s grace period handed to the keep-alive writer (timing-bound checks, such as a hang-up
+  # freeing its slot within seconds, stay in the Release run).
   run "$preset.server-steps" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
     python3 -m pytest -q -p no:cacheprovider tests/server/test_embeddings.py tests/server/test_slot_files.py \
-      tests/server/test_llama_api.py -k "beside_completions or many_inputs or across_slots or busy_slot or after_acceptance"
+      -k "beside_completions or across_slots or busy_slot"
   # The downloaders parse what servers send (headers, JSON, manifests): ASan + UBSan only
   # (single-threaded, nothing for TSan to see).
   if [ "$preset" = asan ]; then
