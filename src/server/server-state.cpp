@@ -159,8 +159,14 @@ void ServerState::reply_when_done(httplib::Response& res, std::shared_ptr<EventC
   const auto grace_end = Clock::now() + kHeaderGrace;
   bool failed = false;
   for (JobEvent ev;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(grace_end - Clock::now());
-    if (left.count() <= 0) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(grace_end - Clock::now());
+    if (left.count() <= 0) {
+      // While draining the reply stays here to the end (the drain timeout bounds it): the
+      // listener is stopped, and cpp-httplib never calls a chunked provider after that (the
+      // client would get the status line and a cut body).
+      if (!draining) break;
+      left = std::chrono::milliseconds(200);
+    }
     const auto pr = ch->pop(ev, left);
     if (pr == EventChannel::kClosed) {
       const std::string reply = body(*early);

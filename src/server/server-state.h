@@ -86,8 +86,8 @@ struct ServerState {
   // parse_completion_request + submit.
   Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
   Accepted accept(const json& body, httplib::Response& res, bool chat, bool one_choice);  // a parsed body
-  // A non-streamed reply to jobs on `ch`. Jobs that end within kHeaderGrace get a plain reply
-  // with its own status (500 when an error event came). Past that the status line (200) goes
+  // A non-streamed reply to jobs on `ch`. Jobs that end within kHeaderGrace (or, once the
+  // server drains, at all) get a plain reply with its own status (500 when an error event came). Past that the status line (200) goes
   // out and the body follows chunked, with a space (JSON whitespace, ignored by every parser)
   // written every 200 ms while they run, so a client that went away makes that write fail,
   // which cancels them and frees their slots (cpp-httplib 0.11 has no other way to see a

@@ -10,6 +10,8 @@ import signal
 import threading
 import time
 
+import pytest
+
 from conftest import ServerProcess, metric
 
 
@@ -64,8 +66,11 @@ def test_sigterm_drain_timeout_ends_running_requests():
     assert any(b"shutting down" in e for e in ev[:-1]), ev[-3:]
 
 
-def test_sigterm_lets_short_requests_finish():
-    s = slow_server("--parallel", "1", "-c", "512", "-t", "1", "--drain-timeout", "30", delay_ms=50)
+# 10 steps of 50 ms end within the 1 s in which a plain reply is held back for its status; of
+# 200 ms they outlast it, and the reply must still come whole although the listener stopped.
+@pytest.mark.parametrize("delay_ms", [50, 200])
+def test_sigterm_lets_short_requests_finish(delay_ms):
+    s = slow_server("--parallel", "1", "-c", "512", "-t", "1", "--drain-timeout", "30", delay_ms=delay_ms)
     out = {}
 
     def run():
