@@ -30,26 +30,40 @@ class ServerProcess:
         model = model or MODEL
         assert os.path.exists(BIN), f"MINFER_BIN {BIN} does not exist"
         assert os.path.exists(model), f"model {model} does not exist (run scripts/setup.sh)"
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(f"/tmp/minfer-serve-{self.port}.log", "w+")
-        self.proc = subprocess.Popen([BIN, "serve", model, "--host", "127.0.0.1", "--port", str(self.port),
-                                      "--alias", "smollm2", *(["--metrics"] if metrics else []), *extra], stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            assert self.proc.poll() is None, f"server exited: {self.read_log()}"
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
-        raise AssertionError(f"server did not become healthy: {self.read_log()}")
+        # free_port() only finds a port that was free a moment ago: another test's server may
+        # take it first. Ours is the one that answers only once its own log says it listens; a
+        # server that could not bind is retried on another port.
+        for _attempt in range(3):
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            self.log = open(f"/tmp/minfer-serve-{self.port}.log", "w+")
+            self.proc = subprocess.Popen([BIN, "serve", model, "--host", "127.0.0.1", "--port", str(self.port),
+                                          "--alias", "smollm2", *(["--metrics"] if metrics else []), *extra],
+                                         stdout=self.log, stderr=subprocess.STDOUT)
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                if self.proc.poll() is not None:
+                    if "cannot listen on" in self.read_log():
+                        break  # the port was taken meanwhile: another one
+                    raise AssertionError(f"server exited: {self.read_log()}")
+                if f"listening on http://127.0.0.1:{self.port}" not in self.read_log():
+                    time.sleep(0.05)
+                    continue
+                try:
+                    with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                        if r.status == 200:
+                            return
+                except OSError:
+                    time.sleep(0.1)
+            else:
+                raise AssertionError(f"server did not become healthy: {self.read_log()}")
+        raise AssertionError(f"no free port in 3 attempts: {self.read_log()}")
 
     def read_log(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
+        # A file object of its own: seeking the one the server writes through would move the
+        # server's write offset too (they share it), and its next line would overwrite the start.
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
 
     def stop(self):
         """SIGTERM: in-flight requests finish, then exit code 0."""
