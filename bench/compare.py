@@ -174,7 +174,7 @@ def main():
             for kind, n in (("pp", a.p), ("tg", a.n)):
                 if n == 0:
                     continue
-                test = test_name({"n_prompt": n if kind == "pp" else 0, "n_gen": n if kind == "tg" else 0, "n_depth": depth})
+                test = f"{kind}{n}" + (f" @ d{depth}" if depth else "")
                 m = statistics.median(samples[(label, "minfer", test)])
                 l = statistics.median(samples[(label, "llama.cpp", test)])
                 row = {"model": label, "test": test, "n_depth": depth, "kv_type": a.kv_type, "minfer_ts": m,

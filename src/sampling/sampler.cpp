@@ -158,6 +158,14 @@ std::vector<std::pair<int32_t, float>> Sampler::last_distribution(size_t n) cons
   return out;
 }
 
+float Sampler::last_probability(int32_t id) const {
+  if (last_ == Drew::kNothing) return 0.0f;
+  if (last_ == Drew::kGreedy) return id == last_greedy_ ? 1.0f : 0.0f;
+  const auto it = std::lower_bound(cand_.ids.begin(), cand_.ids.end(), id);  // ids ascending
+  if (it == cand_.ids.end() || *it != id) return 0.0f;
+  return static_cast<float>(sampling::probabilities(cand_, last_temp_)[static_cast<size_t>(it - cand_.ids.begin())]);
+}
+
 std::string Sampler::describe() const {
   const SamplerParams& p = params_;
   std::string out;

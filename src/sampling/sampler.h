@@ -67,6 +67,8 @@ class Sampler {
   // 1); greedy: the chosen token at 1. Empty before the first sample(). llama-server's
   // post_sampling_probs.
   std::vector<std::pair<int32_t, float>> last_distribution(size_t n) const;
+  // The probability of `id` in that distribution (0 outside it, or before the first sample()).
+  float last_probability(int32_t id) const;
 
   // Empties the window, resets mu to 2 * tau and re-seeds the RNG with seed(): a reset sampler
   // repeats its first run.

@@ -13,6 +13,12 @@
 
 namespace minfer::server {
 
+json bytes_array(std::string_view s) {
+  json a = json::array();
+  for (unsigned char c : s) a.push_back(static_cast<int>(c));
+  return a;
+}
+
 json error_json(const ApiError& e) {
   json err = {{"message", e.message}, {"type", e.type}};
   err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
@@ -246,12 +252,6 @@ std::optional<ApiError> parse_output_grammar(const json& body, std::shared_ptr<c
 }
 
 std::string token_bytes_string(const Tokenizer& tok, int32_t id) { return std::string(tok.piece(id)); }
-
-json bytes_array(const std::string& s) {
-  json a = json::array();
-  for (unsigned char c : s) a.push_back(static_cast<int>(c));
-  return a;
-}
 
 }  // namespace
 
@@ -653,7 +653,6 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (auto e = parse_triggers(body, r.grammar_triggers)) return *e;
   if (!r.grammar_triggers.empty() && !r.grammar) return invalid_param("grammar_lazy", "'grammar_lazy' needs a 'grammar' (or 'json_schema') to start");
 
-  std::string text;
   bool add_bos = ctx.tok->add_bos();
   if (chat) {
     auto rc = render_chat_request(body, ctx, /*add_generation_prompt=*/true, r.grammar != nullptr);
@@ -664,9 +663,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
       r.grammar_triggers = std::move(c.triggers);
     }
     r.tools = std::move(c.tools);
-    text = std::move(c.text);
     r.prompt = std::move(c.tokens);
-    r.prompt_text = text;
+    r.prompt_text = std::move(c.text);
   } else {
     const json* p = field(body, "prompt");
     if (!p) return invalid_param("prompt", "'prompt' is required");

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct ApiError {
   json extra = json::object();                 // more fields of the error object (llama-server's n_ctx ...)
 };
 json error_json(const ApiError& e);  // {"error": {"message", "type", "param", "code"}}
+json bytes_array(std::string_view s);  // [byte, ...]: a token's bytes as llama-server and OpenAI give them
+// A 500 server_error: a failure after the request was accepted (the engine's error text).
+inline ApiError server_error(std::string message) { return {500, std::move(message), "server_error", "", ""}; }
 // A 400 invalid_request_error naming the offending field: invalid_param("top_p", "must be in [0, 1]").
 inline ApiError invalid_param(std::string param, std::string message) {
   ApiError e;

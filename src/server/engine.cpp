@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <future>
-#include <numeric>
 #include <optional>
 #include <span>
 
@@ -13,40 +12,9 @@
 #include "runtime/speculative.h"
 #include "runtime/step.h"
 #include "sampling/sampler.h"
+#include "server/token-logprobs.h"
 
 namespace minfer::server {
-
-void EventChannel::push(JobEvent ev) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (ev.kind == JobEvent::kDone || ev.kind == JobEvent::kError) --open_jobs_;
-    // A reader that fell behind: merge this text into the choice's last queued text event.
-    if (ev.kind == JobEvent::kText && q_.size() >= kMaxEvents) {
-      for (auto it = q_.rbegin(); it != q_.rend(); ++it) {
-        if (it->index != ev.index) continue;
-        if (it->kind == JobEvent::kText) {
-          it->text += ev.text;
-          it->logprobs.insert(it->logprobs.end(), std::make_move_iterator(ev.logprobs.begin()),
-                              std::make_move_iterator(ev.logprobs.end()));
-          it->tokens.insert(it->tokens.end(), ev.tokens.begin(), ev.tokens.end());
-          return;
-        }
-        break;
-      }
-    }
-    q_.push_back(std::move(ev));
-  }
-  cv_.notify_all();
-}
-
-EventChannel::PopResult EventChannel::pop(JobEvent& ev, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lk(mu_);
-  if (!cv_.wait_for(lk, timeout, [&] { return !q_.empty() || open_jobs_ <= 0; })) return kTimeout;
-  if (q_.empty()) return kClosed;
-  ev = std::move(q_.front());
-  q_.pop_front();
-  return kEvent;
-}
 
 namespace {
 
@@ -95,40 +63,6 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
   return n;
-}
-
-TokenLogprob logprob_of(std::span<const float> logits, int32_t id, int n_top) {
-  float mx = -INFINITY;
-  for (float v : logits) mx = std::max(mx, v);
-  double sum = 0;
-  for (float v : logits) sum += std::exp(static_cast<double>(v - mx));
-  const float lse = mx + static_cast<float>(std::log(sum));
-  TokenLogprob lp;
-  lp.id = id;
-  lp.logprob = logits[static_cast<size_t>(id)] - lse;
-  if (n_top > 0) {
-    std::vector<int32_t> idx(logits.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    const size_t k = std::min(idx.size(), static_cast<size_t>(n_top));
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
-                      [&](int32_t a, int32_t b) { return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)]; });
-    for (size_t i = 0; i < k; ++i) lp.top.emplace_back(idx[i], logits[static_cast<size_t>(idx[i])] - lse);
-  }
-  return lp;
-}
-
-// The same from the distribution the sampler drew `id` from (~0 for a token outside it, e.g. a
-// forced one): only tokens it could have drawn, as llama-server's post_sampling_probs.
-TokenLogprob post_sampling_logprob(const Sampler& sampler, int32_t id, int n_top) {
-  TokenLogprob lp;
-  lp.id = id;
-  lp.post_sampling = true;
-  lp.logprob = -9999.0f;  // OpenAI's value for "not among the candidates" (JSON has no -inf)
-  for (const auto& [t, p] : sampler.last_distribution(SIZE_MAX)) {
-    if (t == id) lp.logprob = std::log(p);
-    if (lp.top.size() < static_cast<size_t>(std::max(n_top, 0))) lp.top.emplace_back(t, std::log(p));
-  }
-  return lp;
 }
 
 const char* finish_reason(StopReason r) {

@@ -199,7 +199,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
       what = e.what();
     } catch (...) {
     }
-    s.reply_error(res, {500, what, "server_error", "", ""});
+    s.reply_error(res, server_error(what));
   });
   http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     s.metrics.count(req.path, res.status);

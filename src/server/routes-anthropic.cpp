@@ -60,7 +60,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
             text += ev.text;
             if (ev.kind == JobEvent::kDone) done = ev;
           }
-          if (!error.empty()) return dump(anthropic_error_json({500, error, "server_error", "", ""}));
+          if (!error.empty()) return dump(anthropic_error_json(server_error(error)));
           ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
           ReplyReader::Out o = reader.feed(text, true);
           json content = json::array();
@@ -126,28 +126,18 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
           }
           return w;
         };
-        std::string error;
-        JobEvent ev, done;
-        while (ok) {
-          const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
-          if (pr == EventChannel::kClosed) break;
-          if (pr == EventChannel::kTimeout) {
-            if (sink.is_writable && !sink.is_writable()) ok = false;
-            continue;
-          }
-          if (ev.kind == JobEvent::kError) {
-            error = ev.error;
-            continue;
-          }
-          ok = emit(reader.feed(ev.text, ev.kind == JobEvent::kDone));
-          if (ev.kind == JobEvent::kDone) done = ev;
-        }
         if (!ok) {
           ch->cancel();
           return false;
         }
-        if (!error.empty()) {
-          send(anthropic_error_json({500, error, "server_error", "", ""}));
+        JobEvent done;
+        const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
+          if (ev.kind == JobEvent::kDone) done = ev;
+          return emit(reader.feed(ev.text, ev.kind == JobEvent::kDone));
+        });
+        if (!error) return false;  // the client went away
+        if (!error->empty()) {
+          send(anthropic_error_json(server_error(*error)));
         } else {
           const bool called = reader.called();
           if (index < 0) start("text", {{"type", "text"}, {"text", ""}});  // an empty reply is one empty text block

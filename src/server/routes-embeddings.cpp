@@ -36,7 +36,7 @@ void embeddings(ServerState& s, const httplib::Request& req, httplib::Response& 
   s.reply_when_done(res, ch, t0, [&s, r, n](std::vector<JobEvent>& events) {
     std::vector<JobEvent::Embedding> out(static_cast<size_t>(n));
     for (JobEvent& ev : events) {
-      if (ev.kind == JobEvent::kError) return dump(error_json({500, ev.error, "server_error", "", ""}));
+      if (ev.kind == JobEvent::kError) return dump(error_json(server_error(ev.error)));
       if (ev.kind == JobEvent::kDone)
         for (JobEvent::Embedding& e : ev.embeddings) out[static_cast<size_t>(e.input)] = std::move(e);
     }

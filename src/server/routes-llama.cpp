@@ -18,16 +18,8 @@ namespace {
 
 // The longest prefix of s that ends on a whole UTF-8 character.
 std::string utf8_prefix(std::string s) {
-  size_t n = s.size();
-  while (n > 0 && !utf8_valid(std::string_view(s).substr(0, n))) --n;
-  s.resize(n);
+  s.resize(utf8_valid_len(s));
   return s;
-}
-
-json bytes_json(std::string_view s) {
-  json a = json::array();
-  for (unsigned char c : s) a.push_back(static_cast<int>(c));
-  return a;
 }
 
 // completion_probabilities: per generated token its id, text, bytes, logprob and alternatives;
@@ -41,9 +33,9 @@ json completion_probabilities(const Tokenizer& tok, const std::vector<TokenLogpr
     json top = json::array();
     for (const auto& [id, v] : lp.top) {
       const std::string t(tok.piece(id));
-      top.push_back({{"id", id}, {"token", utf8_prefix(t)}, {"bytes", bytes_json(t)}, {value, number(v)}});
+      top.push_back({{"id", id}, {"token", utf8_prefix(t)}, {"bytes", bytes_array(t)}, {value, number(v)}});
     }
-    out.push_back({{"id", lp.id}, {"token", utf8_prefix(piece)}, {"bytes", bytes_json(piece)}, {value, number(lp.logprob)},
+    out.push_back({{"id", lp.id}, {"token", utf8_prefix(piece)}, {"bytes", bytes_array(piece)}, {value, number(lp.logprob)},
                    {lp.post_sampling ? "top_probs" : "top_logprobs", top}});
   }
   return out;
@@ -121,6 +113,7 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
     std::vector<std::vector<TokenLogprob>> probs;
     std::vector<JobEvent> done;
     std::string error;
+    bool keep_probs = true;  // a stream sends each event's probabilities as they come
     explicit Choices(size_t n) : content(n), tokens(n), probs(n), done(n) {}
     void add(const JobEvent& ev) {
       if (ev.kind == JobEvent::kError) error = ev.error;
@@ -128,7 +121,7 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
       const size_t k = static_cast<size_t>(ev.index);
       content[k] += ev.text;
       tokens[k].insert(tokens[k].end(), ev.tokens.begin(), ev.tokens.end());
-      probs[k].insert(probs[k].end(), ev.logprobs.begin(), ev.logprobs.end());
+      if (keep_probs) probs[k].insert(probs[k].end(), ev.logprobs.begin(), ev.logprobs.end());
       if (ev.kind == JobEvent::kDone) done[k] = ev;
     }
   };
@@ -160,7 +153,7 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
     return s.reply_when_done(res, ch, t0, [n, final_object](std::vector<JobEvent>& events) {
       Choices c(n);
       for (const JobEvent& ev : events) c.add(ev);
-      if (!c.error.empty()) return dump(error_json({500, c.error, "server_error", "", ""}));
+      if (!c.error.empty()) return dump(error_json(server_error(c.error)));
       json all = json::array();
       for (size_t k = 0; k < n; ++k) all.push_back(final_object(c, k));
       return dump(n == 1 ? all[0] : all);
@@ -174,25 +167,14 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
           return sink.write(line.data(), line.size());
         };
         Choices c(n);
-        JobEvent ev;
-        for (;;) {
-          const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
-          if (pr == EventChannel::kClosed) break;
-          if (pr == EventChannel::kTimeout) {
-            if (sink.is_writable && !sink.is_writable()) {
-              ch->cancel();
-              return false;
-            }
-            continue;
-          }
+        c.keep_probs = false;
+        const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
           c.add(ev);
           bool ok = true;
           if (ev.kind == JobEvent::kProgress) {  // return_progress
             json p = {{"index", ev.index}, {"content", ""}, {"tokens", json::array()}, {"stop", false}};
             p.update(progress_json(ev));
             ok = send(p);
-          } else if (ev.kind == JobEvent::kError) {
-            continue;
           }
           // Text (a done event's last bytes too), then the done event's final object.
           if (ok && (ev.kind == JobEvent::kText || ev.kind == JobEvent::kDone) && (!ev.text.empty() || !ev.tokens.empty())) {
@@ -205,12 +187,10 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
             ok = send(t);
           }
           if (ok && ev.kind == JobEvent::kDone) ok = send(final_object(c, static_cast<size_t>(ev.index)));
-          if (!ok) {
-            ch->cancel();
-            return false;
-          }
-        }
-        const std::string reply = c.error.empty() ? std::string() : "data: " + dump(error_json({500, c.error, "server_error", "", ""})) + "\n\n";
+          return ok;
+        });
+        if (!error) return false;  // the client went away
+        const std::string reply = error->empty() ? std::string() : "data: " + dump(error_json(server_error(*error))) + "\n\n";
         return s.finish_body(sink, reply, t0);
       },
       [ch](bool success) {
@@ -258,7 +238,7 @@ void tokenize(ServerState& s, const httplib::Request& req, httplib::Response& re
         continue;
       }
       const std::string piece(s.tok->piece(id, /*render_special=*/true));
-      out.push_back({{"id", id}, {"piece", utf8_valid(piece) ? json(piece) : bytes_json(piece)}});
+      out.push_back({{"id", id}, {"piece", utf8_valid(piece) ? json(piece) : bytes_array(piece)}});
     }
   }
   s.reply_json(res, {{"tokens", out}});

@@ -72,25 +72,16 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
         if (chat)
           for (int i = 0; i < r->n; ++i)
             readers.push_back(make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get()));
-        std::string error;
-        JobEvent ev;
-        while (ok) {
-          const auto pr = ch->pop(ev, std::chrono::milliseconds(200));
-          if (pr == EventChannel::kClosed) break;
-          if (pr == EventChannel::kTimeout) {
-            if (sink.is_writable && !sink.is_writable()) ok = false;
-            continue;
-          }
-          if (ev.kind == JobEvent::kError) {
-            error = ev.error;
-            continue;
-          }
+        if (!ok) {
+          ch->cancel();
+          return false;
+        }
+        const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
           if (ev.kind == JobEvent::kProgress) {  // return_progress: a chunk without choices
             json c = chunk_base(s, id, chat, created_t);
             c["choices"] = json::array();
             c.update(progress_json(ev));
-            ok = send(c);
-            continue;
+            return send(c);
           }
           current = &ev;
           json lp = nullptr;
@@ -121,14 +112,12 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
             last["timings"] = Timings::of(ev);
             ok = send(last);
           }
-        }
-        if (!ok) {  // the client went away: stop generating, free the slot
-          ch->cancel();
-          return false;
-        }
-        if (!error.empty()) {
-          json e = error_json({500, error, "server_error", "", ""});
-          send(e);
+          return ok;
+        });
+        current = nullptr;
+        if (!error) return false;  // the client went away: its jobs are cancelled, the slot is free
+        if (!error->empty()) {
+          send(error_json(server_error(*error)));
         } else if (r->include_usage) {
           json c = chunk_base(s, id, chat, created_t);
           c["choices"] = json::array();
@@ -179,7 +168,7 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
         }
         std::string reply;
         if (!error.empty()) {  // the status line is out already: the error object is the body
-          reply = dump(error_json({500, error, "server_error", "", ""}));
+          reply = dump(error_json(server_error(error)));
         } else {
           json choices = json::array();
           for (int i = 0; i < r->n_choices(); ++i) {

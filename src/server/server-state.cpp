@@ -14,14 +14,16 @@ std::string random_id(const char* prefix) {
   return s;
 }
 
+void Timings::set(const JobEvent& ev) {
+  prompt_n = ev.n_prompt - ev.n_cached;
+  cache_n = ev.n_cached;
+  predicted_n = ev.n_gen;
+  prompt_ms = ev.prompt_ms;
+  predicted_ms = ev.predicted_ms;
+}
+
 void Timings::add(const JobEvent& ev) {
-  if (ev.index == 0) {
-    prompt_n = ev.n_prompt - ev.n_cached;
-    cache_n = ev.n_cached;
-    predicted_n = ev.n_gen;
-    prompt_ms = ev.prompt_ms;
-    predicted_ms = ev.predicted_ms;
-  }
+  if (ev.index == 0) set(ev);
   draft_n += ev.n_draft;
   draft_n_accepted += ev.n_draft_accepted;
 }
@@ -207,6 +209,27 @@ void ServerState::reply_when_done(httplib::Response& res, std::shared_ptr<EventC
       [ch](bool success) {
         if (!success) ch->cancel();
       });
+}
+
+std::optional<std::string> ServerState::pump_events(EventChannel& ch, httplib::DataSink& sink,
+                                                    const std::function<bool(JobEvent& ev)>& on_event) {
+  std::string error;
+  JobEvent ev;
+  for (;;) {
+    const auto pr = ch.pop(ev, std::chrono::milliseconds(200));
+    if (pr == EventChannel::kClosed) return error;
+    bool ok = true;
+    if (pr == EventChannel::kTimeout)
+      ok = !sink.is_writable || sink.is_writable();
+    else if (ev.kind == JobEvent::kError)
+      error = ev.error;
+    else
+      ok = on_event(ev);
+    if (!ok) {
+      ch.cancel();
+      return std::nullopt;
+    }
+  }
 }
 
 bool ServerState::finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0) {

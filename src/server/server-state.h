@@ -39,15 +39,18 @@ struct Timings {
   int prompt_n = 0, cache_n = 0, predicted_n = 0;
   double prompt_ms = 0, predicted_ms = 0;
   int64_t draft_n = 0, draft_n_accepted = 0;
-  void add(const JobEvent& done);
+  void add(const JobEvent& done);  // the prompt and generation figures from choice 0's event
   json to_json() const;
-  static json of(const JobEvent& ev) {
+  static json of(const JobEvent& ev) {  // one event's own timings, whatever its choice
     Timings t;
-    JobEvent e0 = ev;
-    e0.index = 0;
-    t.add(e0);
+    t.set(ev);
+    t.draft_n = ev.n_draft;
+    t.draft_n_accepted = ev.n_draft_accepted;
     return t.to_json();
   }
+
+ private:
+  void set(const JobEvent& ev);  // the prompt and generation figures of ev
 };
 
 // A kProgress event as llama-server streams it: {"prompt_progress": {total, cache, processed,
@@ -97,6 +100,12 @@ struct ServerState {
   static constexpr std::chrono::milliseconds kHeaderGrace{1000};
   void reply_when_done(httplib::Response& res, std::shared_ptr<EventChannel> ch, Clock::time_point t0,
                        std::function<std::string(std::vector<JobEvent>& events)> body);
+  // The loop of every streamed reply: each event of `ch` until every job ended goes to
+  // on_event (which returns false when a write failed), except error events, whose text is
+  // kept. Returns that error text ("" for none), or nullopt when the client went away (a
+  // failed write, or the socket no longer writable): the jobs are then cancelled.
+  static std::optional<std::string> pump_events(EventChannel& ch, httplib::DataSink& sink,
+                                                const std::function<bool(JobEvent& ev)>& on_event);
   // The last bytes of a reply; the request's latency is recorded.
   bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0);
 };

@@ -5,33 +5,14 @@
 //   MINFER_BIN=... MINFER_SMOLLM2=... PLAYWRIGHT_NODE_MODULES=.deps/npm-playwright/node_modules \
 //   node tests/server/webui.test.mjs
 import {spawn} from 'node:child_process';
-import {createRequire} from 'node:module';
-import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
+import {browserChecks} from '../browser-checks.mjs';
 
-const require = createRequire(path.join(process.env.PLAYWRIGHT_NODE_MODULES, 'x.js'));
-const {chromium} = require('playwright-core');
 const MINFER = process.env.MINFER_BIN, MODEL = process.env.MINFER_SMOLLM2;
-const ART = process.env.MINFER_WEBUI_ARTIFACTS || fs.mkdtempSync(path.join(os.tmpdir(), 'webui-'));
-fs.mkdirSync(ART, {recursive: true});
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-
-let passed = 0;
-const results = [];
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    passed++;
-    results.push(`PASS ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push(`FAIL ${name}: ${e.stack || e}`);
-  }
-  console.log(results[results.length - 1]);
-}
+const checks = browserChecks('MINFER_WEBUI_ARTIFACTS', 'webui-');
+const ART = checks.art, check = checks.check;
 
 function freePort() {
   return new Promise((resolve) => {
@@ -65,7 +46,7 @@ async function apiReply(url, content, headers = {}) {
 }
 
 const server = await startServer();
-const browser = await chromium.launch({executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu']});
+const browser = await checks.launch();
 const page = await browser.newPage({viewport: {width: 1200, height: 800}});
 const pageErrors = [];
 page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -193,7 +174,5 @@ await check('no page errors', async () => assert.deepEqual(pageErrors, []));
 
 await browser.close();
 const code = await stopServer(server);
-results.push(code === 0 ? 'PASS server exited 0 after SIGTERM' : `FAIL server exit code ${code}`);
-if (code === 0) passed++;
-console.log(`${passed} passed, ${results.length - passed} failed`);
-process.exit(passed === results.length ? 0 : 1);
+checks.record(code === 0, code === 0 ? 'server exited 0 after SIGTERM' : `server exit code ${code}`);
+checks.finish('webui');

@@ -382,6 +382,8 @@ TEST(sampling, last_distribution_is_what_the_draw_saw) {
   EXPECT_EQ(d[2].first, 4);
   EXPECT_NEAR(d[2].second, 0.0225 / 0.2725, 1e-6);
   EXPECT_EQ(s.last_distribution(2).size(), 2u);
+  EXPECT_NEAR(s.last_probability(3), 0.09 / 0.2725, 1e-6);
+  EXPECT_EQ(s.last_probability(0), 0.0f);  // cut by top-k
 
   SamplerParams g = plain();
   g.temp = 0.0f;
@@ -391,6 +393,8 @@ TEST(sampling, last_distribution_is_what_the_draw_saw) {
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].first, 1);
   EXPECT_EQ(one[0].second, 1.0f);
+  EXPECT_EQ(greedy.last_probability(1), 1.0f);
+  EXPECT_EQ(greedy.last_probability(3), 0.0f);
 }
 
 TEST(sampling, checkpoint_restore_replays) {

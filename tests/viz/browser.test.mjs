@@ -4,32 +4,13 @@
 //   MINFER_BIN=... MINFER_SMOLLM2=... PLAYWRIGHT_NODE_MODULES=.deps/npm-playwright/node_modules \
 //   MINFER_VIZ_ARTIFACTS=build/viz-screenshots node tests/viz/browser.test.mjs
 import {spawn, spawnSync} from 'node:child_process';
-import {createRequire} from 'node:module';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
+import {browserChecks} from '../browser-checks.mjs';
 
-const require = createRequire(path.join(process.env.PLAYWRIGHT_NODE_MODULES, 'x.js'));
-const {chromium} = require('playwright-core');
 const MINFER = process.env.MINFER_BIN, MODEL = process.env.MINFER_SMOLLM2;
-const ART = process.env.MINFER_VIZ_ARTIFACTS || fs.mkdtempSync(path.join(os.tmpdir(), 'viz-'));
-fs.mkdirSync(ART, {recursive: true});
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-
-let passed = 0;
-const results = [];
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    passed++;
-    results.push(`PASS ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push(`FAIL ${name}: ${e.stack || e}`);
-  }
-  console.log(results[results.length - 1]);
-}
+const checks = browserChecks('MINFER_VIZ_ARTIFACTS', 'viz-');
+const ART = checks.art, check = checks.check;
 
 function startViz() {
   return new Promise((resolve, reject) => {
@@ -53,7 +34,7 @@ function cliReply(prompt, n) {
 const shape = (s) => '[' + s.filter((d, i) => i < 2 || d !== 1).join(', ') + ']';
 
 const {p: server, url} = await startViz();
-const browser = await chromium.launch({executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu']});
+const browser = await checks.launch();
 const page = await browser.newPage({viewport: {width: 1400, height: 900}});
 const pageErrors = [];
 page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -162,6 +143,4 @@ try {
   await browser.close();
   server.kill('SIGTERM');
 }
-const failed = results.filter((r) => r.startsWith('FAIL')).length;
-console.log(`viz browser: ${passed} passed, ${failed} failed; screenshots in ${ART}`);
-process.exit(failed ? 1 : 0);
+checks.finish('viz browser');
