@@ -1,12 +1,14 @@
 // Crash-safe file writes (atomic-file.h).
 #include "core/atomic-file.h"
 
+#include <atomic>
 #include <fmt/format.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -37,8 +39,11 @@ Status write_file_atomic(const std::string& link_path, const std::string& a, con
   }
   mode_t mode = 0644;
   if (struct stat st {}; ::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
-  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A name of this call's own: writers of the same path in other processes or threads (two
+  // requests saving one slot file) must not share a temporary file; O_EXCL makes sure.
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(getpid()), serial.fetch_add(1));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return make_error("cannot write '{}': {}", tmp, std::strerror(errno));
   ::fchmod(fd, mode);
   const bool ok = write_all(fd, a.data(), a.size()) && write_all(fd, b, nb) && write_all(fd, c.data(), c.size());
