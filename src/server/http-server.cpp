@@ -142,6 +142,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   http.set_keep_alive_max_count(10000);
 
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    s.in_flight++;  // until the logger, which runs once the reply is written
     // CORS, as llama-server: any origin by default (echoed, with credentials), "localhost" for
     // localhost origins only, or one origin; a preflight (OPTIONS) is answered here.
     const std::string origin = req.get_header_value("Origin");
@@ -202,6 +203,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     s.reply_error(res, server_error(what));
   });
   http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
+    s.in_flight--;
     s.metrics.count(req.path, res.status);
     // -v: one line per request (a streamed reply is logged when its headers go out).
     if (s.sp.verbose) std::fprintf(stderr, "[http] %s %s %d\n", req.method.c_str(), req.path.c_str(), res.status);
@@ -255,6 +257,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     http.stop();  // closes the listener; listen_after_bind() returns when every handler is done
     const auto deadline = Clock::now() + std::chrono::duration<double>(s.sp.drain_timeout_s);
     const auto force_exit_at = deadline + std::chrono::seconds(10);
+    const auto drained_check_at = Clock::now() + std::chrono::seconds(6);  // past the keep-alive timeout
     bool cancelled = false;
     while (!finished) {
       const int again = sigtimedwait(&sigs, nullptr, &poll);
@@ -267,6 +270,15 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
         std::fprintf(stderr, "[server] drain timeout: ending the requests still running\n");
         s.engine->cancel_all(fmt::format("the server is shutting down (drain timeout of {} s passed)", s.sp.drain_timeout_s));
         cancelled = true;
+      }
+      // Every reply written and the engine idle: what keeps listen_after_bind() waiting are
+      // connections that only wait for a next request (a client's pool; httplib reads a request
+      // line for up to --timeout s): nothing is lost by closing them now.
+      if (s.in_flight.load() == 0 && s.engine->wait_idle(std::chrono::milliseconds(0)) &&
+          Clock::now() > drained_check_at) {
+        std::fprintf(stderr, "[server] every request answered; closing idle connections\n[server] stopped\n");
+        std::fflush(stderr);
+        std::_Exit(0);
       }
       if (Clock::now() > force_exit_at) {  // a connection that never drains (a client not reading)
         std::fprintf(stderr, "[server] connections still open 10 s after the drain timeout: exiting\n");

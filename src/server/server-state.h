@@ -64,6 +64,9 @@ struct ServerState {
   std::unique_ptr<Engine> engine;
   ServerMetrics metrics;
   std::atomic<bool> draining{false};
+  // Requests between routing and their last byte (the logger runs after it): with none, the
+  // connections still open at shutdown only wait for a next request.
+  std::atomic<int> in_flight{0};
   std::string chat_template;               // --chat-template(-file), or the model's
   toolcall::TemplateTools template_tools;  // what that template does with tools (probed at start)
   int64_t created = 0;

@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import threading
 import time
 
@@ -156,3 +157,21 @@ def test_watchdog_reports_a_stuck_engine():
         assert health()[0] == 200  # idle again
     finally:
         assert s.stop() == 0
+
+
+def test_sigterm_with_a_connection_waiting_for_its_request_exits_0():
+    # A client that opened a connection and sent part of a request line (httplib waits up to
+    # --timeout s for the rest): once every request is answered and the engine is idle, SIGTERM
+    # closes it and exits 0 instead of waiting out the drain timeout and exiting 1.
+    s = ServerProcess("--parallel", "1", "-c", "512", "-t", "1", "--drain-timeout", "20")
+    _, r = chat(s.port, 4)
+    assert r.status == 200 and json.loads(r.read())["choices"]
+    idle = socket.create_connection(("127.0.0.1", s.port))
+    idle.sendall(b"GET /hea")
+    time.sleep(0.3)
+    t0 = time.time()
+    s.proc.send_signal(signal.SIGTERM)
+    rc = s.proc.wait(timeout=60)
+    idle.close()
+    assert rc == 0 and time.time() - t0 < 15, (rc, time.time() - t0, s.read_log()[-500:])
+    assert "closing idle connections" in s.read_log()
