@@ -225,14 +225,18 @@ int cmd_bench(int argc, char** argv) {
     std::printf("%s\n", arr.dump(2).c_str());
     return 0;
   }
-  std::printf("| model | size | params | backend | threads | test | t/s |\n");
-  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  // llama-bench's columns: type_k and type_v appear when the cache is not f16.
+  const std::string kv_name = co.kv.name();
+  const bool kv_cols = kv_name != "f16";
+  std::printf("| model | size | params | backend | threads |%s test | t/s |\n", kv_cols ? " type_k | type_v |" : "");
+  std::printf("| --- | ---: | ---: | --- | ---: |%s ---: | ---: |\n", kv_cols ? " ---: | ---: |" : "");
+  const std::string kv_cells = kv_cols ? fmt::format(" {} | {} |", kv_name, kv_name) : "";
   for (const TestResult& r : results) {
     std::string test = r.n_prompt > 0 ? fmt::format("pp{}", r.n_prompt) : fmt::format("tg{}", r.n_gen);
     if (r.n_depth > 0) test += fmt::format(" @ d{}", r.n_depth);
-    std::printf("| %s | %.2f MiB | %s | CPU | %d | %s | %.2f ± %.2f |\n", model_type.c_str(),
+    std::printf("| %s | %.2f MiB | %s | CPU | %d |%s %s | %.2f ± %.2f |\n", model_type.c_str(),
                 static_cast<double>(size) / (1024.0 * 1024.0), human_params(n_params).c_str(), session.n_threads(),
-                test.c_str(), r.mean(), r.stddev());
+                kv_cells.c_str(), test.c_str(), r.mean(), r.stddev());
   }
   if (!results.empty()) {
     const double mib = 1024.0 * 1024.0;

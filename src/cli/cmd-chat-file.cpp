@@ -16,6 +16,7 @@ Status write_session(const std::string& path, const std::string& model_name, con
                      const SessionHistory& history, const std::vector<int32_t>& tokens, const std::string& text) {
   MINFER_TRY(write_kv_file(path + ".kv", id, s.context(), 0, tokens, text));
   nlohmann::ordered_json j = {{"format", "minfer-chat-session"}, {"version", 1}, {"model", model_name},
+                              {"kv_type", kv_type_name(s.params().kv_type)},  // for the reader; FILE.kv's header decides
                               {"messages", history.messages}, {"n_archived", history.n_archived}};
   return write_file_atomic(path, j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }

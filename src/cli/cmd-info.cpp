@@ -148,13 +148,22 @@ int cmd_info(int argc, char** argv) {
     for (int64_t il = 0; il < hp->n_layer; ++il) n_swa_layers += hp->is_swa(il) ? 1 : 0;
   // The cache as a context allocates it (Context::kv_footprint); a model that does not run
   // here: every layer n_ctx rows of the file's head sizes.
-  Context::KvFootprint kvf;
-  if (hp) {
-    kvf = Context::kv_footprint(*hp, static_cast<int>(n_ctx), n_batch, kv_type == "f32" ? DType::F32 : DType::F16, swa_full);
-  } else {
-    kvf.layers_full = s.n_layer;
-    kvf.bytes_full = static_cast<size_t>(s.n_layer) * static_cast<size_t>(n_ctx) * static_cast<size_t>(s.n_head_kv) *
-                     static_cast<size_t>(s.head_dim_k + s.head_dim_v) * (kv_type == "f32" ? 4 : 2);
+  auto footprint = [&](DType t) {
+    Context::KvFootprint fp;
+    if (hp) return Context::kv_footprint(*hp, static_cast<int>(n_ctx), n_batch, t, swa_full);
+    fp.layers_full = s.n_layer;
+    fp.bytes_full = static_cast<size_t>(s.n_layer) * static_cast<size_t>(n_ctx) *
+                    (kv_row_bytes(t, s.n_head_kv * s.head_dim_k) + kv_row_bytes(t, s.n_head_kv * s.head_dim_v));
+    return fp;
+  };
+  const Context::KvFootprint kvf = footprint(*kv_dtype);
+  // What each cache type would take (llama.cpp's -ctk/-ctv choices that run here).
+  std::vector<std::pair<std::string, uint64_t>> kv_by_type;
+  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
+    const bool whole_blocks = s.head_dim_k % 32 == 0 && s.head_dim_v % 32 == 0;
+    if (dtype_info(t).block_elems > 1 && !whole_blocks) continue;  // a quantized cache needs heads of whole blocks
+    const Context::KvFootprint ft = footprint(t);
+    kv_by_type.emplace_back(std::string(kv_type_name(t)), ft.bytes_full + ft.bytes_swa);
   }
   const int swa_ring = kvf.rows_swa;
   const int64_t n_ring_layers = kvf.layers_swa;
@@ -211,6 +220,9 @@ int cmd_info(int argc, char** argv) {
                    {"n_batch", n_batch}, {"swa_full", swa_full},
                    {"kv_layers_full", kvf.layers_full}, {"kv_bytes_full_layers", kv_bytes_full},
                    {"kv_layers_swa", n_ring_layers}, {"kv_rows_swa", swa_ring}, {"kv_bytes_swa_layers", kv_bytes_swa}};
+    json by_type = json::object();
+    for (const auto& [name, bytes] : kv_by_type) by_type[name] = bytes;
+    j["memory"]["kv_bytes_by_type"] = by_type;
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -274,6 +286,10 @@ int cmd_info(int argc, char** argv) {
   line("memory", fmt::format("weights {} + KV cache {} (ctx {}, {}) = {}", human_bytes(static_cast<double>(s.weight_bytes)),
                              human_bytes(static_cast<double>(kv_bytes)), n_ctx, kv_type,
                              human_bytes(static_cast<double>(s.weight_bytes + kv_bytes))));
+  std::string per_type;
+  for (const auto& [name, bytes] : kv_by_type)
+    per_type += fmt::format("{}{} {}", per_type.empty() ? "" : ", ", name, human_bytes(static_cast<double>(bytes)));
+  line("KV per type", fmt::format("{} (ctx {}; --kv-type)", per_type, n_ctx));
   if (n_ring_layers > 0)
     line("KV cache", fmt::format("{} on {} full-attention layers ({} rows) + {} on {} sliding-window layers ({} rows)",
                                  human_bytes(static_cast<double>(kv_bytes_full)), kvf.layers_full, n_ctx,

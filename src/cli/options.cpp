@@ -274,15 +274,17 @@ namespace {
 
 // Cache types llama.cpp names; the ones minfer stores.
 constexpr std::string_view kKvKnown[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
-constexpr std::string_view kKvStored[] = {"f16", "f32"};
+constexpr std::string_view kKvStored[] = {"f16", "f32", "q8_0", "q4_0"};
 
 Expected<DType> kv_dtype(const std::string& flag, const std::string& name) {
   std::string lower = name;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "f16") return DType::F16;
   if (lower == "f32") return DType::F32;
+  if (lower == "q8_0") return DType::Q8_0;
+  if (lower == "q4_0") return DType::Q4_0;
   const bool known = std::find(std::begin(kKvKnown), std::end(kKvKnown), lower) != std::end(kKvKnown);
-  return make_error("{} {}: {}; the KV cache types here are f16 and f32", flag, name,
+  return make_error("{} {}: {}; the KV cache types here are f16, f32, q8_0 and q4_0", flag, name,
                     known ? "not supported yet" : "not a cache type");
 }
 
@@ -318,7 +320,7 @@ Expected<DType> KvTypeOptions::dtype() const {
 
 std::string KvTypeOptions::name() const {
   auto d = dtype();
-  return d && *d == DType::F32 ? "f32" : "f16";
+  return std::string(d ? kv_type_name(*d) : "f16");
 }
 
 void add_kv_type(CLI::App& app, KvTypeOptions& o) {

@@ -51,7 +51,7 @@ int GraphBuilder::weight(std::string name, DType type, Dims ne, const void* data
 
 int GraphBuilder::kv_cache(std::string name, int layer, bool is_value, DType type, int64_t n_embd_kv,
                            int64_t n_ctx) {
-  MINFER_ASSERT(type == DType::F16 || type == DType::F32);
+  MINFER_ASSERT(n_embd_kv % dtype_info(type).block_elems == 0);  // rows of whole blocks
   Node n = make(std::move(name), Op::kKvCache, type, Shape{n_embd_kv, n_ctx, 1, 1}, {});
   n.params.layer = layer;
   n.params.is_value = is_value;
@@ -122,6 +122,13 @@ int GraphBuilder::scale(std::string name, int x, float c) {
   Node n = make(std::move(name), Op::kScale, DType::F32, node(x).ne, {x});
   n.params.scale = c;
   return push(std::move(n));
+}
+
+int GraphBuilder::hadamard(std::string name, int x, int n) {
+  MINFER_ASSERT(n >= 2 && (n & (n - 1)) == 0 && node(x).ne[0] % n == 0);
+  Node h = make(std::move(name), Op::kHadamard, DType::F32, node(x).ne, {x});
+  h.params.block = n;
+  return push(std::move(h));
 }
 
 int GraphBuilder::softcap(std::string name, int x, float c) {

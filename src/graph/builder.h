@@ -41,6 +41,9 @@ class GraphBuilder {
   int gelu(std::string name, int x);                             // tanh approximation
   int geglu(std::string name, int gate, int up);                 // the fused gelu(gate) * up
   int scale(std::string name, int x, float c);                   // x * c
+  // Each run of n values (n a power of two dividing ne[0]) times the orthonormal n x n
+  // Walsh-Hadamard matrix H (H = H^T = H^-1): the rotation of a quantized KV cache.
+  int hadamard(std::string name, int x, int n);
   int softcap(std::string name, int x, float c);                 // c * tanh(x / c)
   // Mixture of experts (ops.h): x [n, T] -> I32 [k, T], the k largest of each row, largest first.
   int top_k(std::string name, int x, int k);

@@ -87,6 +87,7 @@ std::string params_json(const Node& n) {
     }
     case Op::kScale: return fmt::format("\"scale\":{}", p.scale);
     case Op::kSoftcap: return fmt::format("\"cap\":{}", p.scale);
+    case Op::kHadamard: return fmt::format("\"n\":{}", p.block);
     case Op::kTopK: return fmt::format("\"k\":{}", p.top_k);
     case Op::kMoeWeights: return fmt::format("\"norm\":{}", p.moe_norm ? "true" : "false");
     case Op::kKvCache:

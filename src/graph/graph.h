@@ -46,6 +46,7 @@ struct OpParams {
                                // rows from its first row, position p at first + p mod ring (a
                                // sliding-window layer's cache; 0: position p at first + p)
   float scale = 1.0f;          // kScale: the factor; kSoftcap: the cap c
+  int32_t block = 0;           // kHadamard: the run length n (a power of two dividing ne[0])
   int32_t top_k = 0;           // kTopK: k
   bool moe_norm = false;       // kMoeWeights: divide the selected weights by their sum
 

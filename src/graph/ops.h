@@ -33,6 +33,7 @@ namespace minfer {
   X(kGeglu, "geglu", true, false, "fused gelu(src0) * src1")                                         \
   X(kScale, "scale", true, false, "x * c (Gemma's embedding and query scales)")                      \
   X(kSoftcap, "softcap", true, false, "c * tanh(x / c): logit soft-capping (Gemma 2)")               \
+  X(kHadamard, "hadamard", true, false, "runs of n values times the n x n Walsh-Hadamard rotation")  \
   X(kTopK, "top_k", false, false, "I32 indices of the k largest values of each row, largest first")  \
   X(kMoeWeights, "moe_weights", false, false, "softmax(src0 row) at the experts src1 (renormalised)")  \
   X(kMatmulId, "matmul_id", false, false, "out[t][j] = expert src2[t][j] of weight src0 times x row")  \

@@ -107,6 +107,16 @@ Status finish_weights(const TensorBinder& b, ModelWeights& w);
 
 // ---- graph blocks (blocks.cpp) ----
 
+// A quantized KV cache holds its rows rotated, as llama.cpp's does (outliers spread over a
+// head, so q8_0 / q4_0 blocks lose less): q and k by the Walsh-Hadamard matrix of the largest
+// power of two dividing head_dim_k, v by the 64 x 64 one and the attention output back by it
+// (H = H^-1, and q.k and the V sum are unchanged in exact arithmetic). 0: not rotated (a
+// float cache, or heads that are not multiples of 64).
+struct KvRotation {
+  int k = 0, v = 0;
+};
+KvRotation kv_rotation(const ModelHparams& hp, DType kv_type);
+
 // How attention() forms its queries and scores, beyond the layer's tensors.
 struct AttnBlock {
   bool scale_q = false;  // multiply q by hp.attn_scale before the scores (then the score scale is

@@ -53,6 +53,17 @@ int LlmBuilder::linear(const std::string& name, int x, const GgufTensor* w, cons
   return y;
 }
 
+KvRotation kv_rotation(const ModelHparams& hp, DType kv_type) {
+  KvRotation r;
+  if (dtype_info(kv_type).block_elems == 1) return r;
+  if (hp.head_dim_k % 64 == 0) {
+    r.k = 64;
+    while (hp.head_dim_k % (2 * r.k) == 0) r.k *= 2;
+  }
+  if (hp.head_dim_v % 64 == 0) r.v = 64;
+  return r;
+}
+
 int LlmBuilder::attention(int il, int x, AttnBlock opts) {
   const LayerWeights& l = layer(il);
   const std::string p = prefix(il);
@@ -86,12 +97,19 @@ int LlmBuilder::attention(int il, int x, AttnBlock opts) {
   const int64_t cache_rows = ring ? p_.n_ctx_swa : p_.n_ctx;
   const int k_cache = b_.kv_cache(p + "cache_k", il, false, p_.kv_type, hp_.n_embd_k(), cache_rows);
   const int v_cache = b_.kv_cache(p + "cache_v", il, true, p_.kv_type, hp_.n_embd_v(), cache_rows);
+  const KvRotation rot = kv_rotation(hp_, p_.kv_type);
+  if (rot.k > 0) {
+    q = b_.hadamard(p + "attn_q.rot", q, rot.k);
+    k = b_.hadamard(p + "attn_k.rot", k, rot.k);
+  }
+  if (rot.v > 0) v = b_.hadamard(p + "attn_v.rot", v, rot.v);
   const int rows = ring ? kv_rows_swa_ : p_.multi_seq ? kv_rows_ : pos_;
   const int k_stored = b_.kv_store(p + "cache_k.store", k_cache, k, rows);
   const int v_stored = b_.kv_store(p + "cache_v.store", v_cache, v, rows);
   const int n_kv = static_cast<int>(hp_.n_head_kv);
-  if (p_.multi_seq) return b_.attn_ranges(p + "attn", q, k_stored, v_stored, ring ? kv_ranges_swa_ : kv_ranges_, n_kv, o);
-  return b_.attn(p + "attn", q, k_stored, v_stored, pos_, n_kv, o);
+  const int out = p_.multi_seq ? b_.attn_ranges(p + "attn", q, k_stored, v_stored, ring ? kv_ranges_swa_ : kv_ranges_, n_kv, o)
+                               : b_.attn(p + "attn", q, k_stored, v_stored, pos_, n_kv, o);
+  return rot.v > 0 ? b_.hadamard(p + "attn.unrot", out, rot.v) : out;  // [n_head * hd_v, n_tokens]
 }
 
 void LlmBuilder::tail(int il, int& attn, int& inp) {
@@ -163,10 +181,13 @@ Graph build_decoder_kv_move(const Model& m, const KvMoveParams& p) {
     const int kc = b.kv_cache(pre + "cache_k", li, false, p.kv_type, hp.n_embd_k(), p.n_ctx);
     const int vc = b.kv_cache(pre + "cache_v", li, true, p.kv_type, hp.n_embd_v(), p.n_ctx);
     int k = b.get_rows(pre + "cache_k.rows", kc, src);  // [n_embd_k, n_rows] f32
-    if (p.rotate) {
+    if (p.rotate) {  // a rotated cache's keys: back from the rotation, RoPE'd, rotated again
+      const int rot = kv_rotation(hp, p.kv_type).k;
+      if (rot > 0) k = b.hadamard(pre + "cache_k.unrot", k, rot);
       k = b.reshape(pre + "cache_k.heads", k, {hp.head_dim_k, hp.n_head_kv, p.n_rows});
       k = b.rope(pre + "cache_k.shift", k, shift, hp.rope_mode, static_cast<int>(hp.n_rot), hp.rope_base(il),
                  hp.rope_scale(il), freqs);
+      if (rot > 0) k = b.hadamard(pre + "cache_k.rot", k, rot);
     }
     const int v = b.get_rows(pre + "cache_v.rows", vc, src);  // [n_embd_v, n_rows] f32
     outs.push_back(b.kv_store(pre + "cache_k.store", kc, k, dst));

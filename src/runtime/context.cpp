@@ -11,9 +11,23 @@
 
 namespace minfer {
 
-namespace {
+bool kv_type_supported(DType t) {
+  return t == DType::F16 || t == DType::F32 || t == DType::Q8_0 || t == DType::Q4_0;
+}
 
-size_t kv_elem_bytes(DType t) { return t == DType::F16 ? 2 : 4; }
+std::string_view kv_type_name(DType t) {
+  switch (t) {
+    case DType::F16: return "f16";
+    case DType::F32: return "f32";
+    case DType::Q8_0: return "q8_0";
+    case DType::Q4_0: return "q4_0";
+    default: return dtype_name(t);
+  }
+}
+
+size_t kv_row_bytes(DType t, int64_t n_embd) { return row_bytes(t, n_embd); }
+
+namespace {
 
 // A prepared graph and the ids of the nodes the host fills or reads.
 struct GraphEntry {
@@ -76,8 +90,12 @@ struct Context::Impl {
 
 Expected<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> model, const ContextParams& p) {
   MINFER_ASSERT(model != nullptr);
-  if (p.kv_type != DType::F16 && p.kv_type != DType::F32)
-    return make_error("context: KV cache type {} is not supported (f16, f32)", dtype_name(p.kv_type));
+  if (!kv_type_supported(p.kv_type))
+    return make_error("context: KV cache type {} is not supported (f16, f32, q8_0, q4_0)", dtype_name(p.kv_type));
+  if (const ModelHparams& hp = model->hparams(); dtype_info(p.kv_type).block_elems > 1 &&
+      (hp.head_dim_k % 32 != 0 || hp.head_dim_v % 32 != 0))
+    return make_error("context: a {} KV cache needs head sizes that are multiples of 32; this model's are {} (K) and {} (V)",
+                      kv_type_name(p.kv_type), hp.head_dim_k, hp.head_dim_v);
   if (p.n_seq < 1) return make_error("context: n_seq {} must be at least 1", p.n_seq);
   if (p.n_ctx_seq < 0) return make_error("context: n_ctx {} is negative", p.n_ctx_seq);
   if (p.n_batch < 1) return make_error("context: n_batch {} must be at least 1", p.n_batch);
@@ -120,7 +138,7 @@ Context::KvFootprint Context::kv_footprint(const ModelHparams& hp, int n_ctx_seq
                                            bool swa_full) {
   KvFootprint f;
   f.rows_swa = swa_ring_rows(hp, n_ctx_seq, n_batch, swa_full);
-  const size_t row = static_cast<size_t>(hp.n_embd_k() + hp.n_embd_v()) * kv_elem_bytes(kv_type);
+  const size_t row = kv_row_bytes(kv_type, hp.n_embd_k()) + kv_row_bytes(kv_type, hp.n_embd_v());
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     if (f.rows_swa > 0 && hp.is_swa(il)) {
       ++f.layers_swa;
@@ -448,7 +466,7 @@ void Context::seq_clear(int s) {
 
 size_t Context::kv_export_bytes(int n) const {
   const ModelHparams& hp = model_->hparams();
-  const size_t row = static_cast<size_t>(hp.n_embd_k() + hp.n_embd_v()) * kv_elem_bytes(p_.kv_type);
+  const size_t row = kv_row_bytes(p_.kv_type, hp.n_embd_k()) + kv_row_bytes(p_.kv_type, hp.n_embd_v());
   size_t total = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il)
     total += static_cast<size_t>(swa_ring_ > 0 && hp.is_swa(il) ? n - window_lo(n) : n) * row;
@@ -479,14 +497,13 @@ struct SeqRows {
 // cache's region, the byte offset of its first row, the offset in the flat buffer, the bytes.
 Status for_each_kv_slice(const Scheduler& sched, const ModelHparams& hp, DType type, const SeqRows& full,
                          const SeqRows& swa, const std::function<void(const Scheduler::RegionView&, size_t, size_t, size_t)>& fn) {
-  const size_t esz = kv_elem_bytes(type);
   size_t off = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il)
     for (bool is_value : {false, true}) {
       const int64_t n_embd = is_value ? hp.n_embd_v() : hp.n_embd_k();
       auto r = kv_region(sched, il, is_value, n_embd, type);
       if (!r) return r.error();
-      const size_t row = static_cast<size_t>(n_embd) * esz;
+      const size_t row = kv_row_bytes(type, n_embd);
       const SeqRows& sr = swa.ring > 0 && hp.is_swa(il) ? swa : full;
       for (int64_t p = sr.lo; p < sr.n;) {  // pieces up to the ring's end
         const int64_t at = sr.ring > 0 ? p % sr.ring : p;

@@ -52,12 +52,18 @@ using NodeObserver = std::function<void(const Node& n, const void* host_data)>;
 
 enum class AttnArith { kByBatch, kInvariant };
 
+// The KV cache types a context stores, by llama.cpp's names: "f16", "f32", "q8_0", "q4_0".
+bool kv_type_supported(DType t);
+std::string_view kv_type_name(DType t);
+// Bytes of one cache row of n_embd values (a quantized row is whole blocks: n_embd % 32 == 0).
+size_t kv_row_bytes(DType t, int64_t n_embd);
+
 struct ContextParams {
   int n_seq = 1;       // sequences sharing the cache
   int n_ctx_seq = 0;   // KV positions per sequence; 0 = min(4096, the model's context_length)
   int n_batch = 512;   // most tokens in one forward pass
   int n_threads = 0;   // 0 = all hardware threads
-  DType kv_type = DType::F16;  // F16 or F32
+  DType kv_type = DType::F16;  // F16, F32, Q8_0 or Q4_0 (K and V alike; kv_type_name)
   std::string backends = "cpu";  // registry names, comma-separated (backends/registry)
   bool fuse = true;    // run the fusion pass (off: for debugging and fused-vs-unfused tests)
   AttnArith attn = AttnArith::kByBatch;

@@ -59,7 +59,7 @@ Status write_kv_file(const std::string& path, const ModelIdentity& id, const Con
   const ModelHparams& hp = ctx.model().hparams();
   std::string head(kMagic, 8);
   put_u32(head, kVersion);
-  put_u32(head, ctx.params().kv_type == DType::F16 ? 1u : 0u);
+  put_u32(head, static_cast<uint32_t>(ctx.params().kv_type));  // the GGML type id
   put_u64(head, id.file_size);
   put_u64(head, id.hash);
   put_u32(head, static_cast<uint32_t>(hp.n_layer));
@@ -104,10 +104,13 @@ Expected<KvFileContents> read_kv_file(const std::string& kv_path, const ModelIde
     return make_error("'{}' was saved with another model (size {} hash {:016x}, this one: size {} hash {:016x})", kv_path,
                       file_size, hash, id.file_size, id.hash);
   const ModelHparams& hp = s.model().hparams();
-  const uint32_t want_type = s.params().kv_type == DType::F16 ? 1u : 0u;
-  if (kv_type != want_type)
-    return make_error("'{}' holds a {} cache, this context uses {} (--kv-type)", kv_path, kv_type ? "f16" : "f32",
-                      want_type ? "f16" : "f32");
+  const DType want_type = s.params().kv_type;
+  if (kv_type != static_cast<uint32_t>(want_type)) {
+    const auto saved = dtype_info(kv_type);
+    return make_error("'{}' holds a {} cache, this context uses {} (--kv-type {})", kv_path,
+                      saved ? kv_type_name(saved->type) : fmt::format("type {}", kv_type), kv_type_name(want_type),
+                      saved ? kv_type_name(saved->type) : "?");
+  }
   if (n_layer != hp.n_layer || n_embd_k != hp.n_embd_k() || n_embd_v != hp.n_embd_v())
     return make_error("'{}' has cache rows of {} layers x ({}, {}), the model has {} x ({}, {})", kv_path, n_layer, n_embd_k,
                       n_embd_v, hp.n_layer, hp.n_embd_k(), hp.n_embd_v());

@@ -10,7 +10,7 @@
 // Layout, little-endian:
 //   char[8]  magic "MINFERKV"
 //   u32      version (1)
-//   u32      kv type (1 = f16, 0 = f32: the dtype of the cache rows)
+//   u32      kv type: the GGML type id of the cache rows (0 f32, 1 f16, 2 q4_0, 8 q8_0)
 //   u64      model file size            } model identity: a cache only makes sense for the
 //   u64      model hash                 } exact weights that produced it (model_identity())
 //   u32      n_layer, n_embd_k, n_embd_v   the row shapes

@@ -18,7 +18,7 @@ Expected<std::string> session_graph_json(Session& s, int n_tokens, int n_out) {
                  {"n_out", std::to_string(n_out)},
                  {"n_ctx", std::to_string(s.n_ctx())},
                  {"n_batch", std::to_string(s.n_batch())},
-                 {"kv_type", s.params().kv_type == DType::F16 ? "\"f16\"" : "\"f32\""},
+                 {"kv_type", fmt::format("\"{}\"", kv_type_name(s.params().kv_type))},
                  {"fuse", s.params().fuse ? "true" : "false"}};
   return graph_to_json((*pg)->graph, &(*pg)->plan, s.backend_names(), info);
 }

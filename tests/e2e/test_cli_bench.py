@@ -110,3 +110,27 @@ def test_info_reports_the_kv_memory_a_sliding_window_context_allocates():
     assert ring["kv_bytes"] == row * (3 * 1100 + 15 * 1024)
     text = subprocess.run([MINFER, "info", GEMMA3, "-c", "1100"], capture_output=True, text=True, timeout=120).stdout
     assert "their KV cache is a ring of 1024 rows" in text and "on 15 sliding-window layers (1024 rows)" in text
+
+
+def test_quantized_kv_cache_types_in_bench_and_info():
+    # --kv-type q8_0 / q4_0: llama-bench's type_k and type_v columns, the cache allocated at
+    # 34 / 18 bytes per 32 values (f16: 64), and `info` giving the same bytes for every type.
+    info = subprocess.run([MINFER, "info", MODEL, "--json", "--no-vocab", "-c", "64"], capture_output=True, text=True,
+                          timeout=120)
+    assert info.returncode == 0, info.stderr
+    by_type = json.loads(info.stdout)["memory"]["kv_bytes_by_type"]
+    assert set(by_type) == {"f32", "f16", "q8_0", "q4_0"}
+    assert by_type["f32"] == 2 * by_type["f16"]
+    assert by_type["q8_0"] * 64 == by_type["f16"] * 34 and by_type["q4_0"] * 64 == by_type["f16"] * 18
+    for kv in ("q8_0", "q4_0"):
+        r = run(MODEL, "-p", "64", "-n", "4", "-r", "1", "-t", "2", "--kv-type", kv)
+        assert r.returncode == 0, r.stderr
+        assert "| threads | type_k | type_v | test |" in r.stdout, r.stdout
+        assert f"| 2 | {kv} | {kv} | pp64 |" in r.stdout, r.stdout
+        j = json.loads(run(MODEL, "-p", "64", "-n", "0", "-r", "1", "-t", "2", "--kv-type", kv, "-o", "json").stdout)
+        assert j[0]["type_kv"] == kv and j[0]["kv_bytes"] == by_type[kv], (j[0], by_type)
+    text = subprocess.run([MINFER, "info", MODEL, "-c", "64"], capture_output=True, text=True, timeout=120).stdout
+    assert re.search(r"KV per type +f32 [0-9.]+ [KM]iB, f16 [0-9.]+ [KM]iB, q8_0 [0-9.]+ [KM]iB, q4_0 [0-9.]+ [KM]iB", text), text
+    # A type the cache cannot hold is refused by name.
+    r = run(MODEL, "-p", "16", "--kv-type", "q5_1")
+    assert r.returncode != 0 and "--kv-type q5_1: not supported yet; the KV cache types here are f16, f32, q8_0 and q4_0" in r.stderr, r.stderr

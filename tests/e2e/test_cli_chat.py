@@ -4,6 +4,7 @@ With stdin not a terminal, stdout carries only the replies (one per turn, each e
 newline) and everything else goes to stderr: the `[turn] prefill N tokens (incremental|full
 render)` line of every turn lets these tests check what was prefilled.
 """
+import json
 import os
 import re
 import struct
@@ -124,6 +125,22 @@ def test_session_round_trip_prefills_nothing(tmp_path):
     assert replies(second, 1) == whole[2:]
     assert turns(second.stderr)[0][1] == "incremental"
     assert "[stats] 6 messages" in second.stderr
+
+
+def test_a_quantized_cache_session_round_trips_and_records_its_type(tmp_path):
+    whole = replies(chat("\n".join(SESSION_Q) + "\n", "--kv-type", "q8_0"), 3)
+    f = str(tmp_path / "s.json")
+    chat("\n".join(SESSION_Q[:2]) + "\n", "--session", f, "--kv-type", "q8_0")
+    assert json.load(open(f))["kv_type"] == "q8_0"
+    kv = open(f + ".kv", "rb").read()
+    assert struct.unpack("<I", kv[12:16])[0] == 8  # GGML's Q8_0
+    second = chat(SESSION_Q[2] + "\n", "--session", f, "--kv-type", "q8_0")
+    assert "[session] resumed 4 messages, 0 tokens prefilled" in second.stderr, second.stderr
+    assert replies(second, 1) == whole[2:]  # the cache rows came back bit for bit
+    # Another cache type cannot take the rows: the history is rendered again, and says why.
+    r = chat("/stats\n", "--session", f)
+    assert "holds a q8_0 cache, this context uses f16 (--kv-type q8_0)" in r.stderr, r.stderr
+    assert "re-rendering the JSON history" in r.stderr
 
 
 def fnv1a64(b):

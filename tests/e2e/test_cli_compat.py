@@ -127,14 +127,18 @@ def test_a_folder_named_like_a_cached_model_does_not_hide_it(tmp_path):
 
 
 def test_kv_types_llama_cpp_names():
-    r = run(MODEL, "hi", "-ctk", "q8_0", "-n", "1")
-    assert r.returncode == USAGE and "--cache-type-k q8_0: not supported yet" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "-ctk", "q5_1", "-n", "1")
+    assert r.returncode == USAGE and "--cache-type-k q5_1: not supported yet" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "-ctk", "q8_0", "-n", "1")  # V would stay f16
+    assert r.returncode == USAGE and "-ctk q8_0 and -ctv f16" in r.stderr, r.stderr
     r = run(MODEL, "hi", "-ctk", "f16", "-ctv", "f32", "-n", "1")
     assert r.returncode == USAGE and "K and V caches of different types" in r.stderr, r.stderr
     r = run(MODEL, "hi", "-ctk", "f32", "-n", "1")  # V would stay f16
     assert r.returncode == USAGE and "-ctk f32 and -ctv f16" in r.stderr, r.stderr
     r = run(MODEL, "hi", "-ctk", "f32", "-ctv", "f32", "-n", "1", "--temp", "0", "-t", "2")
     assert r.returncode == 0 and "f32 KV" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "-ctk", "q8_0", "-ctv", "q8_0", "-n", "1", "--temp", "0", "-t", "2")
+    assert r.returncode == 0 and "q8_0 KV" in r.stderr, r.stderr
 
 
 def test_every_command_refuses_unknown_flags_with_exit_2():

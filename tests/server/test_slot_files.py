@@ -74,6 +74,27 @@ def test_save_restore_across_slots_and_restarts(folder):
         assert srv.stop() == 0
 
 
+def test_a_quantized_cache_round_trips_and_is_refused_by_another_type(folder):
+    srv = start(folder, "-ctk", "q8_0", "-ctv", "q8_0")
+    try:
+        first = complete(srv.url, PROMPT, 1)
+        st, saved = call(srv.url, "/slots/1?action=save", {"filename": "q8.bin"})
+        assert st == 200, saved
+        st, restored = call(srv.url, "/slots/0?action=restore", {"filename": "q8.bin"})
+        assert st == 200 and restored["n_restored"] == saved["n_saved"], restored
+        follow = PROMPT + first["content"] + " and then"
+        on0, on1 = complete(srv.url, follow, 0), complete(srv.url, follow, 1)
+        assert on0["timings"]["cache_n"] >= first["tokens_evaluated"] and on0["content"] == on1["content"]
+    finally:
+        assert srv.stop() == 0
+    srv = start(folder)  # f16
+    try:
+        st, body = call(srv.url, "/slots/0?action=restore", {"filename": "q8.bin"})
+        assert st >= 400 and "holds a q8_0 cache, this context uses f16" in json.dumps(body), (st, body)
+    finally:
+        assert srv.stop() == 0
+
+
 def test_save_waits_for_a_busy_slot(folder):
     srv = start(folder)
     try:

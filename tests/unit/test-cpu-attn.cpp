@@ -1,5 +1,5 @@
-// RoPE (NORM and NEOX, scaling, frequency factors) and causal GQA attention against naive
-// float64 references.
+// RoPE (NORM and NEOX, scaling, frequency factors), causal GQA attention over f32, f16, q8_0
+// and q4_0 caches, and the Hadamard rotation against naive float64 references.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +7,7 @@
 
 #include "backends/cpu/ops.h"
 #include "core/fp16.h"
+#include "quant/quant.h"
 
 namespace minfer::cpu {
 namespace {
@@ -135,7 +136,20 @@ std::vector<float> check_attention(const AttnCase& c, const CpuKernels& kern) {
     v16[i] = fp32_to_fp16(v[i]);
   }
   const bool f16 = c.cache == DType::F16;
+  // A quantized cache: rows of q8_0 / q4_0 blocks; the reference reads them dequantized.
+  const bool quant = c.cache == DType::Q8_0 || c.cache == DType::Q4_0;
+  const size_t rb = row_bytes(c.cache, row);
+  std::vector<uint8_t> kq(quant ? rb * static_cast<size_t>(c.n_ctx) : 0), vq(kq.size());
+  std::vector<float> kd(quant ? k.size() : 0), vd(kd.size());
+  for (int64_t r = 0; quant && r < c.n_ctx; ++r) {
+    const size_t o = static_cast<size_t>(r * row);
+    quantize_row(c.cache, k.data() + o, kq.data() + static_cast<size_t>(r) * rb, row);
+    quantize_row(c.cache, v.data() + o, vq.data() + static_cast<size_t>(r) * rb, row);
+    dequantize_row(c.cache, kq.data() + static_cast<size_t>(r) * rb, kd.data() + o, row);
+    dequantize_row(c.cache, vq.data() + static_cast<size_t>(r) * rb, vd.data() + o, row);
+  }
   auto kv_at = [&](const std::vector<float>& f, const std::vector<uint16_t>& h, size_t i) {
+    if (quant) return double((&f == &k ? kd : vd)[i]);
     return f16 ? double(fp16_to_fp32(h[i])) : double(f[i]);
   };
   Node qn = make_node(Op::kRope, DType::F32, {c.hd, c.n_head, n_tok, 1});
@@ -151,8 +165,8 @@ std::vector<float> check_attention(const AttnCase& c, const CpuKernels& kern) {
   OpArgs a;
   a.dst = {&yn, y.data()};
   a.src[0] = {&qn, q.data()};
-  a.src[1] = {&kn, f16 ? static_cast<void*>(k16.data()) : const_cast<float*>(k.data())};
-  a.src[2] = {&vn, f16 ? static_cast<void*>(v16.data()) : const_cast<float*>(v.data())};
+  a.src[1] = {&kn, quant ? static_cast<void*>(kq.data()) : f16 ? static_cast<void*>(k16.data()) : const_cast<float*>(k.data())};
+  a.src[2] = {&vn, quant ? static_cast<void*>(vq.data()) : f16 ? static_cast<void*>(v16.data()) : const_cast<float*>(v.data())};
   a.src[3] = {&pn, const_cast<int32_t*>(c.pos.data())};
   op_attn(OpContext{pool, kern, nullptr, 0}, a);
   for (size_t i = y.size() - 16; i < y.size(); ++i) EXPECT_EQ(y[i], -7.0f) << "overrun";
@@ -161,6 +175,14 @@ std::vector<float> check_attention(const AttnCase& c, const CpuKernels& kern) {
   const bool narrow_f16 = f16 && n_tok < 64;
   if (narrow_f16)
     for (float& e : q) e = fp16_to_fp32(fp32_to_fp16(e));
+  // A quantized cache scores q quantized to q8_0 (at every batch size) by exact integer dots.
+  if (quant) {
+    std::vector<uint8_t> blocks(row_bytes(DType::Q8_0, c.hd));
+    for (size_t o = 0; o < q.size(); o += static_cast<size_t>(c.hd)) {
+      quantize_row(DType::Q8_0, q.data() + o, blocks.data(), c.hd);
+      dequantize_row(DType::Q8_0, blocks.data(), q.data() + o, c.hd);
+    }
+  }
 
   const int64_t group = c.n_head / c.n_head_kv;
   double err = 0, mag = 0;
@@ -226,6 +248,13 @@ TEST(CpuAttention, MatchesNaiveSoftmaxAttentionOnEveryIsa) {
     check_attention({64, 4, 2, 40, {3, 20, 39}, DType::F16, 12.0f, 0, 5.0f}, k);     // capped, peaked
     check_attention({64, 8, 4, 90, iota_pos(5, 64), DType::F16, 12.0f, 16, 5.0f}, k); // both, wide
     check_attention({128, 4, 2, 90, iota_pos(5, 64), DType::F32, 8.0f, 0, 50.0f}, k);
+    // Quantized caches: decode, a wide batch (still the narrow arithmetic), window, soft-cap.
+    check_attention({64, 8, 2, 40, {5, 6, 7}, DType::Q8_0, 1.0f}, k);
+    check_attention({64, 8, 2, 40, {0, 6, 39}, DType::Q4_0, 4.0f}, k);
+    check_attention({128, 14, 2, 70, iota_pos(3, 65), DType::Q8_0, 1.0f}, k);  // Qwen-like 7:1, 65 rows
+    check_attention({64, 4, 2, 300, {0, 5, 17, 200, 299}, DType::Q4_0, 2.0f, 16}, k);
+    check_attention({256, 4, 1, 60, {40, 59}, DType::Q8_0, 8.0f, 0, 5.0f}, k);   // Gemma 3's hd 256, capped
+    check_attention({96, 12, 4, 70, iota_pos(0, 66), DType::Q4_0, 1.0f}, k);    // hd 96: 3 blocks
   }
 }
 
@@ -242,6 +271,9 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
       {64, 4, 2, 300, {0, 5, 17, 200, 299}, DType::F16, 2.0f, 16},  // sliding window
       {256, 4, 1, 60, {40, 59}, DType::F16, 8.0f, 0, 5.0f},          // soft-capped
       {64, 4, 2, 60, {40, 59}, DType::F32, 8.0f, 20, 5.0f},          // both, f32 cache
+      {64, 9, 3, 50, {0, 17, 49}, DType::Q8_0, 2.0f},                 // quantized caches
+      {128, 14, 2, 80, iota_pos(10, 66), DType::Q4_0, 1.0f},          // a wide batch
+      {256, 4, 1, 60, {40, 59}, DType::Q8_0, 8.0f, 16, 5.0f},
   };
   for (const AttnCase& c : cases) {
     const std::vector<float> want = check_attention(c, *tables[0]);
@@ -363,6 +395,94 @@ TEST(CpuAttention, RowKernelsEqualTheOneRowKernels) {
       }
       EXPECT_EQ(acc, want) << "n " << n << " on " << kern.isa;
     }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::cpu
+
+namespace minfer::cpu {
+namespace {
+
+// The several-row f32 V sum is fma row by row, and cache rows widen to d * q: every ISA's
+// kernels give the reference's floats bit for bit.
+TEST(CpuAttention, QuantizedCacheKernelsEqualTheReference) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  const CpuKernels& ref = *tables[0];
+  for (int64_t n : {32, 64, 96, 256, 40}) {
+    const int64_t rows = 5, stride = n + 3;
+    const std::vector<float> v = randn(static_cast<size_t>(n), 11, 3.0f), a0 = randn(static_cast<size_t>(rows * stride), 12);
+    const float p[rows] = {0.5f, 1e-6f, 0.0f, 1.0f, 0.03125f};
+    std::vector<float> want = a0;
+    ref.mad_rows_f32(n, want.data(), stride, v.data(), p, rows);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_EQ(f32_bits(want[static_cast<size_t>(r * stride + i)]),
+                  f32_bits(std::fma(v[static_cast<size_t>(i)], p[r], a0[static_cast<size_t>(r * stride + i)])));
+    for (int t = 1; t < n_tables; ++t) {
+      std::vector<float> got = a0;
+      tables[t]->mad_rows_f32(n, got.data(), stride, v.data(), p, rows);
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << "n " << n << " on " << tables[t]->isa;
+    }
+    if (n % 32 != 0) continue;
+    for (DType type : {DType::Q8_0, DType::Q4_0}) {
+      std::vector<uint8_t> blocks(row_bytes(type, n));
+      quantize_row(type, v.data(), blocks.data(), n);
+      std::vector<float> deq(static_cast<size_t>(n));
+      dequantize_row(type, blocks.data(), deq.data(), n);
+      for (int t = 0; t < n_tables; ++t) {
+        std::vector<float> got(static_cast<size_t>(n), -1.0f);
+        tables[t]->row_to_f32[type_slot(type)](n, blocks.data(), got.data());
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(f32_bits(got[static_cast<size_t>(i)]), f32_bits(deq[static_cast<size_t>(i)]))
+              << dtype_name(type) << " n " << n << " element " << i << " on " << tables[t]->isa;
+      }
+    }
+  }
+}
+
+std::vector<float> run_hadamard(const std::vector<float>& x, int64_t ne0, int n) {
+  ThreadPool pool(2);
+  Node xn = make_node(Op::kRope, DType::F32, {ne0, static_cast<int64_t>(x.size()) / ne0, 1, 1});
+  Node yn = make_node(Op::kHadamard, DType::F32, xn.ne);
+  yn.params.block = n;
+  std::vector<float> y(x.size());
+  OpArgs a;
+  a.dst = {&yn, y.data()};
+  a.src[0] = {&xn, const_cast<float*>(x.data())};
+  op_hadamard(OpContext{pool, cpu_kernels_ref(), nullptr, 0}, a);
+  return y;
+}
+
+// y = H x per run of n, with H[i][j] = (-1)^popcount(i & j) / sqrt(n) (Sylvester's matrix); H is
+// its own inverse, so twice gives x back; in place (the planner may alias y and x) as well.
+TEST(CpuHadamard, IsTheOrthonormalWalshHadamardMatrix) {
+  for (int n : {64, 128, 256}) {
+    const int64_t ne0 = 2 * 256, rows = 3;
+    const std::vector<float> x = randn(static_cast<size_t>(ne0 * rows), 13, 2.0f);
+    const std::vector<float> y = run_hadamard(x, ne0, n);
+    double err = 0;
+    for (size_t r0 = 0; r0 < x.size(); r0 += static_cast<size_t>(n))
+      for (int i = 0; i < n; ++i) {
+        double want = 0;
+        for (int j = 0; j < n; ++j) want += (__builtin_popcount(i & j) % 2 ? -1.0 : 1.0) * x[r0 + static_cast<size_t>(j)];
+        want /= std::sqrt(double(n));
+        err = std::max(err, std::fabs(want - y[r0 + static_cast<size_t>(i)]));
+      }
+    EXPECT_LT(err, 1e-5) << "n " << n;
+    const std::vector<float> back = run_hadamard(y, ne0, n);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(back[i], x[i], 1e-5) << "n " << n;
+    // In place: the same floats.
+    std::vector<float> z = x;
+    ThreadPool pool(2);
+    Node zn = make_node(Op::kHadamard, DType::F32, {ne0, rows, 1, 1});
+    zn.params.block = n;
+    OpArgs a;
+    a.dst = {&zn, z.data()};
+    a.src[0] = {&zn, z.data()};
+    op_hadamard(OpContext{pool, cpu_kernels_ref(), nullptr, 0}, a);
+    EXPECT_EQ(z, y) << "n " << n;
   }
 }
 

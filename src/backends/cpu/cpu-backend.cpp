@@ -66,10 +66,13 @@ bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kMoeWeights: return src(0).type == DType::F32 && src(1).type == DType::I32;
     case Op::kMoeSum: return f32_srcs();
     case Op::kKvStore:
-      return (n.type == DType::F16 || n.type == DType::F32) && src(1).type == DType::F32 && src(2).type == DType::I32;
+      return kv_cache_type(n.type) && n.ne[0] % dtype_info(n.type).block_elems == 0 && src(1).type == DType::F32 &&
+             src(2).type == DType::I32;
     case Op::kAttn: {
-      const bool caches = (src(1).type == DType::F16 || src(1).type == DType::F32) &&
-                          (src(2).type == DType::F16 || src(2).type == DType::F32);
+      // K and V of one type; a quantized cache's heads are whole blocks (n_embd_kv = n_head_kv * hd)
+      const int64_t blk = dtype_info(src(1).type).block_elems;
+      const bool caches = kv_cache_type(src(1).type) && src(2).type == src(1).type && src(0).ne[0] % blk == 0 &&
+                          (src(2).ne[0] / n.params.n_head_kv) % blk == 0;
       return caches && src(0).type == DType::F32 && src(0).ne[0] <= kMaxHeadDim &&
              src(2).ne[0] / n.params.n_head_kv <= kMaxHeadDim && src(3).type == DType::I32 &&
              (!n.params.attn_ranges || src(3).ne[0] == 3);
@@ -87,6 +90,7 @@ bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kGeglu:
     case Op::kScale:
     case Op::kSoftcap: return f32_srcs();
+    case Op::kHadamard: return f32_srcs() && n.params.block >= 2 && n.ne[0] % n.params.block == 0;
   }
   return false;
 }
@@ -192,6 +196,7 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       case Op::kGeglu: op_geglu(ctx, a); break;
       case Op::kScale: op_scale(ctx, a); break;
       case Op::kSoftcap: op_softcap(ctx, a); break;
+      case Op::kHadamard: op_hadamard(ctx, a); break;
       case Op::kTopK: op_top_k(ctx, a); break;
       case Op::kMoeWeights: op_moe_weights(ctx, a); break;
       case Op::kMatmulId: op_matmul_id(ctx, a); break;

@@ -43,15 +43,14 @@ float vec_dot_q5_0(int64_t n, const void* w, const void* x);
 float vec_dot_q5_1(int64_t n, const void* w, const void* x);
 float vec_dot_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_iq4_nl(int64_t n, const void* w, const void* x);
-float kq_dot_f16(int64_t n, const void* k, const float* q);
-float kq_dot_f32(int64_t n, const void* k, const float* q);
-void v_axpy_f16(int64_t n, float* acc, float p, const void* v);
-void v_axpy_f32(int64_t n, float* acc, float p, const void* v);
 float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y);
 float dot_w64_f32(int64_t n, const float* x, const float* y);
 void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v);
 void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows, float* s);
 void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows);
+void mad_rows_f32(int64_t n, float* acc, int64_t acc_stride, const float* v, const float* p, int64_t n_rows);
+void row_to_f32_q8_0(int64_t n, const void* x, float* y);
+void row_to_f32_q4_0(int64_t n, const void* x, float* y);
 void silu_row(int64_t n, float* y, const float* x);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp
 // vec-dot-kquant-avx2.cpp

@@ -25,10 +25,6 @@ namespace minfer::cpu {
 using VecDotFn = float (*)(int64_t n, const void* w, const void* x);
 // x: [n] f32 -> the activation type's blocks.
 using QuantizeFn = void (*)(const float* x, void* y, int64_t n);
-// Attention: s = sum_i k[i] * q[i] with k in the cache type (f16 or f32) and q f32.
-using KqDotFn = float (*)(int64_t n, const void* k, const float* q);
-// Attention: acc[i] += p * v[i] with v in the cache type.
-using VAxpyFn = void (*)(int64_t n, float* acc, float p, const void* v);
 // Attention, llama.cpp's small-batch order (ops-attn.cpp): s = sum_i x[i] * y[i] with 64
 // products per step fused into 4 x 16 lane sums, the groups added as (g0 + g2) + (g1 + g3),
 // the 16 lanes halved 16 -> 8 -> 4 -> 2 -> 1, then the n % 64 tail added in double.
@@ -48,6 +44,13 @@ using DotW64RowsF16Fn = void (*)(int64_t n, const uint16_t* k, const float* q, i
                                  float* s);
 using MadRowsF16Fn = void (*)(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p,
                               int64_t n_rows);
+// Attention over a q8_0 / q4_0 cache (llama.cpp's order for a V it widens to f32):
+// acc_r[i] = fma(v[i], p[r], acc_r[i]) for the n_rows rows acc_r = acc + r * acc_stride.
+using MadRowsF32Fn = void (*)(int64_t n, float* acc, int64_t acc_stride, const float* v, const float* p,
+                              int64_t n_rows);
+// A cache row of a block type widened to f32, y[i] = d * q[i] (n a multiple of 32): one product
+// per value, so every ISA's floats are the reference's bit for bit.
+using RowToF32Fn = void (*)(int64_t n, const void* x, float* y);
 
 // Attention of the wide (64+ query rows) batches for the G query rows of one token that share a
 // KV head (ops-attn.cpp): keys in blocks of 8 (cache rows converted to f32 once per block for
@@ -111,13 +114,13 @@ struct CpuKernels {
   VecDotFn vec_dot[kTypeSlots] = {};     // by weight type; null = unsupported
   GemmFn gemm[kTypeSlots] = {};          // by weight type, over repacked weights; null = none
   QuantizeFn quantize[kTypeSlots] = {};  // by activation type
-  KqDotFn kq_dot_f16 = nullptr, kq_dot_f32 = nullptr;
-  VAxpyFn v_axpy_f16 = nullptr, v_axpy_f32 = nullptr;
   DotW64F16Fn dot_w64_f16 = nullptr;
   DotW64F32Fn dot_w64_f32 = nullptr;
   MadF16Fn mad_f16 = nullptr;
   DotW64RowsF16Fn dot_w64_rows_f16 = nullptr;
   MadRowsF16Fn mad_rows_f16 = nullptr;
+  MadRowsF32Fn mad_rows_f32 = nullptr;
+  RowToF32Fn row_to_f32[kTypeSlots] = {};  // by cache type: Q8_0, Q4_0
   SiluRowFn silu_row = nullptr;
   AttnWideFn attn_wide = nullptr;
 };

@@ -1,7 +1,7 @@
 // Causal grouped-query attention over the KV cache, with an online softmax.
 //
 //   q     [hd, n_head, n_tokens] f32 (roped)
-//   K, V  [n_head_kv * hd, n_ctx] f16 or f32; cache row p holds position p, laid out
+//   K, V  [n_head_kv * hd, n_ctx] f16, f32, q8_0 or q4_0 (hd of whole blocks); cache row p holds position p, laid out
 //         [kv_head][hd], so element (p, kv_head, i) is at p * n_head_kv * hd + kv_head * hd + i
 //   pos   [n_tokens] I32: query t sees cache rows 0 .. pos[t] (causality comes from the data)
 // or, with several sequences, ranges [3, n_tokens] (first row, positions, query rows); a ring
@@ -14,10 +14,12 @@
 // that both engines round the same way (docs/design-cpu-numerics.md):
 //  - fewer than kWideBatch query rows (decode, short prompts): q is rounded to the cache type,
 //    scores are W64-order dot products (kernels.h), the V sum of an f16 cache is kept in f16
-//    (y = f16(fma(v, p, y))), the softmax sum as S = fma(S, ms, p);
+//    (y = f16(fma(v, p, y))), the softmax sum as S = fma(S, ms, p); with a q8_0 / q4_0 cache
+//    (at every batch size, as llama.cpp) q is quantized to q8_0, scores are the K type's integer
+//    dot products and the V sum is f32 (attn_rows_narrow_quant);
 //  - kWideBatch rows or more (long prompts, perplexity): q stays f32, cache values are widened
 //    to f32, scores and the V sum accumulate in f32 (k.attn_wide: keys in blocks of 8 shared by
-//    the query heads of a KV head, exp_poly).
+//    the query heads of a KV head, exp_poly; a quantized cache's rows through k.row_to_f32).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -156,6 +158,52 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
   }
 }
 
+// The q8_0 / q4_0 cache narrow arithmetic, llama.cpp's for a quantized cache: each q row
+// quantized to q8_0 (the K type's dot partner, k.quantize) and scored by the K type's integer
+// dot product (k.vec_dot), V rows widened to f32 (k.row_to_f32, once for all rows) and summed
+// in f32 with fma, the softmax as in attn_row_narrow_f32; for n_rows <= kRowsMax query rows
+// that read the same cache rows.
+void attn_rows_narrow_quant(const CpuKernels& k, const AttnShape& sh, DType type, const float* q, int64_t n_rows,
+                            const KvView& kv, float* y) {
+  MINFER_ASSERT(n_rows >= 1 && n_rows <= kRowsMax && sh.hd % 32 == 0 && sh.hd_v % 32 == 0);
+  constexpr size_t kQRow = kMaxHeadDim / 32 * 34;  // bytes of a q8_0 row of kMaxHeadDim
+  uint8_t qq[kRowsMax][kQRow];                      // [n_rows] q rows as q8_0 blocks
+  alignas(32) float acc[kRowsMax][kMaxHeadDim];     // [n_rows][hd_v] f32 V sums
+  alignas(32) float vf[kMaxHeadDim];                // [hd_v] the V row in f32
+  float m[kRowsMax], l[kRowsMax], p[kRowsMax];      // [n_rows] running max, sum; weight
+  const VecDotFn dot = k.vec_dot[type_slot(type)];
+  const RowToF32Fn to_f32 = k.row_to_f32[type_slot(type)];
+  MINFER_ASSERT(dot && to_f32);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    k.quantize[type_slot(DType::Q8_0)](q + r * sh.hd, qq[r], sh.hd);
+    for (int64_t i = 0; i < sh.hd_v; ++i) acc[r][i] = 0.0f;
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  for (int64_t j = 0; j < kv.n; ++j) {
+    const uint8_t* kr = kv.k_at(j);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const float sr = score(sh, dot(sh.hd, kr, qq[r]));
+      float ms = 1.0f, pr = 1.0f;
+      if (sr > m[r]) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
+        ms = std::exp(m[r] - sr);
+        m[r] = sr;
+        for (int64_t i = 0; i < sh.hd_v; ++i) acc[r][i] *= ms;
+      } else {
+        pr = std::exp(sr - m[r]);
+      }
+      p[r] = pr;
+      l[r] = l[r] * ms + pr;
+    }
+    to_f32(sh.hd_v, kv.v_at(j), vf);
+    k.mad_rows_f32(sh.hd_v, acc[0], kMaxHeadDim, vf, p, n_rows);
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
+    for (int64_t i = 0; i < sh.hd_v; ++i) y[r * sh.hd_v + i] = acc[r][i] * inv;
+  }
+}
+
 }  // namespace
 
 void op_attn(const OpContext& c, const OpArgs& a) {
@@ -178,9 +226,19 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   sh.k_head = row_bytes(kn.type, sh.hd);
   sh.v_row = row_bytes(vn.type, vn.ne[0]);
   sh.v_head = row_bytes(vn.type, sh.hd_v);
-  const bool k_f16 = kn.type == DType::F16;
-  const bool v_f16 = vn.type == DType::F16;
-  MINFER_ASSERT(k_f16 == v_f16);  // one cache type (SessionParams::kv_type)
+  MINFER_ASSERT(kn.type == vn.type);  // one cache type (ContextParams::kv_type)
+  const DType type = kn.type;
+  const bool k_f16 = type == DType::F16;
+  const bool quant = type == DType::Q8_0 || type == DType::Q4_0;
+  // The narrow arithmetic of n_rows <= kRowsMax query rows of one KV head (f32: row by row).
+  auto narrow_rows = [&](const float* qr, int64_t n_rows, const KvView& kv, float* yr) {
+    if (k_f16)
+      attn_rows_narrow_f16(c.k, sh, qr, n_rows, kv, yr);
+    else if (quant)
+      attn_rows_narrow_quant(c.k, sh, type, qr, n_rows, kv, yr);
+    else
+      for (int64_t r = 0; r < n_rows; ++r) attn_row_narrow_f32(c.k, sh, qr + r * sh.hd, kv, yr + r * sh.hd_v);
+  };
   const auto* kc = static_cast<const uint8_t*>(a.src[1].data);
   const auto* vc = static_cast<const uint8_t*>(a.src[2].data);
   const float* q = a.src[0].f32();
@@ -192,10 +250,11 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   float* y = a.dst.f32();
   MINFER_ASSERT(sh.hd <= kMaxHeadDim && sh.hd_v <= kMaxHeadDim && sh.group <= 64);
 
-  bool all_narrow = sh.n_tokens < kWideBatch;
-  if (ranges)
+  // A quantized cache takes the narrow arithmetic at every batch size, as llama.cpp's does.
+  bool all_narrow = quant || sh.n_tokens < kWideBatch;
+  if (ranges && !quant)
     for (int64_t t = 0; t < sh.n_tokens && all_narrow; ++t) all_narrow = ranges[3 * t + 2] < kWideBatch;
-  if (all_narrow && k_f16) {
+  if (all_narrow && (k_f16 || quant)) {
     // decode, short prompts: one item per chunk of the query heads of a token that read one KV
     // head; chunks of the whole group unless that leaves fewer than 2 items per thread.
     int64_t chunk = std::min(sh.group, kRowsMax);
@@ -209,8 +268,8 @@ void op_attn(const OpContext& c, const OpArgs& a) {
         const int64_t n_rows = std::min(chunk, (kvh + 1) * sh.group - h0);
         const KeyRows r = key_rows(sh, ranges ? ranges[3 * t] : 0,
                                    ranges ? ranges[3 * t + 1] : static_cast<int64_t>(pos[t]) + 1, kn.ne[1]);
-        attn_rows_narrow_f16(c.k, sh, q + (t * sh.n_head + h0) * sh.hd, n_rows, kv_view(sh, kc, vc, kvh, r),
-                             y + t * sh.n_head * sh.hd_v + h0 * sh.hd_v);
+        narrow_rows(q + (t * sh.n_head + h0) * sh.hd, n_rows, kv_view(sh, kc, vc, kvh, r),
+                    y + t * sh.n_head * sh.hd_v + h0 * sh.hd_v);
       }
     }, 1);
     return;
@@ -247,11 +306,7 @@ void op_attn(const OpContext& c, const OpArgs& a) {
       float* yg = y + t * sh.n_head * sh.hd_v + kvh * sh.group * sh.hd_v;
       if (rows < kWideBatch) {
         for (int64_t h0 = 0; h0 < sh.group; h0 += kRowsMax) {
-          const int64_t n_rows = std::min(kRowsMax, sh.group - h0);
-          if (k_f16)
-            attn_rows_narrow_f16(c.k, sh, qg + h0 * sh.hd, n_rows, kv, yg + h0 * sh.hd_v);
-          else
-            for (int64_t h = h0; h < h0 + n_rows; ++h) attn_row_narrow_f32(c.k, sh, qg + h * sh.hd, kv, yg + h * sh.hd_v);
+          narrow_rows(qg + h0 * sh.hd, std::min(kRowsMax, sh.group - h0), kv, yg + h0 * sh.hd_v);
         }
         continue;
       }

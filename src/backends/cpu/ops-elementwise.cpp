@@ -172,6 +172,32 @@ void op_scale(const OpContext& c, const OpArgs& a) {
   }, 16384);
 }
 
+// Runs of n = params.block values times the orthonormal Walsh-Hadamard matrix: each value
+// scaled by 1 / sqrtf(n), then the fast transform's log2(n) butterfly passes (u + v, u - v) from
+// pairs 1 apart to pairs n / 2 apart. Every step is one rounding in a fixed order, so the result
+// is the same on every ISA (llama.cpp's rotation of a quantized cache rounds the same way).
+void op_hadamard(const OpContext& c, const OpArgs& a) {
+  const int64_t n = a.dst.node->params.block;
+  const int64_t runs = a.dst.node->n_elements() / n;
+  const float s = 1.0f / std::sqrt(static_cast<float>(n));
+  const float* x = a.src[0].f32();
+  float* y = a.dst.f32();
+  c.pool.parallel_for(runs, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* yr = y + r * n;  // [n]
+      const float* xr = x + r * n;
+      for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * s;
+      for (int64_t len = 1; len < n; len *= 2)
+        for (int64_t i = 0; i < n; i += 2 * len)
+          for (int64_t j = i; j < i + len; ++j) {
+            const float u = yr[j], v = yr[j + len];
+            yr[j] = u + v;
+            yr[j + len] = u - v;
+          }
+    }
+  }, 64);
+}
+
 // c * tanh(x * (1 / c)), the order of llama.cpp's scale, tanh, scale.
 void op_softcap(const OpContext& c, const OpArgs& a) {
   const int64_t n = a.dst.node->n_elements();

@@ -36,23 +36,32 @@ void op_get_rows(const OpContext& c, const OpArgs& a) {
   }, 8);
 }
 
-// cache [n_embd_kv, n_ctx] (f16 or f32): row pos[t] = x row t, converted to the cache type.
-// The node aliases the cache (a view), so dst == src0.
+// cache [n_embd_kv, n_ctx] (f16, f32, q8_0 or q4_0): row pos[t] = x row t, converted to the
+// cache type (a q8_0 row quantized as the matmul activations are, k.quantize: llama.cpp's
+// set_rows rounds the same way; q4_0 by the reference quantizer). The node aliases the cache
+// (a view), so dst == src0.
 void op_kv_store(const OpContext& c, const OpArgs& a) {
   const Node& cache = *a.dst.node;
   const int64_t ne0 = cache.ne[0];
+  const size_t rb = row_bytes(cache.type, ne0);
   const int64_t n_tokens = a.src[2].node->ne[0];
   const float* x = a.src[1].f32();
   const int32_t* pos = a.src[2].i32();
+  auto* base = static_cast<uint8_t*>(a.dst.data);
   c.pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       MINFER_ASSERT(pos[t] >= 0 && pos[t] < cache.ne[1]);  // the session keeps positions < n_ctx
       const float* xr = x + t * ne0;
-      if (cache.type == DType::F32) {
-        std::memcpy(a.dst.f32() + pos[t] * ne0, xr, static_cast<size_t>(ne0) * sizeof(float));
-      } else {
-        uint16_t* yr = static_cast<uint16_t*>(a.dst.data) + pos[t] * ne0;
-        for (int64_t i = 0; i < ne0; ++i) yr[i] = fp32_to_fp16(xr[i]);
+      uint8_t* yr = base + static_cast<size_t>(pos[t]) * rb;
+      switch (cache.type) {
+        case DType::F32: std::memcpy(yr, xr, rb); break;
+        case DType::F16: {
+          auto* h = reinterpret_cast<uint16_t*>(yr);
+          for (int64_t i = 0; i < ne0; ++i) h[i] = fp32_to_fp16(xr[i]);
+          break;
+        }
+        case DType::Q8_0: c.k.quantize[type_slot(DType::Q8_0)](xr, yr, ne0); break;
+        default: quantize_row(cache.type, xr, yr, ne0); break;  // Q4_0 (supports() admits no other)
       }
     }
   }, 4);

@@ -57,6 +57,7 @@ void op_gelu(const OpContext& c, const OpArgs& a);          // ops-elementwise.c
 void op_geglu(const OpContext& c, const OpArgs& a);         // ops-elementwise.cpp
 void op_scale(const OpContext& c, const OpArgs& a);         // ops-elementwise.cpp
 void op_softcap(const OpContext& c, const OpArgs& a);       // ops-elementwise.cpp
+void op_hadamard(const OpContext& c, const OpArgs& a);      // ops-elementwise.cpp
 void op_top_k(const OpContext& c, const OpArgs& a);         // ops-moe.cpp
 void op_moe_weights(const OpContext& c, const OpArgs& a);   // ops-moe.cpp
 void op_matmul_id(const OpContext& c, const OpArgs& a);     // ops-moe.cpp
@@ -65,6 +66,9 @@ size_t matmul_id_work_size(const Node& n, const Node& w, const Node& x);  // ops
 void op_matmul(const OpContext& c, const OpArgs& a);        // ops-matmul.cpp
 void op_rope(const OpContext& c, const OpArgs& a);          // ops-rope.cpp
 void op_attn(const OpContext& c, const OpArgs& a);          // ops-attn.cpp
+
+// The KV cache types kv_store writes and attn reads (F16, F32, Q8_0, Q4_0).
+inline bool kv_cache_type(DType t) { return t == DType::F16 || t == DType::F32 || t == DType::Q8_0 || t == DType::Q4_0; }
 
 constexpr int64_t kMaxHeadDim = 512;  // attention keeps a head's accumulator on the stack
 

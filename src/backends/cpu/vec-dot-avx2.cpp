@@ -146,32 +146,6 @@ float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
   return acc;
 }
 
-float kq_dot_f16(int64_t n, const void* k, const float* q) {
-  const uint16_t* a = static_cast<const uint16_t*>(k);
-  const int64_t nv = n / 8 * 8;
-  float tail = 0.0f;
-  for (int64_t i = nv; i < n; ++i) tail += fp16(a[i]) * q[i];
-  return dot_f32x8(nv, [&](int64_t i) { return load_f16x8(a + i); }, [&](int64_t i) { return _mm256_loadu_ps(q + i); }, tail);
-}
-
-float kq_dot_f32(int64_t n, const void* k, const float* q) { return vec_dot_f32(n, k, q); }
-
-void v_axpy_f16(int64_t n, float* acc, float p, const void* v) {
-  const uint16_t* a = static_cast<const uint16_t*>(v);
-  const __m256 pv = _mm256_set1_ps(p);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, load_f16x8(a + i), _mm256_loadu_ps(acc + i)));
-  for (; i < n; ++i) acc[i] += p * fp16(a[i]);
-}
-
-void v_axpy_f32(int64_t n, float* acc, float p, const void* v) {
-  const float* a = static_cast<const float*>(v);
-  const __m256 pv = _mm256_set1_ps(p);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(a + i), _mm256_loadu_ps(acc + i)));
-  for (; i < n; ++i) acc[i] += p * a[i];
-}
-
 // The W64 order (kernels.h) with 16 lanes as two 8-lane registers: r[2g] holds lanes 0-7 of
 // group g, r[2g + 1] lanes 8-15.
 template <class LoadX, class LoadY>
@@ -253,6 +227,42 @@ void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* 
       _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(t, _MM_FROUND_TO_NEAREST_INT));
     }
     for (int64_t i = nv; i < n; ++i) y[i] = fp32_to_fp16(std::fma(fp16(v[i]), p[r], fp16(y[i])));
+  }
+}
+
+void mad_rows_f32(int64_t n, float* acc, int64_t acc_stride, const float* v, const float* p, int64_t n_rows) {
+  const int64_t nv = n / 8 * 8;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* y = acc + r * acc_stride;
+    const __m256 pv = _mm256_set1_ps(p[r]);
+    for (int64_t i = 0; i < nv; i += 8)
+      _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(v + i), pv, _mm256_loadu_ps(y + i)));
+    for (int64_t i = nv; i < n; ++i) y[i] = std::fma(v[i], p[r], y[i]);
+  }
+}
+
+// Cache rows to f32 (kernels.h RowToF32Fn): 32 values per block, d * q as one product each.
+void row_to_f32_q8_0(int64_t n, const void* x, float* y) {
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  for (int64_t ib = 0; ib < n / kQK; ++ib, y += kQK) {
+    const __m256 d = _mm256_set1_ps(fp16(b[ib].d));
+    for (int i = 0; i < kQK; i += 8) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[ib].qs + i));
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+    }
+  }
+}
+
+void row_to_f32_q4_0(int64_t n, const void* x, float* y) {
+  const auto* b = static_cast<const BlockQ4_0*>(x);
+  for (int64_t ib = 0; ib < n / kQK; ++ib, y += kQK) {
+    const __m256 d = _mm256_set1_ps(fp16(b[ib].d));
+    alignas(32) int8_t q[kQK];  // the block's values, q - 8
+    _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_sub_epi8(nibbles_32(b[ib].qs), _mm256_set1_epi8(8)));
+    for (int i = 0; i < kQK; i += 8) {
+      const __m128i qi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(qi))));
+    }
   }
 }
 

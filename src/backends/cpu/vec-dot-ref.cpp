@@ -176,26 +176,6 @@ float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
 
 // ---- attention ------------------------------------------------------------------------------
 
-float kq_dot_f16(int64_t n, const void* k, const float* q) {
-  const uint16_t* a = static_cast<const uint16_t*>(k);
-  return dot_f32_order(n, [&](int64_t i) { return f16_lookup(a[i]) * q[i]; });
-}
-
-float kq_dot_f32(int64_t n, const void* k, const float* q) {
-  const float* a = static_cast<const float*>(k);
-  return dot_f32_order(n, [&](int64_t i) { return a[i] * q[i]; });
-}
-
-void v_axpy_f16(int64_t n, float* acc, float p, const void* v) {
-  const uint16_t* a = static_cast<const uint16_t*>(v);
-  for (int64_t i = 0; i < n; ++i) acc[i] += p * f16_lookup(a[i]);
-}
-
-void v_axpy_f32(int64_t n, float* acc, float p, const void* v) {
-  const float* a = static_cast<const float*>(v);
-  for (int64_t i = 0; i < n; ++i) acc[i] += p * a[i];
-}
-
 // The W64 order of kernels.h. Each lane is one fused multiply-add chain; acc[16 * g + l] is
 // lane l of group g.
 template <class T, class ToF32>
@@ -237,6 +217,16 @@ void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_st
 void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows) {
   for (int64_t r = 0; r < n_rows; ++r) mad_f16(n, acc + r * acc_stride, v, p[r]);
 }
+
+void mad_rows_f32(int64_t n, float* acc, int64_t acc_stride, const float* v, const float* p, int64_t n_rows) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* y = acc + r * acc_stride;
+    for (int64_t i = 0; i < n; ++i) y[i] = std::fma(v[i], p[r], y[i]);
+  }
+}
+
+void row_to_f32_q8_0(int64_t n, const void* x, float* y) { dequantize_row(DType::Q8_0, x, y, n); }
+void row_to_f32_q4_0(int64_t n, const void* x, float* y) { dequantize_row(DType::Q4_0, x, y, n); }
 
 void silu_row(int64_t n, float* y, const float* x) {
   const int64_t nv = n / 16 * 16;

@@ -185,29 +185,33 @@ def token_ids(n_vocab, n=N_TOKENS):
     return [(17 + 7919 * i) % n_vocab for i in range(n)]
 
 
-def minfer_logits(env, model, tokens, n_vocab, tag, greedy=0):
+def minfer_logits(env, model, tokens, n_vocab, tag, greedy=0, kv=None):
     path = os.path.join(env.tmp, f"{tag}.minfer.f32")
     cmd = [env.minfer, "logits", model, "--tokens", ",".join(map(str, tokens)), "--out", path, "-t", "2"]
+    cmd += ["--kv-type", kv] if kv else []
     out = run(cmd + (["--greedy", str(greedy)] if greedy else []), f"minfer logits {tag}", "minfer")
     logits = np.fromfile(path, dtype=np.float32).reshape(len(tokens), n_vocab)
     os.remove(path)
     return logits, (json.loads(out.strip().splitlines()[-1])["greedy"] if greedy else None)
 
 
-def oracle_and_minfer(env, model, tokens, n_vocab, tag, n_greedy):
+def oracle_and_minfer(env, model, tokens, n_vocab, tag, n_greedy, kv=None):
     ids = ",".join(map(str, tokens))
     o_path = os.path.join(env.tmp, f"{tag}.oracle.f32")
+    # A quantized cache needs llama.cpp's flash attention (its only path that reads one).
+    o_kv = ["--kv-type", kv, "--flash-attn", "on"] if kv else []
     # llama.cpp with 1 thread: its spinning workers stall on a loaded 2-core machine.
-    run([env.oracle, "logits", model, "--tokens", ids, "--out", o_path, "-t", "1"], f"llama-oracle logits {tag}", "oracle")
-    o_greedy = json.loads(run([env.oracle, "greedy", model, "--tokens", ids, "-n", str(n_greedy), "-t", "1"],
+    run([env.oracle, "logits", model, "--tokens", ids, "--out", o_path, "-t", "1"] + o_kv, f"llama-oracle logits {tag}",
+        "oracle")
+    o_greedy = json.loads(run([env.oracle, "greedy", model, "--tokens", ids, "-n", str(n_greedy), "-t", "1"] + o_kv,
                               f"llama-oracle greedy {tag}", "oracle"))["greedy"]
     theirs = np.fromfile(o_path, dtype=np.float32).reshape(len(tokens), n_vocab)
     os.remove(o_path)
-    ours, m_greedy = minfer_logits(env, model, tokens, n_vocab, tag, n_greedy)
+    ours, m_greedy = minfer_logits(env, model, tokens, n_vocab, tag, n_greedy, kv)
     return ours, theirs, m_greedy, o_greedy
 
 
-def greedy_verdict(env, model, tokens, n_vocab, tag, ours, m_greedy, o_greedy, noise):
+def greedy_verdict(env, model, tokens, n_vocab, tag, ours, m_greedy, o_greedy, noise, kv=None):
     """'equal', or where the continuations part and whether that step is a near-tie for minfer:
     (step, minfer's margin between its token and llama.cpp's, allowed margin)."""
     if m_greedy == o_greedy:
@@ -216,7 +220,7 @@ def greedy_verdict(env, model, tokens, n_vocab, tag, ours, m_greedy, o_greedy, n
     if k == 0:
         row = ours[-1]
     else:
-        row = minfer_logits(env, model, tokens + m_greedy[:k], n_vocab, f"{tag}.step{k}")[0][-1]
+        row = minfer_logits(env, model, tokens + m_greedy[:k], n_vocab, f"{tag}.step{k}", kv=kv)[0][-1]
     margin = float(row[m_greedy[k]] - row[o_greedy[k]])
     allowed = max(2 * noise, 0.02)
     return f"parts at step {k} (margin {margin:.3f}, allowed {allowed:.3f})", abs(margin) <= allowed
@@ -249,6 +253,35 @@ def test_random_model_vs_llama(env, arch, dtype):
     assert nmse <= NMSE_MAX[dtype], f"{arch} {dtype}: log-softmax NMSE {nmse:.3g} > {NMSE_MAX[dtype]:g}"
     assert not unexplained, f"{arch} {dtype}: top-1 differs beyond noise: {unexplained}"
     assert greedy_ok, f"{arch} {dtype}: greedy {m_greedy} vs llama.cpp {o_greedy}: {verdict}"
+
+
+KV_TYPES = ["q8_0", "q4_0"]
+KV_ARCHS = ["llama", "qwen2", "qwen3", "gemma3"]  # head sizes 64, 64, 128 (K rotation 128), 128 with a ring
+
+
+@pytest.mark.parametrize("arch,kv", [(a, k) for a in KV_ARCHS for k in KV_TYPES])
+def test_quantized_kv_cache_vs_llama(env, arch, kv):
+    """--kv-type q8_0 / q4_0 against llama.cpp with the same cache type: both rotate q, k, v by
+    Walsh-Hadamard matrices before the cache, quantize its rows and score and sum them the same
+    way, so the logits agree within the quantized-type bounds (Q8_0 weights, whose matmuls the
+    two engines round alike: with F16 weights their last-bit differences flip a 4-bit cache
+    value now and then, and a random model's flat logits turn that into top-1 flips). The
+    greedy continuation decodes through the cache token by token."""
+    model = env.model(arch, "Q8_0")
+    n_vocab = n_vocab_of(arch)
+    tokens = token_ids(n_vocab)
+    tag = f"{arch}-kv-{kv}"
+    ours, theirs, m_greedy, o_greedy = oracle_and_minfer(env, model, tokens, n_vocab, tag, N_GREEDY, kv)
+    nmse, top1, unexplained = compare(ours, theirs)
+    noise = float(np.abs(ours - theirs).max())
+    verdict, greedy_ok = greedy_verdict(env, model, tokens, n_vocab, tag, ours, m_greedy, o_greedy, noise, kv)
+    os.remove(model)
+    print(f"\n{arch} --kv-type {kv}: NMSE {nmse:.2e}, top-1 {top1:.3f}, max |logit diff| {noise:.3g}, greedy {verdict}")
+    assert np.isfinite(ours).all(), "non-finite logits"
+    assert nmse <= 2e-3, f"{arch} kv {kv}: log-softmax NMSE {nmse:.3g} > 2e-3"
+    assert not unexplained, f"{arch} kv {kv}: top-1 differs beyond noise: {unexplained}"
+    assert top1 >= TOP1_MIN, f"{arch} kv {kv}: top-1 agreement {top1:.3f} < {TOP1_MIN}"
+    assert greedy_ok, f"{arch} kv {kv}: greedy {m_greedy} vs llama.cpp {o_greedy}: {verdict}"
 
 
 def test_dump_graph_json(env):
