@@ -286,6 +286,31 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
   }
 }
 
+// Wide batches without a window go through k.attn_tile, whose per-lane float steps are fixed
+// (kernels.h): every ISA's result is the reference's bit for bit, over several tiles and key
+// blocks (partial ones included), GQA groups from 1 to 16, head sizes the vector kernels take
+// and ones they hand to the reference.
+TEST(CpuAttention, TiledBatchesAreBitIdenticalAcrossIsas) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  const std::vector<AttnCase> cases = {
+      {64, 14, 2, 700, iota_pos(500, 130), DType::F16, 1.0f},   // Qwen2.5-0.5B's 7:1, deep
+      {128, 16, 2, 300, iota_pos(0, 100), DType::F32, 2.0f},    // 8:1, from position 0
+      {256, 8, 1, 200, iota_pos(37, 64), DType::F16, 4.0f, 0, 5.0f},  // soft-capped
+      {64, 4, 4, 150, iota_pos(3, 70), DType::F16, 8.0f},       // MHA: 64 tokens per tile
+      {72, 6, 2, 100, iota_pos(9, 66), DType::F32, 1.0f},       // hd 72: AVX-512 hands it over
+  };
+  for (const AttnCase& c : cases) {
+    const std::vector<float> want = check_attention(c, *tables[0]);
+    for (int t = 1; t < n_tables; ++t) {
+      const std::vector<float> got = check_attention(c, *tables[t]);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << "element " << i << " hd " << c.hd << " on " << tables[t]->isa;
+    }
+  }
+}
+
 // A sliding-window layer's ring cache (params.attn_ring = R: position p of the sequence whose
 // rows start at `first` is row first + p mod R) gives, bit for bit, what the full cache gives,
 // on the narrow f16 and f32 paths and the wide one, windows that wrap round the ring included.

@@ -39,6 +39,8 @@ CpuKernels make_avx2() {
   k.row_to_f32[type_slot(DType::Q4_0)] = avx2::row_to_f32_q4_0;
   k.silu_row = avx2::silu_row;
   k.attn_wide = avx2::attn_wide;
+  k.attn_tile = avx2::attn_tile;
+  k.attn_tile_rows = 32;
   k.quantize[type_slot(DType::Q8_0)] = avx2::quantize_q8_0;
   k.quantize[type_slot(DType::Q8_1)] = avx2::quantize_q8_1;
   k.quantize[type_slot(DType::Q8_K)] = avx2::quantize_q8_k;

@@ -7,6 +7,7 @@
 namespace minfer::cpu {
 struct GemmArgs;
 struct AttnWideArgs;
+struct AttnTileArgs;
 }
 
 namespace minfer::cpu::avx2 {
@@ -53,6 +54,7 @@ void row_to_f32_q8_0(int64_t n, const void* x, float* y);
 void row_to_f32_q4_0(int64_t n, const void* x, float* y);
 void silu_row(int64_t n, float* y, const float* x);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp
+void attn_tile(const AttnTileArgs& a);  // attn-tile-*.cpp
 // vec-dot-kquant-avx2.cpp
 float vec_dot_q2_k(int64_t n, const void* w, const void* x);
 float vec_dot_q3_k(int64_t n, const void* w, const void* x);

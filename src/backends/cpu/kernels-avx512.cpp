@@ -19,6 +19,7 @@ void gemm_q5_k(const GemmArgs& a);  // gemm-kquant-avx512.cpp
 void gemm_q3_k(const GemmArgs& a);
 void gemm_q2_k(const GemmArgs& a);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
+void attn_tile(const AttnTileArgs& a);  // attn-tile-avx512.cpp
 }  // namespace avx512
 
 namespace {
@@ -48,6 +49,8 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q3_K)] = avx512::gemm_q3_k;
   k.gemm[type_slot(DType::Q2_K)] = avx512::gemm_q2_k;
   k.attn_wide = avx512::attn_wide;
+  k.attn_tile = avx512::attn_tile;
+  k.attn_tile_rows = kAttnTileMaxRows;
   return k;
 }
 

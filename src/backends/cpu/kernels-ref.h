@@ -37,6 +37,7 @@ void row_to_f32_q8_0(int64_t n, const void* x, float* y);
 void row_to_f32_q4_0(int64_t n, const void* x, float* y);
 void silu_row(int64_t n, float* y, const float* x);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp
+void attn_tile(const AttnTileArgs& a);  // attn-tile-*.cpp
 
 // GEMMs over repacked weights (gemm-ref.cpp).
 void gemm_q4_0(const GemmArgs& a);

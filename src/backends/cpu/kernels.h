@@ -84,6 +84,41 @@ struct AttnWideArgs {
 };
 using AttnWideFn = void (*)(const AttnWideArgs& a);
 
+// Attention of a tile of query rows (ops-attn.cpp: wide batches of layers without a sliding
+// window): the G query heads of one KV head for T consecutive tokens, R = T * G <= the table's
+// attn_tile_rows rows; token t sees keys 0 .. n_kv[t] - 1. The rows sit in vector lanes: q is
+// transposed once per tile, keys go by blocks of 32 whose K and V rows are widened to f32 once
+// for all R rows, and for each lane (row) the arithmetic is one fixed sequence of float steps,
+// so every ISA's result is the reference's bit for bit:
+//   s_k = (fma chain over i of q[i] * k[i]) * scale   (c * tanh(s_k) with a soft-cap)
+//   m' = max(m, max of the block's visible s_k); c = e(m - m'); p_k = e(s_k - m') or 0 if hidden
+//   l = fma(l, c, p_0 + p_1 + ... in key order); o = o * c, then o = fma(p_k, v_k, o) in key order
+//   y = o * (1 / l)
+// where e(x) = exp_poly(min(max(x, -87), 0)) (e^-87 ~ 1.6e-38: nothing a sum of at least 1
+// notices, and the 2^n of exp_poly stays normal).
+struct AttnTileArgs {
+  const float* q = nullptr;  // row (t, g) at q + t * q_tok + g * hd
+  int64_t q_tok = 0;
+  int64_t T = 0, G = 0, hd = 0, hd_v = 0;
+  const int32_t* n_kv = nullptr;  // [T] keys each token sees (>= 1)
+  const uint8_t* k = nullptr;     // cache row of key 0, this KV head; rows k_row bytes apart
+  const uint8_t* v = nullptr;
+  size_t k_row = 0, v_row = 0;
+  bool f16 = true;         // cache element type (else f32)
+  float scale = 1.0f;      // as AttnWideArgs (divided by softcap when capping)
+  float softcap = 0.0f;
+  float* y = nullptr;      // row (t, g) at y + t * y_tok + g * hd_v
+  int64_t y_tok = 0;
+  float* scratch = nullptr;  // attn_tile_scratch(hd, hd_v) floats, 64-byte aligned
+};
+using AttnTileFn = void (*)(const AttnTileArgs& a);
+constexpr int64_t kAttnTileMaxRows = 64;  // lanes of the transposed tiles (scratch layout)
+constexpr int64_t kAttnTileKeys = 32;     // keys per block
+inline int64_t attn_tile_scratch(int64_t hd, int64_t hd_v) {
+  // q^T [hd][64], o^T [hd_v][64], K [32][hd], V [32][hd_v], s/p [32][64], m, l, c, n_kv [64]
+  return (hd + hd_v + kAttnTileKeys + 4) * kAttnTileMaxRows + kAttnTileKeys * (hd + hd_v);
+}
+
 // A GEMM over weights repacked in groups of 16 rows (repack.h) and activation rows of the
 // type's activation type (above):
 //   y[t * y_stride + 16 g + r] = dot(row 16 g + r, activation row t)   for g in [g0, g1)
@@ -123,6 +158,8 @@ struct CpuKernels {
   RowToF32Fn row_to_f32[kTypeSlots] = {};  // by cache type: Q8_0, Q4_0
   SiluRowFn silu_row = nullptr;
   AttnWideFn attn_wide = nullptr;
+  AttnTileFn attn_tile = nullptr;
+  int64_t attn_tile_rows = 0;  // the most rows attn_tile takes (<= kAttnTileMaxRows)
 };
 
 // e^x in f32 with Arm's optimized-routines v_expf method (MIT OR Apache-2.0: x = n ln2 + r

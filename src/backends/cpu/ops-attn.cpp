@@ -22,6 +22,7 @@
 //    the query heads of a KV head, exp_poly; a quantized cache's rows through k.row_to_f32).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -204,6 +205,70 @@ void attn_rows_narrow_quant(const CpuKernels& k, const AttnShape& sh, DType type
   }
 }
 
+// The wide batches of a layer without a window or a ring: tiles of up to attn_tile_rows /
+// group consecutive tokens of one sequence (same first cache row), each with every query head
+// of one KV head, through k.attn_tile; a token of a short sequence batched beside them (ranges:
+// fewer than kWideBatch query rows of its own) takes the narrow arithmetic alone.
+template <class Narrow>
+void attn_tiles(const OpContext& c, const AttnShape& sh, const float* q, const uint8_t* kc, const uint8_t* vc, bool f16,
+                const int32_t* pos, const int32_t* ranges, int64_t cache_rows, float* y, const Narrow& narrow_rows) {
+  const int64_t per_tile = std::max<int64_t>(1, c.k.attn_tile_rows / sh.group);
+  struct Span {
+    int64_t t0, n;  // tokens t0 .. t0 + n - 1
+    bool tile;
+  };
+  std::vector<Span> spans;
+  auto first_of = [&](int64_t t) { return ranges ? int64_t{ranges[3 * t]} : 0; };
+  std::vector<int32_t> n_kv(static_cast<size_t>(sh.n_tokens));  // [n_tokens] keys each token sees
+  for (int64_t t = 0; t < sh.n_tokens; ++t) {
+    n_kv[static_cast<size_t>(t)] = ranges ? ranges[3 * t + 1] : pos[t] + 1;
+    MINFER_ASSERT(n_kv[static_cast<size_t>(t)] >= 1 && first_of(t) + n_kv[static_cast<size_t>(t)] <= cache_rows);
+    const bool wide = !ranges || ranges[3 * t + 2] >= kWideBatch;
+    Span* last = spans.empty() ? nullptr : &spans.back();
+    if (wide && last && last->tile && last->n < per_tile && first_of(last->t0) == first_of(t))
+      ++last->n;
+    else
+      spans.push_back({t, 1, wide});
+  }
+  const size_t scratch_floats = static_cast<size_t>(attn_tile_scratch(sh.hd, sh.hd_v)) + 16;
+  c.pool.parallel_for(static_cast<int64_t>(spans.size()) * sh.n_head_kv, [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<float> scratch;  // attn_tile's, 64-byte aligned below
+    if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
+    float* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+    for (int64_t item = i0; item < i1; ++item) {
+      const Span& sp = spans[static_cast<size_t>(item / sh.n_head_kv)];
+      const int64_t kvh = item % sh.n_head_kv, first = first_of(sp.t0);
+      const float* qg = q + (sp.t0 * sh.n_head + kvh * sh.group) * sh.hd;
+      float* yg = y + sp.t0 * sh.n_head * sh.hd_v + kvh * sh.group * sh.hd_v;
+      if (!sp.tile) {
+        const KvView kv = kv_view(sh, kc, vc, kvh, key_rows(sh, first, n_kv[static_cast<size_t>(sp.t0)], cache_rows));
+        for (int64_t h0 = 0; h0 < sh.group; h0 += kRowsMax)
+          narrow_rows(qg + h0 * sh.hd, std::min(kRowsMax, sh.group - h0), kv, yg + h0 * sh.hd_v);
+        continue;
+      }
+      AttnTileArgs w;
+      w.q = qg;
+      w.q_tok = sh.n_head * sh.hd;
+      w.T = sp.n;
+      w.G = sh.group;
+      w.hd = sh.hd;
+      w.hd_v = sh.hd_v;
+      w.n_kv = n_kv.data() + sp.t0;
+      w.k = kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head;
+      w.v = vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head;
+      w.k_row = sh.k_row;
+      w.v_row = sh.v_row;
+      w.f16 = f16;
+      w.scale = sh.scale;
+      w.softcap = sh.softcap;
+      w.y = yg;
+      w.y_tok = sh.n_head * sh.hd_v;
+      w.scratch = aligned;
+      c.k.attn_tile(w);
+    }
+  }, 1);
+}
+
 }  // namespace
 
 void op_attn(const OpContext& c, const OpArgs& a) {
@@ -284,6 +349,11 @@ void op_attn(const OpContext& c, const OpArgs& a) {
                             y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
       }
     }, 1);
+    return;
+  }
+
+  if (sh.window == 0 && sh.ring == 0 && c.k.attn_tile && sh.group <= c.k.attn_tile_rows) {
+    attn_tiles(c, sh, q, kc, vc, k_f16, pos, ranges, kn.ne[1], y, narrow_rows);
     return;
   }
 
