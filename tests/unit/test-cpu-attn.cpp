@@ -258,11 +258,24 @@ TEST(CpuAttention, MatchesNaiveSoftmaxAttentionOnEveryIsa) {
   }
 }
 
+// Each case's output on every ISA's table equals the reference table's bit for bit.
+void expect_bit_identical_across_isas(const std::vector<AttnCase>& cases) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (const AttnCase& c : cases) {
+    const std::vector<float> want = check_attention(c, *tables[0]);
+    for (int t = 1; t < n_tables; ++t) {
+      const std::vector<float> got = check_attention(c, *tables[t]);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << "element " << i << " hd " << c.hd << " on " << tables[t]->isa;
+    }
+  }
+}
+
 // The small-batch arithmetic is one fixed order of float steps (kernels.h, W64), so every
 // ISA's result is bit-identical to the reference's.
 TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
-  const CpuKernels* tables[4];
-  const int n_tables = cpu_kernel_variants(tables, 4);
   const std::vector<AttnCase> cases = {
       {64, 9, 3, 50, {0, 17, 49}, DType::F16, 2.0f},
       {128, 4, 2, 130, {129}, DType::F16, 1.0f},
@@ -275,15 +288,7 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
       {128, 14, 2, 80, iota_pos(10, 66), DType::Q4_0, 1.0f},          // a wide batch
       {256, 4, 1, 60, {40, 59}, DType::Q8_0, 8.0f, 16, 5.0f},
   };
-  for (const AttnCase& c : cases) {
-    const std::vector<float> want = check_attention(c, *tables[0]);
-    for (int t = 1; t < n_tables; ++t) {
-      const std::vector<float> got = check_attention(c, *tables[t]);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << "element " << i << " hd " << c.hd << " on " << tables[t]->isa;
-    }
-  }
+  expect_bit_identical_across_isas(cases);
 }
 
 // Wide batches without a window go through k.attn_tile, whose per-lane float steps are fixed
@@ -291,8 +296,6 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
 // blocks (partial ones included), GQA groups from 1 to 16, head sizes the vector kernels take
 // and ones they hand to the reference.
 TEST(CpuAttention, TiledBatchesAreBitIdenticalAcrossIsas) {
-  const CpuKernels* tables[4];
-  const int n_tables = cpu_kernel_variants(tables, 4);
   const std::vector<AttnCase> cases = {
       {64, 14, 2, 700, iota_pos(500, 130), DType::F16, 1.0f},   // Qwen2.5-0.5B's 7:1, deep
       {128, 16, 2, 300, iota_pos(0, 100), DType::F32, 2.0f},    // 8:1, from position 0
@@ -300,15 +303,7 @@ TEST(CpuAttention, TiledBatchesAreBitIdenticalAcrossIsas) {
       {64, 4, 4, 150, iota_pos(3, 70), DType::F16, 8.0f},       // MHA: 64 tokens per tile
       {72, 6, 2, 100, iota_pos(9, 66), DType::F32, 1.0f},       // hd 72: AVX-512 hands it over
   };
-  for (const AttnCase& c : cases) {
-    const std::vector<float> want = check_attention(c, *tables[0]);
-    for (int t = 1; t < n_tables; ++t) {
-      const std::vector<float> got = check_attention(c, *tables[t]);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << "element " << i << " hd " << c.hd << " on " << tables[t]->isa;
-    }
-  }
+  expect_bit_identical_across_isas(cases);
 }
 
 // A sliding-window layer's ring cache (params.attn_ring = R: position p of the sequence whose

@@ -18,14 +18,8 @@ inline float exp_clamped(float x) { return exp_poly(std::min(std::max(x, -87.0f)
 
 void attn_tile(const AttnTileArgs& a) {
   const int64_t R = a.T * a.G, hd = a.hd, hd_v = a.hd_v;
-  float* qt = a.scratch;          // [hd][kL] q transposed: qt[i * kL + r]
-  float* ot = qt + hd * kL;       // [hd_v][kL] the V sums, transposed
-  float* kf = ot + hd_v * kL;     // [kB][hd] the block's K rows in f32
-  float* vf = kf + kB * hd;       // [kB][hd_v]
-  float* pt = vf + kB * hd_v;     // [kB][kL] scores, then weights
-  float* m = pt + kB * kL;        // [kL] running max
-  float* l = m + kL;              // [kL] running sum
-  float* c = l + kL;              // [kL] the block's rescale factor
+  const AttnTileScratch sc(a.scratch, hd, hd_v);
+  float *qt = sc.qt, *ot = sc.ot, *kf = sc.kf, *vf = sc.vf, *pt = sc.pt, *m = sc.m, *l = sc.l, *c = sc.c;
   int64_t n_kv[kAttnTileMaxRows];  // [R] keys each row sees
   int64_t n_max = 0;
   for (int64_t r = 0; r < R; ++r) {

@@ -12,20 +12,6 @@
 #include "backends/cpu/kernels-ref.h"
 
 namespace minfer::cpu::avx2 {
-namespace {
-
-inline void load_row(const uint8_t* row, int64_t n, bool f16, float* out) {
-  if (f16) {
-    for (int64_t i = 0; i < n; i += 8)
-      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i))));
-  } else {
-    for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i));
-  }
-}
-
-
-
-}  // namespace
 
 void attn_wide(const AttnWideArgs& a) {
   if (a.hd % 8 != 0 || a.hd_v % 8 != 0 || a.hd > 256 || a.hd_v > 256) return ref::attn_wide(a);
@@ -45,8 +31,8 @@ void attn_wide(const AttnWideArgs& a) {
     const int nb = static_cast<int>(std::min<int64_t>(8, a.n_kv - j0));
     for (int k = 0; k < 8; ++k) {
       if (k < nb) {
-        load_row(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
-        load_row(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
+        widen_row(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
+        widen_row(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
       } else {
         std::fill(kf + k * a.hd, kf + (k + 1) * a.hd, 0.0f);
         std::fill(vf + k * a.hd_v, vf + (k + 1) * a.hd_v, 0.0f);

@@ -10,21 +10,13 @@
 #include <cmath>
 
 #include "backends/cpu/avx2-common.h"
+#include "backends/cpu/avx512-common.h"
 #include "backends/cpu/kernels-avx2.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
 
 constexpr int kMaxChunks = 16;  // hd <= 256
-
-inline void load_row(const uint8_t* row, int64_t n, bool f16, float* out) {
-  if (f16) {
-    for (int64_t i = 0; i < n; i += 16)
-      _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i))));
-  } else {
-    for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i));
-  }
-}
 
 // 16-lane vector -> 8-lane partial (lanes 0-7 + lanes 8-15).
 inline __m256 fold(__m512 v) {
@@ -63,8 +55,8 @@ void attn_wide(const AttnWideArgs& a) {
     const int nb = static_cast<int>(std::min<int64_t>(8, a.n_kv - j0));
     for (int k = 0; k < 8; ++k) {
       if (k < nb) {
-        load_row(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
-        load_row(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
+        widen_row(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
+        widen_row(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
       } else {
         std::fill(kf + k * a.hd, kf + (k + 1) * a.hd, 0.0f);
         std::fill(vf + k * a.hd_v, vf + (k + 1) * a.hd_v, 0.0f);

@@ -84,6 +84,16 @@ inline __m256i dot_u8_i32(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+// A cache row of n values (n % 8 == 0), f16 or f32, widened to f32.
+inline void widen_row(const uint8_t* row, int64_t n, bool f16, float* out) {
+  if (f16) {
+    for (int64_t i = 0; i < n; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i))));
+  } else {
+    for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i));
+  }
+}
+
 // exp_poly (kernels.h) on 8 lanes; a vector with some |n| > 126 (|x| > ~87) goes lane by lane
 // through the scalar form, whose 2^n may leave the normal range.
 inline __m256 exp_poly8(__m256 x) {

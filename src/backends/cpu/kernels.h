@@ -115,9 +115,23 @@ using AttnTileFn = void (*)(const AttnTileArgs& a);
 constexpr int64_t kAttnTileMaxRows = 64;  // lanes of the transposed tiles (scratch layout)
 constexpr int64_t kAttnTileKeys = 32;     // keys per block
 inline int64_t attn_tile_scratch(int64_t hd, int64_t hd_v) {
-  // q^T [hd][64], o^T [hd_v][64], K [32][hd], V [32][hd_v], s/p [32][64], m, l, c, n_kv [64]
-  return (hd + hd_v + kAttnTileKeys + 4) * kAttnTileMaxRows + kAttnTileKeys * (hd + hd_v);
+  return (hd + hd_v + kAttnTileKeys + 3) * kAttnTileMaxRows + kAttnTileKeys * (hd + hd_v);
 }
+// The kernels' view of that scratch; row r of a tile is lane r of the transposed arrays.
+struct AttnTileScratch {
+  float* qt;  // [hd][kAttnTileMaxRows] q transposed
+  float* ot;  // [hd_v][kAttnTileMaxRows] the V sums, transposed
+  float* kf;  // [kAttnTileKeys][hd] the block's K rows in f32
+  float* vf;  // [kAttnTileKeys][hd_v]
+  float* pt;  // [kAttnTileKeys][kAttnTileMaxRows] scores, then weights
+  float* m;   // [kAttnTileMaxRows] running max
+  float* l;   // [kAttnTileMaxRows] running sum
+  float* c;   // [kAttnTileMaxRows] the block's rescale factor
+  AttnTileScratch(float* s, int64_t hd, int64_t hd_v)
+      : qt(s), ot(qt + hd * kAttnTileMaxRows), kf(ot + hd_v * kAttnTileMaxRows), vf(kf + kAttnTileKeys * hd),
+        pt(vf + kAttnTileKeys * hd_v), m(pt + kAttnTileKeys * kAttnTileMaxRows), l(m + kAttnTileMaxRows),
+        c(l + kAttnTileMaxRows) {}
+};
 
 // A GEMM over weights repacked in groups of 16 rows (repack.h) and activation rows of the
 // type's activation type (above):

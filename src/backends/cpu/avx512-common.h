@@ -1,0 +1,36 @@
+// Helpers shared by the AVX-512 kernel files (compiled with the AVX-512 flags only). Internal.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace minfer::cpu::avx512 {
+
+// A cache row of n values (n % 16 == 0), f16 or f32, widened to f32.
+inline void widen_row(const uint8_t* row, int64_t n, bool f16, float* out) {
+  if (f16) {
+    for (int64_t i = 0; i < n; i += 16)
+      _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i))));
+  } else {
+    for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i));
+  }
+}
+
+// exp_poly (kernels.h) on 16 lanes of x in [-87, 0], where its 2^n is a normal number (the
+// scalar form's other cases are not needed there).
+inline __m512 exp_poly16_nonpositive(__m512 x) {
+  const __m512 shift = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift);
+  const __m512 n = _mm512_sub_ps(z, shift);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 u = _mm512_mul_ps(r, r);
+  const __m512 p = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), r, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), r, _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), r, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));  // p * 2^n, exact scaling
+}
+
+}  // namespace minfer::cpu::avx512
