@@ -294,7 +294,7 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
 // Wide batches without a window go through k.attn_tile, whose per-lane float steps are fixed
 // (kernels.h): every ISA's result is the reference's bit for bit, over several tiles and key
 // blocks (partial ones included), GQA groups from 1 to 16, head sizes the vector kernels take
-// and ones they hand to the reference.
+// and ones they hand to the reference, float and quantized caches.
 TEST(CpuAttention, TiledBatchesAreBitIdenticalAcrossIsas) {
   const std::vector<AttnCase> cases = {
       {64, 14, 2, 700, iota_pos(500, 130), DType::F16, 1.0f},   // Qwen2.5-0.5B's 7:1, deep
@@ -302,6 +302,8 @@ TEST(CpuAttention, TiledBatchesAreBitIdenticalAcrossIsas) {
       {256, 8, 1, 200, iota_pos(37, 64), DType::F16, 4.0f, 0, 5.0f},  // soft-capped
       {64, 4, 4, 150, iota_pos(3, 70), DType::F16, 8.0f},       // MHA: 64 tokens per tile
       {72, 6, 2, 100, iota_pos(9, 66), DType::F32, 1.0f},       // hd 72: AVX-512 hands it over
+      {64, 14, 2, 300, iota_pos(200, 70), DType::Q8_0, 1.0f},   // quantized caches: rows widened
+      {128, 8, 2, 200, iota_pos(0, 64), DType::Q4_0, 2.0f},
   };
   expect_bit_identical_across_isas(cases);
 }

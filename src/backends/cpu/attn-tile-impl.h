@@ -90,8 +90,14 @@ void lanes(const AttnTileArgs& a) {
     const int64_t nb = std::min(kB, n_max - j0), nbk = (nb + V::kKeys - 1) / V::kKeys * V::kKeys;
     for (int64_t k = 0; k < nbk; ++k) {
       if (k < nb) {
-        V::widen(a.k + static_cast<size_t>(j0 + k) * a.k_row, hd, a.f16, kf + k * hd);
-        V::widen(a.v + static_cast<size_t>(j0 + k) * a.v_row, hd_v, a.f16, vf + k * hd_v);
+        const uint8_t *kr = a.k + static_cast<size_t>(j0 + k) * a.k_row, *vr = a.v + static_cast<size_t>(j0 + k) * a.v_row;
+        if (a.to_f32) {
+          a.to_f32(hd, kr, kf + k * hd);
+          a.to_f32(hd_v, vr, vf + k * hd_v);
+        } else {
+          V::widen(kr, hd, a.f16, kf + k * hd);
+          V::widen(vr, hd_v, a.f16, vf + k * hd_v);
+        }
       } else {
         std::fill(kf + k * hd, kf + (k + 1) * hd, 0.0f);  // scored, never used
       }

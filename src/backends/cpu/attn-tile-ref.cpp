@@ -33,6 +33,7 @@ void attn_tile(const AttnTileArgs& a) {
     l[r] = 0.0f;
   }
   auto widen = [&](const uint8_t* row, int64_t n, float* out) {
+    if (a.to_f32) return a.to_f32(n, row, out);
     for (int64_t i = 0; i < n; ++i)
       out[i] = a.f16 ? f16_lookup(reinterpret_cast<const uint16_t*>(row)[i]) : reinterpret_cast<const float*>(row)[i];
   };

@@ -15,11 +15,14 @@
 //  - fewer than kWideBatch query rows (decode, short prompts): q is rounded to the cache type,
 //    scores are W64-order dot products (kernels.h), the V sum of an f16 cache is kept in f16
 //    (y = f16(fma(v, p, y))), the softmax sum as S = fma(S, ms, p); with a q8_0 / q4_0 cache
-//    (at every batch size, as llama.cpp) q is quantized to q8_0, scores are the K type's integer
-//    dot products and the V sum is f32 (attn_rows_narrow_quant);
+//    q is quantized to q8_0, scores are the K type's integer dot products and the V sum is f32
+//    (attn_rows_narrow_quant: llama.cpp's arithmetic, which it keeps at every batch size; here
+//    wide batches with a window or a ring keep it too);
 //  - kWideBatch rows or more (long prompts, perplexity): q stays f32, cache values are widened
 //    to f32, scores and the V sum accumulate in f32 (k.attn_wide: keys in blocks of 8 shared by
-//    the query heads of a KV head, exp_poly; a quantized cache's rows through k.row_to_f32).
+//    the query heads of a KV head, exp_poly); without a window or a ring, tiles of up to 64
+//    query rows (k.attn_tile, a quantized cache's rows widened by k.row_to_f32 and its q
+//    rounded through q8_0).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -208,10 +211,13 @@ void attn_rows_narrow_quant(const CpuKernels& k, const AttnShape& sh, DType type
 // The wide batches of a layer without a window or a ring: tiles of up to attn_tile_rows /
 // group consecutive tokens of one sequence (same first cache row), each with every query head
 // of one KV head, through k.attn_tile; a token of a short sequence batched beside them (ranges:
-// fewer than kWideBatch query rows of its own) takes the narrow arithmetic alone.
+// fewer than kWideBatch query rows of its own) takes the narrow arithmetic alone. A quantized
+// cache's rows are widened by k.row_to_f32 and its q rounded through q8_0 first, as the narrow
+// arithmetic and llama.cpp score it (the sums then differ from theirs in order only).
 template <class Narrow>
-void attn_tiles(const OpContext& c, const AttnShape& sh, const float* q, const uint8_t* kc, const uint8_t* vc, bool f16,
+void attn_tiles(const OpContext& c, const AttnShape& sh, DType type, const float* q, const uint8_t* kc, const uint8_t* vc,
                 const int32_t* pos, const int32_t* ranges, int64_t cache_rows, float* y, const Narrow& narrow_rows) {
+  const bool quant = type == DType::Q8_0 || type == DType::Q4_0;
   const int64_t per_tile = std::max<int64_t>(1, c.k.attn_tile_rows / sh.group);
   struct Span {
     int64_t t0, n;  // tokens t0 .. t0 + n - 1
@@ -233,6 +239,8 @@ void attn_tiles(const OpContext& c, const AttnShape& sh, const float* q, const u
   const size_t scratch_floats = static_cast<size_t>(attn_tile_scratch(sh.hd, sh.hd_v)) + 16;
   c.pool.parallel_for(static_cast<int64_t>(spans.size()) * sh.n_head_kv, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> scratch;  // attn_tile's, 64-byte aligned below
+    thread_local std::vector<float> q_rounded;  // [T * G][hd] a quantized cache's q rows, through q8_0
+    thread_local std::vector<uint8_t> q_blocks;  // [hd / 32] q8_0 blocks of one row
     if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
     float* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
     for (int64_t item = i0; item < i1; ++item) {
@@ -249,6 +257,18 @@ void attn_tiles(const OpContext& c, const AttnShape& sh, const float* q, const u
       AttnTileArgs w;
       w.q = qg;
       w.q_tok = sh.n_head * sh.hd;
+      if (quant) {
+        q_rounded.resize(static_cast<size_t>(sp.n * sh.group * sh.hd));
+        q_blocks.resize(row_bytes(DType::Q8_0, sh.hd));
+        for (int64_t t = 0; t < sp.n; ++t)
+          for (int64_t g = 0; g < sh.group; ++g) {
+            c.k.quantize[type_slot(DType::Q8_0)](qg + t * w.q_tok + g * sh.hd, q_blocks.data(), sh.hd);
+            c.k.row_to_f32[type_slot(DType::Q8_0)](sh.hd, q_blocks.data(), q_rounded.data() + (t * sh.group + g) * sh.hd);
+          }
+        w.q = q_rounded.data();
+        w.q_tok = sh.group * sh.hd;
+        w.to_f32 = c.k.row_to_f32[type_slot(type)];
+      }
       w.T = sp.n;
       w.G = sh.group;
       w.hd = sh.hd;
@@ -258,7 +278,7 @@ void attn_tiles(const OpContext& c, const AttnShape& sh, const float* q, const u
       w.v = vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head;
       w.k_row = sh.k_row;
       w.v_row = sh.v_row;
-      w.f16 = f16;
+      w.f16 = type == DType::F16;
       w.scale = sh.scale;
       w.softcap = sh.softcap;
       w.y = yg;
@@ -315,9 +335,12 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   float* y = a.dst.f32();
   MINFER_ASSERT(sh.hd <= kMaxHeadDim && sh.hd_v <= kMaxHeadDim && sh.group <= 64);
 
-  // A quantized cache takes the narrow arithmetic at every batch size, as llama.cpp's does.
-  bool all_narrow = quant || sh.n_tokens < kWideBatch;
-  if (ranges && !quant)
+  // A quantized cache's wide batches tile when they can; with a window or a ring they keep the
+  // narrow arithmetic (attn_wide reads float caches only).
+  const bool tiles = sh.window == 0 && sh.ring == 0 && c.k.attn_tile && sh.group <= c.k.attn_tile_rows;
+  const bool narrow_only = quant && !tiles;
+  bool all_narrow = narrow_only || sh.n_tokens < kWideBatch;
+  if (ranges && !narrow_only)
     for (int64_t t = 0; t < sh.n_tokens && all_narrow; ++t) all_narrow = ranges[3 * t + 2] < kWideBatch;
   if (all_narrow && (k_f16 || quant)) {
     // decode, short prompts: one item per chunk of the query heads of a token that read one KV
@@ -352,8 +375,8 @@ void op_attn(const OpContext& c, const OpArgs& a) {
     return;
   }
 
-  if (sh.window == 0 && sh.ring == 0 && c.k.attn_tile && sh.group <= c.k.attn_tile_rows) {
-    attn_tiles(c, sh, q, kc, vc, k_f16, pos, ranges, kn.ne[1], y, narrow_rows);
+  if (tiles) {
+    attn_tiles(c, sh, type, q, kc, vc, pos, ranges, kn.ne[1], y, narrow_rows);
     return;
   }
 
