@@ -304,6 +304,8 @@ TEST(CpuAttention, TiledBatchesAreBitIdenticalAcrossIsas) {
       {72, 6, 2, 100, iota_pos(9, 66), DType::F32, 1.0f},       // hd 72: AVX-512 hands it over
       {64, 14, 2, 300, iota_pos(200, 70), DType::Q8_0, 1.0f},   // quantized caches: rows widened
       {128, 8, 2, 200, iota_pos(0, 64), DType::Q4_0, 2.0f},
+      {64, 14, 2, 700, {600}, DType::F16, 1.0f},                // decode past kTileFromKeys keys
+      {128, 8, 2, 1000, {999, 700, 511, 512}, DType::Q8_0, 2.0f},  // short batches, long contexts
   };
   expect_bit_identical_across_isas(cases);
 }

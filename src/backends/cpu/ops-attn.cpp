@@ -36,6 +36,10 @@ namespace minfer::cpu {
 namespace {
 
 constexpr int64_t kWideBatch = 64;
+// From this many keys on, llama.cpp splits a decode's keys between its threads (its order of
+// additions then follows its thread count, so no fixed order can match it); there the tiles'
+// f32 arithmetic takes every batch size, one pass over the keys for all the heads of a KV head.
+constexpr int64_t kTileFromKeys = 512;
 
 struct AttnShape {
   int64_t hd, n_head, n_tokens, n_head_kv, hd_v, group;
@@ -208,10 +212,10 @@ void attn_rows_narrow_quant(const CpuKernels& k, const AttnShape& sh, DType type
   }
 }
 
-// The wide batches of a layer without a window or a ring: tiles of up to attn_tile_rows /
-// group consecutive tokens of one sequence (same first cache row), each with every query head
-// of one KV head, through k.attn_tile; a token of a short sequence batched beside them (ranges:
-// fewer than kWideBatch query rows of its own) takes the narrow arithmetic alone. A quantized
+// The wide batches and the long-context tokens of a layer without a window or a ring: tiles of
+// up to attn_tile_rows / group consecutive tokens of one sequence (same first cache row), each
+// with every query head of one KV head, through k.attn_tile; a token of a short batch that sees
+// fewer than kTileFromKeys keys (ranges: its sequence's rows) takes the narrow arithmetic alone. A quantized
 // cache's rows are widened by k.row_to_f32 and its q rounded through q8_0 first, as the narrow
 // arithmetic and llama.cpp score it (the sums then differ from theirs in order only).
 template <class Narrow>
@@ -229,7 +233,7 @@ void attn_tiles(const OpContext& c, const AttnShape& sh, DType type, const float
   for (int64_t t = 0; t < sh.n_tokens; ++t) {
     n_kv[static_cast<size_t>(t)] = ranges ? ranges[3 * t + 1] : pos[t] + 1;
     MINFER_ASSERT(n_kv[static_cast<size_t>(t)] >= 1 && first_of(t) + n_kv[static_cast<size_t>(t)] <= cache_rows);
-    const bool wide = !ranges || ranges[3 * t + 2] >= kWideBatch;
+    const bool wide = (ranges ? ranges[3 * t + 2] : sh.n_tokens) >= kWideBatch || n_kv[static_cast<size_t>(t)] >= kTileFromKeys;
     Span* last = spans.empty() ? nullptr : &spans.back();
     if (wide && last && last->tile && last->n < per_tile && first_of(last->t0) == first_of(t))
       ++last->n;
@@ -342,6 +346,13 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   bool all_narrow = narrow_only || sh.n_tokens < kWideBatch;
   if (ranges && !narrow_only)
     for (int64_t t = 0; t < sh.n_tokens && all_narrow; ++t) all_narrow = ranges[3 * t + 2] < kWideBatch;
+  bool long_keys = false;  // a token that sees kTileFromKeys keys or more
+  for (int64_t t = 0; t < sh.n_tokens && !long_keys; ++t)
+    long_keys = (ranges ? int64_t{ranges[3 * t + 1]} : int64_t{pos[t]} + 1) >= kTileFromKeys;
+  if (tiles && (long_keys || !all_narrow)) {
+    attn_tiles(c, sh, type, q, kc, vc, pos, ranges, kn.ne[1], y, narrow_rows);
+    return;
+  }
   if (all_narrow && (k_f16 || quant)) {
     // decode, short prompts: one item per chunk of the query heads of a token that read one KV
     // head; chunks of the whole group unless that leaves fewer than 2 items per thread.
@@ -372,11 +383,6 @@ void op_attn(const OpContext& c, const OpArgs& a) {
                             y + t * sh.n_head * sh.hd_v + h * sh.hd_v);
       }
     }, 1);
-    return;
-  }
-
-  if (tiles) {
-    attn_tiles(c, sh, type, q, kc, vc, pos, ranges, kn.ne[1], y, narrow_rows);
     return;
   }
 
