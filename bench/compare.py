@@ -69,6 +69,8 @@ def ensure_models(a):
             if shape == "qwen3-30b-a3b":
                 extra = ["--n-layer", "4"]
                 shape_vocab = os.path.join(cache, "SmolLM2-135M-Instruct-Q4_1.gguf")
+            elif shape.startswith("llama-3"):
+                shape_vocab = os.path.join(ROOT, ".deps/llama.cpp/models/ggml-vocab-llama-bpe.gguf")
             else:
                 shape_vocab = vocab
             subprocess.run([os.path.join(a.build, "bin/minfer-make-test-model"), "--preset", shape, "--vocab-from",

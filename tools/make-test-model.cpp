@@ -77,6 +77,11 @@ const Preset kPresets[] = {
     {"smollm2-135m", Hparams{"llama", 576, 30, 9, 3, 1536, 0, 8192, 100000.0, 1e-5, true}},
     {"qwen2.5-0.5b", Hparams{"qwen2", 896, 24, 14, 2, 4864, 0, 32768, 1000000.0, 1e-6, true}},
     {"qwen3-0.6b", Hparams{"qwen3", 1024, 28, 16, 8, 3072, 128, 40960, 1000000.0, 1e-6, true}},
+    {"qwen2.5-1.5b", Hparams{"qwen2", 1536, 28, 12, 2, 8960, 0, 32768, 1000000.0, 1e-6, true}},
+    {"qwen2.5-3b", Hparams{"qwen2", 2048, 36, 16, 2, 11008, 0, 32768, 1000000.0, 1e-6, true}},
+    // Llama-3.1-8B without its long-context RoPE factors (give --vocab-from ggml-vocab-llama-bpe.gguf
+    // for its 128256-token vocabulary).
+    {"llama-3.1-8b", Hparams{"llama", 4096, 32, 32, 8, 14336, 0, 131072, 500000.0, 1e-5, false}},
     // Qwen3-30B-A3B's layer (2048 wide, 32/4 heads of 128, 128 experts of width 768, 8 used);
     // 48 layers in the real model: give --n-layer to fit memory.
     {"qwen3-30b-a3b", Hparams{"qwen3moe", 2048, 48, 32, 4, 6144, 128, 40960, 1000000.0, 1e-6, false, 0, 0, 0, 0, 0,
@@ -125,7 +130,7 @@ Flag int_flag(const char* name, const char* help, int64_t Hparams::*field, int64
 std::vector<Flag> make_flags() {
   constexpr int64_t kMaxDim = int64_t{1} << 20;
   return {
-      {"--preset", "NAME", "tiny | smollm2-135m | qwen2.5-0.5b | qwen3-0.6b | qwen3-30b-a3b (other flags override)",
+      {"--preset", "NAME", "tiny | smollm2-135m | qwen2.5-0.5b | qwen3-0.6b | qwen2.5-1.5b | qwen2.5-3b | llama-3.1-8b | qwen3-30b-a3b (other flags override)",
        [](Options& o, std::string_view v) -> Status {
          o.preset = v;
          return Status::ok();
@@ -268,7 +273,7 @@ Expected<Options> parse_options(int argc, char** argv, const std::vector<Flag>& 
         for (const Preset& q : kPresets) {
           if (o.preset == q.name) p = &q;
         }
-        if (!p) return make_error("--preset: unknown preset '{}' (tiny, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, qwen3-30b-a3b)", v);
+        if (!p) return make_error("--preset: unknown preset '{}' (tiny, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, qwen2.5-1.5b, qwen2.5-3b, llama-3.1-8b, qwen3-30b-a3b)", v);
         o.hp = p->hp;
       }
     }

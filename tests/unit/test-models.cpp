@@ -190,8 +190,16 @@ TEST(Session, RejectsBadInput) {
   s->clear();
   EXPECT_EQ(s->n_past(), 0);
   SessionParams bad_kv = p;
-  bad_kv.kv_type = DType::Q8_0;
-  EXPECT_FALSE(Session::create(m, bad_kv));
+  bad_kv.kv_type = DType::Q8_0;  // the tiny model's heads of 16 are not whole q8_0 blocks
+  auto refused = Session::create(m, bad_kv);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("a q8_0 KV cache needs head sizes that are multiples of 32; this model's are 16"),
+            std::string::npos) << refused.error().message;
+  bad_kv.kv_type = DType::Q5_1;
+  refused = Session::create(m, bad_kv);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("KV cache type Q5_1 is not supported (f16, f32, q8_0, q4_0)"), std::string::npos)
+      << refused.error().message;
 }
 
 }  // namespace
