@@ -41,6 +41,7 @@ CpuKernels make_avx2() {
   k.attn_wide = avx2::attn_wide;
   k.attn_tile = avx2::attn_tile;
   k.attn_tile_rows = 32;
+  k.quantize[type_slot(DType::F16)] = avx2::quantize_f16;
   k.quantize[type_slot(DType::Q8_0)] = avx2::quantize_q8_0;
   k.quantize[type_slot(DType::Q8_1)] = avx2::quantize_q8_1;
   k.quantize[type_slot(DType::Q8_K)] = avx2::quantize_q8_k;

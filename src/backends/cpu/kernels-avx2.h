@@ -51,6 +51,7 @@ void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_st
 void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows);
 void mad_rows_f32(int64_t n, float* acc, int64_t acc_stride, const float* v, const float* p, int64_t n_rows);
 void row_to_f32_q8_0(int64_t n, const void* x, float* y);
+void quantize_f16(const float* x, void* y, int64_t n);
 void row_to_f32_q4_0(int64_t n, const void* x, float* y);
 void silu_row(int64_t n, float* y, const float* x);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp

@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "backends/cpu/ops.h"
-#include "core/fp16.h"
 #include "core/status.h"
 #include "quant/quant.h"
 
@@ -37,8 +36,8 @@ void op_get_rows(const OpContext& c, const OpArgs& a) {
 }
 
 // cache [n_embd_kv, n_ctx] (f16, f32, q8_0 or q4_0): row pos[t] = x row t, converted to the
-// cache type (a q8_0 row quantized as the matmul activations are, k.quantize: llama.cpp's
-// set_rows rounds the same way; q4_0 by the reference quantizer). The node aliases the cache
+// cache type (f16 and q8_0 rows as the matmul activations are, k.quantize: llama.cpp's set_rows
+// rounds the same way; q4_0 by the reference quantizer). The node aliases the cache
 // (a view), so dst == src0.
 void op_kv_store(const OpContext& c, const OpArgs& a) {
   const Node& cache = *a.dst.node;
@@ -55,12 +54,8 @@ void op_kv_store(const OpContext& c, const OpArgs& a) {
       uint8_t* yr = base + static_cast<size_t>(pos[t]) * rb;
       switch (cache.type) {
         case DType::F32: std::memcpy(yr, xr, rb); break;
-        case DType::F16: {
-          auto* h = reinterpret_cast<uint16_t*>(yr);
-          for (int64_t i = 0; i < ne0; ++i) h[i] = fp32_to_fp16(xr[i]);
-          break;
-        }
-        case DType::Q8_0: c.k.quantize[type_slot(DType::Q8_0)](xr, yr, ne0); break;
+        case DType::F16:
+        case DType::Q8_0: c.k.quantize[type_slot(cache.type)](xr, yr, ne0); break;
         default: quantize_row(cache.type, xr, yr, ne0); break;  // Q4_0 (supports() admits no other)
       }
     }

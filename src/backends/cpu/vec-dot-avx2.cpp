@@ -266,6 +266,16 @@ void row_to_f32_q4_0(int64_t n, const void* x, float* y) {
   }
 }
 
+// F16 activations and cache rows: F16C's round-to-nearest-even, the reference's rule bit for bit
+// (NaN, infinities and subnormals included: CpuQuantize test).
+void quantize_f16(const float* x, void* y, int64_t n) {
+  auto* o = static_cast<uint16_t*>(y);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) o[i] = fp32_to_fp16(x[i]);
+}
+
 // Q8_0 / Q8_1 activations exactly as the reference (vec-dot-ref.cpp): amax by max (exact in
 // any order), d = amax / 127, q = round-half-even(x * (127 / amax)) by cvtps (MXCSR's default
 // rounding), the Q8_1 sum as an integer. A block whose scale is not finite (a subnormal or
