@@ -53,13 +53,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
   const std::string id = random_id("msg_");
   if (!r->stream) {
     s.reply_when_done(res, ch, t0, [&s, r, id](std::vector<JobEvent>& events) {
-          std::string text, error;
-          JobEvent done;
-          for (JobEvent& ev : events) {
-            if (ev.kind == JobEvent::kError) error = ev.error;
-            text += ev.text;
-            if (ev.kind == JobEvent::kDone) done = ev;
-          }
+          const auto [text, error, done] = join_events(events);
           if (!error.empty()) return dump(anthropic_error_json(server_error(error)));
           ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
           ReplyReader::Out o = reader.feed(text, true);
@@ -78,10 +72,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
         });
     return;
   }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
+  ServerState::stream_events(res, ch,
       [&s, r, ch, id, t0](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "event: " + j["type"].get<std::string>() + "\ndata: " + dump(j) + "\n\n";
@@ -151,9 +142,6 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
         sink.done();
         s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
         return true;
-      },
-      [ch](bool success) {
-        if (!success) ch->cancel();
       });
 }
 

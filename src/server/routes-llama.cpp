@@ -159,8 +159,7 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
       return dump(n == 1 ? all[0] : all);
     });
   }
-  res.set_chunked_content_provider(
-      "text/event-stream",
+  ServerState::stream_events(res, ch,
       [&s, r, ch, t0, n, final_object](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "data: " + dump(j) + "\n\n";
@@ -192,9 +191,6 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
         if (!error) return false;  // the client went away
         const std::string reply = error->empty() ? std::string() : "data: " + dump(error_json(server_error(*error))) + "\n\n";
         return s.finish_body(sink, reply, t0);
-      },
-      [ch](bool success) {
-        if (!success) ch->cancel();
       });
 }
 

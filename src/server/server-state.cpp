@@ -55,6 +55,16 @@ json progress_json(const JobEvent& ev) {
           {"timings", t.to_json()}};
 }
 
+JoinedReply join_events(std::vector<JobEvent>& events) {
+  JoinedReply j;
+  for (JobEvent& ev : events) {
+    if (ev.kind == JobEvent::kError) j.error = ev.error;
+    j.text += ev.text;
+    if (ev.kind == JobEvent::kDone) j.done = std::move(ev);
+  }
+  return j;
+}
+
 ParseContext ServerState::parse_context() const {
   ParseContext pc;
   pc.file = &model->file();
@@ -230,6 +240,14 @@ std::optional<std::string> ServerState::pump_events(EventChannel& ch, httplib::D
       return std::nullopt;
     }
   }
+}
+
+void ServerState::stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider("text/event-stream", std::move(body), [ch](bool success) {
+    if (!success) ch->cancel();
+  });
 }
 
 bool ServerState::finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0) {

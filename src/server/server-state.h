@@ -57,6 +57,14 @@ struct Timings {
 // time_ms}, "timings": {...}} (merged into the route's chunk).
 json progress_json(const JobEvent& ev);
 
+// The events of a one-choice request joined: its text, its kDone event, and the error text of
+// an error event ("" for none). Anthropic's non-streamed replies.
+struct JoinedReply {
+  std::string text, error;
+  JobEvent done;
+};
+JoinedReply join_events(std::vector<JobEvent>& events);
+
 struct ServerState {
   std::shared_ptr<const Model> model;
   const Tokenizer* tok = nullptr;
@@ -109,6 +117,9 @@ struct ServerState {
   // failed write, or the socket no longer writable): the jobs are then cancelled.
   static std::optional<std::string> pump_events(EventChannel& ch, httplib::DataSink& sink,
                                                 const std::function<bool(JobEvent& ev)>& on_event);
+  // A server-sent-events reply (every stream's): no caching, nginx passes the chunks through as
+  // they come (X-Accel-Buffering), `body` writes them; a reply cut short cancels ch's jobs.
+  static void stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body);
   // The last bytes of a reply; the request's latency is recorded.
   bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0);
 };
