@@ -212,6 +212,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   add_openai_routes(http, s);
   add_llama_routes(http, s);
   add_anthropic_routes(http, s);
+  add_responses_routes(http, s);
   add_embedding_routes(http, s);
   if (s.sp.webui) add_webui_routes(http, s);
   auto health = [&s](const httplib::Request&, httplib::Response& r) {

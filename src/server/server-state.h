@@ -5,6 +5,7 @@
 //   add_openai_routes(http, state);      // routes-openai.cpp: /v1/chat/completions, /v1/completions
 //   add_llama_routes(http, state);       // routes-llama.cpp: /completion, /tokenize, /props, /slots ...
 //   add_anthropic_routes(http, state);   // routes-anthropic.cpp: /v1/messages
+//   add_responses_routes(http, state);   // routes-responses.cpp: /v1/responses
 //   add_embedding_routes(http, state);   // routes-embeddings.cpp: /v1/embeddings, /embedding(s)
 #pragma once
 
@@ -58,7 +59,7 @@ struct Timings {
 json progress_json(const JobEvent& ev);
 
 // The events of a one-choice request joined: its text, its kDone event, and the error text of
-// an error event ("" for none). Anthropic's non-streamed replies.
+// an error event ("" for none). Anthropic's and the Responses API's non-streamed replies.
 struct JoinedReply {
   std::string text, error;
   JobEvent done;
@@ -127,6 +128,7 @@ struct ServerState {
 void add_openai_routes(httplib::Server& http, ServerState& s);     // routes-openai.cpp
 void add_llama_routes(httplib::Server& http, ServerState& s);      // routes-llama.cpp
 void add_anthropic_routes(httplib::Server& http, ServerState& s);  // routes-anthropic.cpp
+void add_responses_routes(httplib::Server& http, ServerState& s);  // routes-responses.cpp
 void add_embedding_routes(httplib::Server& http, ServerState& s);  // routes-embeddings.cpp
 void add_webui_routes(httplib::Server& http, ServerState& s);      // webui.cpp
 

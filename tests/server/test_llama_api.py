@@ -203,7 +203,7 @@ def test_every_stream_sends_the_same_headers(srv):
     msgs = [{"role": "user", "content": "Hi"}]
     for path, body in [("/completion", {"prompt": "Hi", "n_predict": 2}), ("/v1/completions", {"prompt": "Hi", "max_tokens": 2}),
                        ("/v1/chat/completions", {"messages": msgs, "max_tokens": 2}),
-                       ("/v1/messages", {"messages": msgs, "max_tokens": 2})]:
+                       ("/v1/messages", {"messages": msgs, "max_tokens": 2}), ("/v1/responses", {"input": "Hi", "max_output_tokens": 2})]:
         st, _, h = call(srv.url, path, {**body, "stream": True})
         assert st == 200 and h["Content-Type"] == "text/event-stream", (path, h)
         assert h.get("Cache-Control") == "no-cache" and h.get("X-Accel-Buffering") == "no", (path, h)
