@@ -165,6 +165,22 @@ int cmd_serve(int argc, char** argv) {
   sp.chat_template = *tmpl;
   if (!sp.chat_template.empty()) info("[server] chat template: " + template_label);
   if (offline) setenv("HF_HUB_OFFLINE", "1", 1);
+  // Vertex AI runs a custom container with these variables: its predict route, its health
+  // route, and the port it sends requests to.
+  if (const char* mode = std::getenv("AIP_MODE"); mode && std::string(mode) == "PREDICTION") {
+    const char* predict = std::getenv("AIP_PREDICT_ROUTE");
+    const char* health = std::getenv("AIP_HEALTH_ROUTE");
+    sp.vertex_predict_route = predict && *predict ? predict : "/predict";
+    if (health && *health) sp.vertex_health_route = health;
+    if (const char* port = std::getenv("AIP_HTTP_PORT"); port && *port) {
+      const int p = std::atoi(port);
+      if (p < 1 || p > 65535) return usage_fail("serve", fmt::format("AIP_HTTP_PORT '{}' is not a TCP port (1..65535)", port));
+      if (p != sp.port) warning(fmt::format("AIP_HTTP_PORT {} replaces --port {} (Vertex AI prediction mode)", p, sp.port));
+      sp.port = p;
+    }
+    info(fmt::format("[server] Vertex AI prediction mode: POST {}{}", sp.vertex_predict_route,
+                     sp.vertex_health_route.empty() ? "" : ", GET " + sp.vertex_health_route));
+  }
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   co.compat.warn(co.n_threads);

@@ -87,9 +87,9 @@ bool origin_is_localhost(const std::string& origin) {
 }
 
 // Paths that need no API key: health checks and the chat page's files.
-bool is_public_path(const std::string& path, bool webui) {
-  if (path == "/health" || path == "/v1/health") return true;
-  return webui && (path == "/" || path == "/index.html" || path == "/chat.js" || path == "/chat.css");
+bool is_public_path(const std::string& path, const ServerParams& sp) {
+  if (path == "/health" || path == "/v1/health" || (!sp.vertex_health_route.empty() && path == sp.vertex_health_route)) return true;
+  return sp.webui && (path == "/" || path == "/index.html" || path == "/chat.js" || path == "/chat.css");
 }
 
 }  // namespace
@@ -162,7 +162,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     }
     // API keys: every path but /health and the chat page's files; Authorization: Bearer KEY, or
     // Anthropic's X-Api-Key.
-    if (s.sp.api_keys.empty() || is_public_path(req.path, s.sp.webui)) return httplib::Server::HandlerResponse::Unhandled;
+    if (s.sp.api_keys.empty() || is_public_path(req.path, s.sp)) return httplib::Server::HandlerResponse::Unhandled;
     std::string key = req.get_header_value("Authorization");
     if (key.empty()) key = req.get_header_value("X-Api-Key");
     if (key.starts_with("Bearer ")) key.erase(0, 7);
@@ -232,6 +232,8 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   };
   http.Get("/health", health);
   http.Get("/v1/health", health);
+  if (!s.sp.vertex_health_route.empty()) http.Get(s.sp.vertex_health_route, health);
+  add_vertex_routes(http, s);  // last: it runs instances through the routes above
   const std::string start_time = std::to_string(static_cast<int64_t>(std::time(nullptr)));
   http.Get("/metrics", [&s, start_time](const httplib::Request&, httplib::Response& r) {
     if (!s.sp.endpoint_metrics)

@@ -154,8 +154,8 @@ void count_tokens(ServerState& s, const httplib::Request& req, httplib::Response
 }  // namespace
 
 void add_anthropic_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/v1/messages", [&s](const httplib::Request& q, httplib::Response& r) { messages(s, q, r); });
-  http.Post("/v1/messages/count_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_tokens(s, q, r); });
+  s.post(http, "/v1/messages", [&s](const httplib::Request& q, httplib::Response& r) { messages(s, q, r); });
+  s.post(http, "/v1/messages/count_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_tokens(s, q, r); });
 }
 
 }  // namespace minfer::server

@@ -340,16 +340,16 @@ json models(const ServerState& s) {
 }  // namespace
 
 void add_llama_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/completion", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
-  http.Post("/completions", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
-  http.Post("/infill", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, true); });
-  http.Post("/tokenize", [&s](const httplib::Request& q, httplib::Response& r) { tokenize(s, q, r); });
-  http.Post("/detokenize", [&s](const httplib::Request& q, httplib::Response& r) { detokenize(s, q, r); });
-  http.Post("/apply-template", [&s](const httplib::Request& q, httplib::Response& r) { apply_template(s, q, r); });
-  http.Post("/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
-  http.Post("/v1/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
+  s.post(http, "/completion", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
+  s.post(http, "/completions", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
+  s.post(http, "/infill", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, true); });
+  s.post(http, "/tokenize", [&s](const httplib::Request& q, httplib::Response& r) { tokenize(s, q, r); });
+  s.post(http, "/detokenize", [&s](const httplib::Request& q, httplib::Response& r) { detokenize(s, q, r); });
+  s.post(http, "/apply-template", [&s](const httplib::Request& q, httplib::Response& r) { apply_template(s, q, r); });
+  s.post(http, "/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
+  s.post(http, "/v1/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
   http.Get("/props", [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, props(s)); });
-  http.Post("/props", [&s](const httplib::Request&, httplib::Response& r) {
+  s.post(http, "/props", [&s](const httplib::Request&, httplib::Response& r) {
     if (!s.sp.endpoint_props)
       return s.reply_error(r, {501, "This server does not support changing global properties. Start it with `--props`",
                                "not_supported_error", "", ""});

@@ -203,9 +203,9 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
 }  // namespace
 
 void add_openai_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/v1/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
-  http.Post("/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
-  http.Post("/v1/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, false); });
+  s.post(http, "/v1/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
+  s.post(http, "/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
+  s.post(http, "/v1/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, false); });
 }
 
 }  // namespace minfer::server

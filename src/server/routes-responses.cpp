@@ -191,8 +191,8 @@ void responses(ServerState& s, const httplib::Request& req, httplib::Response& r
 }  // namespace
 
 void add_responses_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/v1/responses", [&s](const httplib::Request& q, httplib::Response& r) { responses(s, q, r); });
-  http.Post("/responses", [&s](const httplib::Request& q, httplib::Response& r) { responses(s, q, r); });
+  s.post(http, "/v1/responses", [&s](const httplib::Request& q, httplib::Response& r) { responses(s, q, r); });
+  s.post(http, "/responses", [&s](const httplib::Request& q, httplib::Response& r) { responses(s, q, r); });
 }
 
 }  // namespace minfer::server

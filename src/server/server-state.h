@@ -7,6 +7,7 @@
 //   add_anthropic_routes(http, state);   // routes-anthropic.cpp: /v1/messages
 //   add_responses_routes(http, state);   // routes-responses.cpp: /v1/responses
 //   add_embedding_routes(http, state);   // routes-embeddings.cpp: /v1/embeddings, /embedding(s)
+//   add_vertex_routes(http, state);      // routes-vertex.cpp: Vertex AI's /predict (after the others)
 #pragma once
 
 #include <httplib.h>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +84,14 @@ struct ServerState {
   std::string model_id;                    // the first alias, sorted (llama-server's rule)
   ModelIdentity identity;                  // of the weights, for slot files
 
+  // The POST routes of plain paths, as registered with post(): Vertex AI's /predict runs its
+  // instances through them.
+  std::map<std::string, httplib::Server::Handler> post_routes;
+  void post(httplib::Server& http, const std::string& path, httplib::Server::Handler h) {
+    post_routes[path] = h;
+    http.Post(path, std::move(h));
+  }
+
   ParseContext parse_context() const;
   void reply_error(httplib::Response& res, const ApiError& e) const;
   void reply_json(httplib::Response& res, const json& j, int status = 200) const;
@@ -131,5 +141,6 @@ void add_anthropic_routes(httplib::Server& http, ServerState& s);  // routes-ant
 void add_responses_routes(httplib::Server& http, ServerState& s);  // routes-responses.cpp
 void add_embedding_routes(httplib::Server& http, ServerState& s);  // routes-embeddings.cpp
 void add_webui_routes(httplib::Server& http, ServerState& s);      // webui.cpp
+void add_vertex_routes(httplib::Server& http, ServerState& s);     // routes-vertex.cpp (with sp.vertex_predict_route)
 
 }  // namespace minfer::server
