@@ -122,7 +122,9 @@ int cmd_serve(int argc, char** argv) {
   const char* g = "llama.cpp compatibility";
   app.add_flag("--cont-batching", cont_batching, "(-cb) accepted: slots are always decoded together")->group(g);
   app.add_flag("--no-jinja", no_jinja, "accepted with a warning: templates are always rendered by minfer's Jinja engine")->group(g);
-  app.add_flag("--no-context-shift", no_context_shift, "accepted: a generation that fills its slot ends with finish_reason length")->group(g);
+  app.add_flag("--context-shift", ep.context_shift, "a generation that fills its slot drops the oldest positions after the request's "
+                                                     "n_keep (half of them, or n_discard) and goes on")->group(g);
+  app.add_flag("--no-context-shift", no_context_shift, "a generation that fills its slot ends with finish_reason length (the default)")->group(g);
   app.add_flag("--kv-unified", kv_unified, "accepted with a warning: each slot has its own cache of -c / -np positions")->group(g);
   app.add_option("--cache-ram", cache_ram, "accepted with a warning: prompt caches live in the slots' KV caches here")->group(g);
   app.add_flag("--no-cache-prompt", no_cache_prompt, "requests reuse no slot's cached prefix unless they ask (cache_prompt)")->group(g);
@@ -135,6 +137,7 @@ int cmd_serve(int argc, char** argv) {
     return usage_fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
   if (!hf_file.empty() && hf_repo.empty()) return usage_fail("serve", "--hf-file needs -hf ORG/REPO");
   if (slots && no_slots) return usage_fail("serve", "--slots and --no-slots: give one");
+  if (ep.context_shift && no_context_shift) return usage_fail("serve", "--context-shift and --no-context-shift: give one");
   if (pooling_name == "rank")
     return usage_fail("serve", "--pooling rank: reranking models (/rerank) are not supported yet; use none, mean, cls or last");
   std::string model = !model_opt.empty() ? model_opt : model_pos;

@@ -43,6 +43,7 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
   counter("minfer_batch_tokens_total", "Tokens in batched forward passes.", static_cast<double>(m.n_step_tokens));
   counter("minfer_jobs_cancelled_total", "Generations stopped because the client went away.", static_cast<double>(m.n_jobs_cancelled));
   counter("minfer_jobs_timed_out_total", "Jobs ended by --timeout or --queue-timeout.", static_cast<double>(m.n_jobs_timed_out));
+  counter("minfer_context_shifts_total", "Context shifts of full slots (--context-shift).", static_cast<double>(m.n_context_shifts));
   counter("minfer_jobs_failed_total", "Jobs that ended with an error event.", static_cast<double>(m.n_jobs_failed));
   counter("minfer_draft_tokens_total", "Drafted tokens verified (speculative decoding).", static_cast<double>(m.n_draft_tokens));
   counter("minfer_draft_tokens_accepted_total", "Drafted tokens the target accepted.", static_cast<double>(m.n_draft_accepted));

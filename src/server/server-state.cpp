@@ -78,6 +78,7 @@ ParseContext ServerState::parse_context() const {
   pc.sampling = &sp.sampling;
   pc.reasoning = sp.reasoning;
   pc.cache_prompt = sp.cache_prompt;
+  pc.context_shift = engine->params().context_shift;
   pc.default_grammar = sp.grammar;
   return pc;
 }
@@ -121,6 +122,8 @@ ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, 
     j.cache_prompt = r->cache_prompt;
     j.return_progress = r->return_progress && r->stream;
     j.id_slot = r->id_slot;
+    j.n_keep = r->n_keep;
+    j.n_discard = r->n_discard;
     j.index = c;
     j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
     j.channel = ch;

@@ -40,8 +40,7 @@ REASONS = [
     (r"test_completion\.py::test_completion_prompt_cache", "the host-memory prompt cache (--kv-unified, --cache-ram) is not implemented; it also counts tinyllama's prompt tokens"),
     (r"test_completion\.py::test_n_probs_post_backend_sampling", "--backend_sampling (sampling on the GPU backend) is not implemented"),
     (r"test_speculative\.py::test_(synth|with_and_without_draft)", "--spec-synth-rates (llama.cpp's synthetic draft acceptance, a testing aid) is not implemented"),
-    (r"test_speculative\.py::test_with_ctx_shift", "--context-shift in serve is not implemented (a full slot ends the reply)"),
-    (r"test_ctx_shift\.py::test_ctx_shift_enabled", "--context-shift in serve is not implemented (a full slot ends the reply); it also counts tinyllama's prompt tokens (226)"),
+    (r"test_ctx_shift\.py::test_ctx_shift_enabled", "asserts tinyllama's prompt token count (226, which makes 96 more tokens shift the context); SmolLM2's is 117, so nothing shifts (tests/server/test_context_shift.py tests the shift)"),
     (r"test_security\.py::test_access_static_assets_without_api_key", "asserts the files of llama.cpp's own Svelte web UI build (/sw.js, /manifest.webmanifest, /_app/version.json); minfer's page is /, chat.js, chat.css, which need no key"),
     (r"test_basic\.py::test_load_split_model", "downloads llama.cpp's split stories15M and asserts its text (split GGUF loading is tested in tests/hub and tests/unit)"),
     # Their models' text and token counts.
