@@ -127,6 +127,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_flag("--no-context-shift", no_context_shift, "a generation that fills its slot ends with finish_reason length (the default)")->group(g);
   app.add_flag("--kv-unified", kv_unified, "accepted with a warning: each slot has its own cache of -c / -np positions")->group(g);
   app.add_option("--cache-ram", cache_ram, "accepted with a warning: prompt caches live in the slots' KV caches here")->group(g);
+  app.add_option("--sleep-idle-seconds", sp.sleep_idle_s, "unload the model after this many seconds without a request that needs it; "
+                                                          "the next one loads it again (0 or -1: never)")
+      ->capture_default_str()->check(CLI::Range(-1.0, 1e9))->group(g);
   app.add_flag("--no-cache-prompt", no_cache_prompt, "requests reuse no slot's cached prefix unless they ask (cache_prompt)")->group(g);
   app.add_flag("--offline", offline, "never download: MODEL must be cached (as HF_HUB_OFFLINE=1)")->group(g);
   add_spec_options(app, spo);
@@ -263,7 +266,8 @@ int cmd_serve(int argc, char** argv) {
   } else if (spo.p.ngram) {
     std::fprintf(stderr, "[spec] n-gram drafting, up to %d tokens%s\n", spo.p.n_max, spo.p.adaptive ? " (adaptive)" : "");
   }
-  return server::run_server(*m, *tok, ep, sp, draft);
+  std::shared_ptr<const Model> model_ptr = std::move(*m);  // the server's alone: --sleep-idle-seconds frees it
+  return server::run_server(std::move(model_ptr), *tok, ep, sp, draft);
 }
 
 }  // namespace minfer::cli

@@ -67,6 +67,7 @@ struct ServerParams {
   // AIP_HEALTH_ROUTE): POST vertex_predict_route runs {"instances": [...]} through the other
   // POST routes ("" : off); vertex_health_route is one more GET path of /health ("" : none).
   std::string vertex_predict_route, vertex_health_route;
+  double sleep_idle_s = 0;  // --sleep-idle-seconds: unload the model after this long unused (0: never; model-sleep.h)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

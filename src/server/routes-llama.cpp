@@ -286,8 +286,8 @@ void count_chat_tokens(ServerState& s, const httplib::Request& req, httplib::Res
 
 json props(const ServerState& s) {
   const Tokenizer& tok = *s.tok;
-  return {{"default_generation_settings", {{"params", sampling_json(s.sp.sampling)}, {"n_ctx", s.engine->n_ctx_slot()}}},
-          {"total_slots", s.engine->params().n_slots},
+  return {{"default_generation_settings", {{"params", sampling_json(s.sp.sampling)}, {"n_ctx", s.n_ctx_slot}}},
+          {"total_slots", s.n_slots},
           {"model_alias", s.model_id},
           {"model_path", s.sp.model_path},
           {"modalities", {{"vision", false}, {"audio", false}, {"video", false}}},
@@ -300,7 +300,7 @@ json props(const ServerState& s) {
           {"bos_token", tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string()},
           {"eos_token", tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string()},
           {"build_info", "minfer " MINFER_SERVER_VERSION},
-          {"is_sleeping", false}};
+          {"is_sleeping", s.sleep->sleeping()}};
 }
 
 // GET /slots (501 with --no-slots): what every slot holds and does; ?fail_on_no_slot=1 answers

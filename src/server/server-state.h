@@ -26,6 +26,7 @@
 #include "server/engine.h"
 #include "server/http-server.h"
 #include "server/metrics.h"
+#include "server/model-sleep.h"
 #include "tokenizer/tokenizer.h"
 #include "toolcall/tools.h"
 
@@ -69,10 +70,14 @@ struct JoinedReply {
 JoinedReply join_events(std::vector<JobEvent>& events);
 
 struct ServerState {
+  // The model and its engine: null while asleep (--sleep-idle-seconds); a request that needs
+  // them holds sleep->acquire() from routing to its last byte (http-server.cpp).
   std::shared_ptr<const Model> model;
   const Tokenizer* tok = nullptr;
   ServerParams sp;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<ModelSleep> sleep;
+  int n_slots = 0, n_ctx_slot = 0;  // the engine's, for the endpoints that answer while asleep
   ServerMetrics metrics;
   std::atomic<bool> draining{false};
   // Requests between routing and their last byte (the logger runs after it): with none, the

@@ -34,7 +34,6 @@ REASONS = [
     (r"test_proxy\.py", "the CORS proxy endpoint (/cors-proxy, --webui-mcp-proxy) is not implemented"),
     (r"test_rerank\.py", "reranking (/rerank with a reranker model) is not implemented: a reranker GGUF starts but its requests say why not"),
     (r"test_lora\.py", "LoRA adapters (--lora, /lora-adapters) are not implemented"),
-    (r"test_sleep\.py", "--sleep-idle-seconds (unloading the model when idle) is not implemented"),
     (r"test_kv_keep_only_active\.py", "the host-memory prompt cache (--cache-ram, --cache-idle-slots, --kv-unified) and its log tags are not implemented"),
     (r"test_completion\.py::test_completion_unified", "--kv-unified (one KV pool shared by every slot, so one request can use more than n_ctx/np) is not implemented"),
     (r"test_completion\.py::test_completion_prompt_cache", "the host-memory prompt cache (--kv-unified, --cache-ram) is not implemented; it also counts tinyllama's prompt tokens"),
