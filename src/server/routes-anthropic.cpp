@@ -27,12 +27,11 @@ json tool_input(const std::string& arguments) {
 
 // The request as a chat completion; on refusal the reply is set and r is null.
 std::shared_ptr<CompletionRequest> parse(ServerState& s, const httplib::Request& req, httplib::Response& res, bool count_only) {
-  auto body = s.parse_body(req, res);
+  auto body = s.parse_body(req, res, anthropic_error_json);
   if (!body) return nullptr;
   auto chat = anthropic_to_chat(*body, count_only);
   auto refuse = [&](const ApiError& e) {
-    res.status = e.status;
-    res.set_content(dump(anthropic_error_json(e)), "application/json; charset=utf-8");
+    s.reply_error(res, e, anthropic_error_json);
     return nullptr;
   };
   if (auto* e = std::get_if<ApiError>(&chat)) return refuse(*e);
@@ -48,7 +47,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
   const auto t0 = Clock::now();
   auto r = parse(s, req, res, false);
   if (!r) return;
-  auto [rr, ch] = s.submit(r, res);
+  auto [rr, ch] = s.submit(r, res, anthropic_error_json);
   if (!rr) return;
   const std::string id = random_id("msg_");
   if (!r->stream) {

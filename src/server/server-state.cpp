@@ -83,9 +83,9 @@ ParseContext ServerState::parse_context() const {
   return pc;
 }
 
-void ServerState::reply_error(httplib::Response& res, const ApiError& e) const {
+void ServerState::reply_error(httplib::Response& res, const ApiError& e, ErrorShape shape) const {
   res.status = e.status;
-  res.set_content(dump(error_json(e)), "application/json; charset=utf-8");
+  res.set_content(dump(shape(e)), "application/json; charset=utf-8");
 }
 
 void ServerState::reply_json(httplib::Response& res, const json& j, int status) const {
@@ -93,16 +93,16 @@ void ServerState::reply_json(httplib::Response& res, const json& j, int status) 
   res.set_content(dump(j), "application/json; charset=utf-8");
 }
 
-std::optional<json> ServerState::parse_body(const httplib::Request& req, httplib::Response& res) const {
+std::optional<json> ServerState::parse_body(const httplib::Request& req, httplib::Response& res, ErrorShape shape) const {
   try {
     return json::parse(req.body);
   } catch (const std::exception& e) {
-    reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""});
+    reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""}, shape);
     return std::nullopt;
   }
 }
 
-ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res) {
+ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res, ErrorShape shape) {
   auto ch = std::make_shared<EventChannel>(r->n_choices());
   std::vector<Job> jobs;
   for (int c = 0; c < r->n_choices(); ++c) {
@@ -129,15 +129,16 @@ ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, 
     j.channel = ch;
     jobs.push_back(std::move(j));
   }
-  if (!queue(std::move(jobs), res)) return {};
+  if (!queue(std::move(jobs), res, shape)) return {};
   return {std::move(r), std::move(ch)};
 }
 
-bool ServerState::queue(std::vector<Job> jobs, httplib::Response& res) {
+bool ServerState::queue(std::vector<Job> jobs, httplib::Response& res, ErrorShape shape) {
   if (draining || !engine->submit(std::move(jobs))) {
     res.set_header("Retry-After", "1");
     reply_error(res, {503, draining ? "the server is shutting down" : "the server is busy: every slot and queue place is taken; retry later",
-                      "unavailable_error", "", "server_busy"});
+                      "unavailable_error", "", "server_busy"},
+                shape);
     return false;
   }
   return true;

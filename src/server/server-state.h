@@ -98,10 +98,12 @@ struct ServerState {
   }
 
   ParseContext parse_context() const;
-  void reply_error(httplib::Response& res, const ApiError& e) const;
+  // The body of an error reply: OpenAI's error_json, or Anthropic's anthropic_error_json on /v1/messages.
+  using ErrorShape = json (*)(const ApiError&);
+  void reply_error(httplib::Response& res, const ApiError& e, ErrorShape shape = error_json) const;
   void reply_json(httplib::Response& res, const json& j, int status = 200) const;
   // Parses a JSON body; on failure the 400 reply is set and nullopt returned.
-  std::optional<json> parse_body(const httplib::Request& req, httplib::Response& res) const;
+  std::optional<json> parse_body(const httplib::Request& req, httplib::Response& res, ErrorShape shape = error_json) const;
 
   // A parsed completion request and the channel its jobs' events come on.
   struct Accepted {
@@ -110,9 +112,9 @@ struct ServerState {
   };
   // Queues the request's jobs (n choices); on refusal (503: busy or draining) the reply is set
   // and r is null.
-  Accepted submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res);
+  Accepted submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res, ErrorShape shape = error_json);
   // Queues jobs; on refusal (503: busy or draining) the reply is set and false returned.
-  bool queue(std::vector<Job> jobs, httplib::Response& res);
+  bool queue(std::vector<Job> jobs, httplib::Response& res, ErrorShape shape = error_json);
   // parse_completion_request + submit.
   Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
   Accepted accept(const json& body, httplib::Response& res, bool chat, bool one_choice);  // a parsed body
