@@ -25,7 +25,7 @@ def tokenize(text):
 
 def llama_greedy(ids, n, keep):
     r = subprocess.run([ORACLE, "greedy", MODEL, "--tokens", ",".join(map(str, ids)), "-n", str(n), "--shift-ctx", str(N_CTX),
-                        "--keep", str(keep), "-t", "2"], capture_output=True, text=True, timeout=300)
+                        "--keep", str(keep)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])["greedy"]
 
