@@ -1,8 +1,9 @@
 """--context-shift on `minfer serve`: a generation that fills its slot drops positions after the
 request's n_keep and goes on. The greedy tokens across several shifts equal llama.cpp's own
 (llama-oracle greedy --shift-ctx: llama_memory_seq_rm + seq_add, llama-server's rule), with and
-without a draft model; the reply says "truncated"; an explicit max_tokens past the context is
-accepted; without the flag a full slot still ends the reply."""
+without a draft model, and on Gemma 3 (sliding-window rings, a BOS); the reply says "truncated";
+an explicit max_tokens past the context is accepted; without the flag a full slot still ends the
+reply."""
 import json
 import os
 import subprocess
@@ -64,6 +65,26 @@ def test_greedy_across_shifts_matches_llama_cpp(srv, n_keep):
     assert r["tokens_predicted"] == N_PREDICT and r["truncated"] is True and r["stop_type"] == "limit"
     assert metric(srv.url, "minfer_context_shifts_total") - before >= 3
     assert_same_greedy(r, llama_greedy(ids, N_PREDICT, len(ids) if n_keep < 0 else n_keep), len(ids))
+
+
+def test_sliding_window_model_and_its_bos():
+    """Gemma 3: sliding-window layers keep rings of rows (the shift moves the kept ones), and its
+    vocabulary adds a BOS, which n_keep counts once more (llama-server's rule: -1 keeps the prompt
+    and one more)."""
+    gemma = os.environ.get("MINFER_GEMMA3", "")
+    assert os.path.isfile(gemma), f"MINFER_GEMMA3={gemma!r} does not exist"
+    r = subprocess.run([ORACLE, "tokenize", gemma, "In the beginning", "--bos"], capture_output=True, text=True, timeout=120)
+    ids = json.loads(r.stdout.strip().splitlines()[-1])["tokens"]
+    s = ServerProcess("-np", "1", "-c", str(N_CTX), "-t", "2", "--context-shift", model=gemma)
+    try:
+        got = greedy(s, ids, -1)
+    finally:
+        assert s.stop() == 0
+    ref = subprocess.run([ORACLE, "greedy", gemma, "--tokens", ",".join(map(str, ids)), "-n", str(N_PREDICT), "--shift-ctx",
+                          str(N_CTX), "--keep", str(len(ids) + 1)], capture_output=True, text=True, timeout=300)
+    assert ref.returncode == 0, ref.stderr
+    assert got["truncated"] is True
+    assert_same_greedy(got, json.loads(ref.stdout.strip().splitlines()[-1])["greedy"], len(ids))
 
 
 def test_openai_max_tokens_past_the_context(srv):
