@@ -146,3 +146,16 @@ def test_errors(srv):
                         ({"input": "hi", "max_output_tokens": 0}, "max_output_tokens")]:
         status, reply = post_json(srv.url, "/v1/responses", body)
         assert status == 400 and reply["error"]["param"] == param, (body, reply)
+
+
+def test_an_error_after_acceptance(srv):
+    """Every token banned: the sampler fails at once. Plain: a 500 with the error object. Streamed:
+    an `error` event, then `response.failed` (OpenAI's events), which the client yields."""
+    ban = {"input": "Hi", "max_output_tokens": 4, "logit_bias": [[i, False] for i in range(49152)]}
+    status, reply = post_json(srv.url, "/v1/responses", ban)
+    assert status == 500 and "masked" in reply["error"]["message"], reply
+    events = list(client(srv).responses.create(model="smollm2", input="Hi", max_output_tokens=4, stream=True,
+                                               extra_body={"logit_bias": ban["logit_bias"]}))
+    types = [e.type for e in events]
+    assert types[:2] == ["response.created", "response.in_progress"] and types[-2:] == ["error", "response.failed"], types
+    assert "masked" in events[-2].message and events[-1].response.status == "failed"
