@@ -122,9 +122,14 @@ int cmd_serve(int argc, char** argv) {
   const char* g = "llama.cpp compatibility";
   app.add_flag("--cont-batching", cont_batching, "(-cb) accepted: slots are always decoded together")->group(g);
   app.add_flag("--no-jinja", no_jinja, "accepted with a warning: templates are always rendered by minfer's Jinja engine")->group(g);
-  app.add_flag("--no-context-shift", no_context_shift, "accepted: a generation that fills its slot ends with finish_reason length")->group(g);
+  app.add_flag("--context-shift", ep.context_shift, "a generation that fills its slot drops the oldest positions after the request's "
+                                                     "n_keep (half of them, or n_discard) and goes on")->group(g);
+  app.add_flag("--no-context-shift", no_context_shift, "a generation that fills its slot ends with finish_reason length (the default)")->group(g);
   app.add_flag("--kv-unified", kv_unified, "accepted with a warning: each slot has its own cache of -c / -np positions")->group(g);
   app.add_option("--cache-ram", cache_ram, "accepted with a warning: prompt caches live in the slots' KV caches here")->group(g);
+  app.add_option("--sleep-idle-seconds", sp.sleep_idle_s, "unload the model after this many seconds without a request that needs it; "
+                                                          "the next one loads it again (0 or -1: never)")
+      ->capture_default_str()->check(CLI::Range(-1.0, 1e9))->group(g);
   app.add_flag("--no-cache-prompt", no_cache_prompt, "requests reuse no slot's cached prefix unless they ask (cache_prompt)")->group(g);
   app.add_flag("--offline", offline, "never download: MODEL must be cached (as HF_HUB_OFFLINE=1)")->group(g);
   add_spec_options(app, spo);
@@ -135,6 +140,7 @@ int cmd_serve(int argc, char** argv) {
     return usage_fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
   if (!hf_file.empty() && hf_repo.empty()) return usage_fail("serve", "--hf-file needs -hf ORG/REPO");
   if (slots && no_slots) return usage_fail("serve", "--slots and --no-slots: give one");
+  if (ep.context_shift && no_context_shift) return usage_fail("serve", "--context-shift and --no-context-shift: give one");
   if (pooling_name == "rank")
     return usage_fail("serve", "--pooling rank: reranking models (/rerank) are not supported yet; use none, mean, cls or last");
   std::string model = !model_opt.empty() ? model_opt : model_pos;
@@ -165,6 +171,22 @@ int cmd_serve(int argc, char** argv) {
   sp.chat_template = *tmpl;
   if (!sp.chat_template.empty()) info("[server] chat template: " + template_label);
   if (offline) setenv("HF_HUB_OFFLINE", "1", 1);
+  // Vertex AI runs a custom container with these variables: its predict route, its health
+  // route, and the port it sends requests to.
+  if (const char* mode = std::getenv("AIP_MODE"); mode && std::string(mode) == "PREDICTION") {
+    const char* predict = std::getenv("AIP_PREDICT_ROUTE");
+    const char* health = std::getenv("AIP_HEALTH_ROUTE");
+    sp.vertex_predict_route = predict && *predict ? predict : "/predict";
+    if (health && *health) sp.vertex_health_route = health;
+    if (const char* port = std::getenv("AIP_HTTP_PORT"); port && *port) {
+      const int p = std::atoi(port);
+      if (p < 1 || p > 65535) return usage_fail("serve", fmt::format("AIP_HTTP_PORT '{}' is not a TCP port (1..65535)", port));
+      if (p != sp.port) warning(fmt::format("AIP_HTTP_PORT {} replaces --port {} (Vertex AI prediction mode)", p, sp.port));
+      sp.port = p;
+    }
+    info(fmt::format("[server] Vertex AI prediction mode: POST {}{}", sp.vertex_predict_route,
+                     sp.vertex_health_route.empty() ? "" : ", GET " + sp.vertex_health_route));
+  }
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;
   co.compat.warn(co.n_threads);
@@ -244,7 +266,8 @@ int cmd_serve(int argc, char** argv) {
   } else if (spo.p.ngram) {
     std::fprintf(stderr, "[spec] n-gram drafting, up to %d tokens%s\n", spo.p.n_max, spo.p.adaptive ? " (adaptive)" : "");
   }
-  return server::run_server(*m, *tok, ep, sp, draft);
+  std::shared_ptr<const Model> model_ptr = std::move(*m);  // the server's alone: --sleep-idle-seconds frees it
+  return server::run_server(std::move(model_ptr), *tok, ep, sp, draft);
 }
 
 }  // namespace minfer::cli

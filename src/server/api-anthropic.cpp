@@ -39,9 +39,19 @@ std::variant<std::string, ApiError> tool_result_text(const json& c, const std::s
 }  // namespace
 
 json anthropic_error_json(const ApiError& e) {
-  json j = error_json(e);
-  j["type"] = "error";
-  return j;
+  // Anthropic's error types by status (minfer's own type goes on as "code" when it has none).
+  const char* type = e.status == 400   ? "invalid_request_error"
+                     : e.status == 401 ? "authentication_error"
+                     : e.status == 403 ? "permission_error"
+                     : e.status == 404 ? "not_found_error"
+                     : e.status == 413 ? "request_too_large"
+                     : e.status == 429 ? "rate_limit_error"
+                     : e.status == 503 ? "overloaded_error"
+                                       : "api_error";
+  json inner = error_json(e)["error"];
+  if (inner["code"].is_null() && e.type != type) inner["code"] = e.type;
+  inner["type"] = type;
+  return {{"type", "error"}, {"error", std::move(inner)}};
 }
 
 std::variant<json, ApiError> anthropic_to_chat(const json& body, bool count_only) {

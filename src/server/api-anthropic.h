@@ -22,7 +22,9 @@ namespace minfer::server {
 
 std::variant<json, ApiError> anthropic_to_chat(const json& body, bool count_only);
 
-// Anthropic's error body: {"type": "error", "error": {"type", "message"}} (plus minfer's fields).
+// Anthropic's error body: {"type": "error", "error": {"type", "message"}} (plus minfer's fields:
+// param, code, llama-server's n_ctx ...); the type is Anthropic's for the status (503:
+// overloaded_error, 5xx: api_error ...).
 json anthropic_error_json(const ApiError& e);
 
 }  // namespace minfer::server

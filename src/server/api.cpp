@@ -541,6 +541,10 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (auto e = boolean(body, "verbose", r.verbose)) return *e;
   if (auto e = integer(body, "id_slot", -1, 1 << 20, i)) return *e;
   if (field(body, "id_slot")) r.id_slot = static_cast<int>(i);
+  if (auto e = integer(body, "n_keep", -1, 1 << 24, i)) return *e;
+  if (field(body, "n_keep")) r.n_keep = static_cast<int>(i);
+  if (auto e = integer(body, "n_discard", 0, 1 << 24, i)) return *e;
+  if (field(body, "n_discard")) r.n_discard = static_cast<int>(i);
   if (auto e = integer(body, "n_probs", 0, 100, i)) return *e;
   if (field(body, "n_probs")) r.n_probs = static_cast<int>(i);
   if (auto e = boolean(body, "post_sampling_probs", r.post_sampling_probs)) return *e;
@@ -691,7 +695,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   // beyond the context; llama-server's native /completion instead stops at the context's end.
   int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
   for (const auto& [ids, t] : r.extra_prompts) n_prompt = std::max<int64_t>(n_prompt, static_cast<int64_t>(ids.size()));
-  const bool explicit_max = field(body, "max_tokens") || field(body, "max_completion_tokens");
+  // With context shift a generation goes past the context's end: only the prompt must fit.
+  const bool explicit_max = !ctx.context_shift && (field(body, "max_tokens") || field(body, "max_completion_tokens"));
   const int64_t want = n_prompt + (explicit_max ? std::max<int64_t>(r.n_predict, 0) : 0);
   if (n_prompt >= ctx.n_ctx_slot || want > ctx.n_ctx_slot) {
     ApiError e = context_size_error(n_prompt, std::max<int64_t>(r.n_predict, 0), explicit_max, ctx.n_ctx_slot, chat ? "messages" : "prompt");

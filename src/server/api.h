@@ -69,6 +69,7 @@ struct CompletionRequest {
   // llama-server's fields.
   bool cache_prompt = true;     // reuse a slot's cached prefix
   int id_slot = -1;             // the slot to run on (-1: the best free one)
+  int n_keep = 0, n_discard = 0;  // context shift: positions kept (-1: the prompt), dropped (0: half the rest)
   int n_probs = 0;              // /completion: completion_probabilities with this many alternatives
   bool post_sampling_probs = false;  // probabilities after the sampler's chain instead of the model's
   bool timings_per_token = false;  // streamed events carry timings
@@ -103,6 +104,7 @@ struct ParseContext {
   std::string reasoning = "auto";           // --reasoning on/off/auto: enable_thinking for templates
   bool allow_empty_messages = false;        // Anthropic's API takes an empty message list
   bool cache_prompt = true;                 // a request's cache_prompt default
+  bool context_shift = false;               // --context-shift: max_tokens may go past the context
   std::shared_ptr<const Grammar> default_grammar;  // serve's --grammar / --json-schema (null: none)
 };
 

@@ -48,6 +48,7 @@ struct Slot {
   const char* end_stop_type = "limit";
   std::string end_stop_word;
   bool end_context_full = false;  // the job ended because the slot's context was full
+  bool shifted = false;           // the job's context was shifted (its reply is "truncated" too)
   // Embedding jobs: the input being read, its kept rows [rows][n_embd], the inputs done.
   size_t e_input = 0;
   std::vector<float> e_rows;
@@ -138,7 +139,7 @@ struct Engine::Impl {
     ev.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
     if (done) {
       ev.finish_reason = reason;
-      ev.truncated = s.end_context_full;
+      ev.truncated = s.end_context_full || s.shifted;
       ev.n_kv = ctx->seq_len(s.id);
       std::lock_guard<std::mutex> lk(mu);
       m.prompt_s += ev.prompt_ms / 1000.0;
@@ -212,6 +213,7 @@ struct Engine::Impl {
     s.end_stop_type = "limit";
     s.end_stop_word.clear();
     s.end_context_full = false;
+    s.shifted = false;
     s.e_input = 0;
     s.e_rows.clear();
     s.e_out.clear();
@@ -538,6 +540,9 @@ struct Engine::Impl {
       s.cached.push_back(s.next);  // the history a draft continues: the cache and `next`
       planned.push_back(&s);
       int limit = p.n_ctx_slot - static_cast<int>(s.cached.size());
+      // With context shift a pass leaves the last position free: the shift then comes at the same
+      // point as without drafts (the same positions dropped, the same reply).
+      if (p.context_shift) limit -= 1;
       if (s.job.n_predict >= 0) limit = std::min(limit, s.job.n_predict - s.step->n_gen() - 1);
       s.plan = s.spec->plan(s.cached, limit);
       if (s.plan.source == DraftSource::kModel) {
@@ -586,9 +591,41 @@ struct Engine::Impl {
     }
   }
 
+  // Context shift (llama-server's): a generating slot whose next token would leave no free
+  // position drops n_discard positions after n_keep; the runtime removes them from the cache
+  // and re-ropes the later ones (Context::seq_rm), the draft model follows on its next sync.
+  // A slot with nothing left to drop ends as a full context does.
+  void shift_full_slots() {
+    for (Slot& s : slots) {
+      if (!s.active || s.job.embed || s.next < 0 || static_cast<int>(s.cached.size()) + 1 < p.n_ctx_slot) continue;
+      int n_keep = s.job.n_keep < 0 ? static_cast<int>(s.job.prompt.size()) : s.job.n_keep;
+      if (tok->add_bos()) n_keep += 1;
+      n_keep = std::min(p.n_ctx_slot - 4, n_keep);
+      const int n_left = static_cast<int>(s.cached.size()) - n_keep;
+      const int n_discard = std::clamp(s.job.n_discard > 0 ? s.job.n_discard : n_left / 2, 0, std::max(0, n_left - 1));
+      if (n_discard == 0) {
+        s.end_context_full = true;
+        s.end_stop_type = "limit";
+        s.next = -1;
+        done(s, s.step->finish(), "length");
+        continue;
+      }
+      if (Status st = ctx->seq_rm(s.id, n_keep, n_keep + n_discard); !st) {
+        s.next = -1;
+        fail(s, "context shift failed: " + st.error().message, false);
+        continue;
+      }
+      s.cached.erase(s.cached.begin() + n_keep, s.cached.begin() + n_keep + n_discard);
+      s.shifted = true;
+      std::lock_guard<std::mutex> lk(mu);
+      m.n_context_shifts++;
+    }
+  }
+
   // One batched forward over every active slot. Returns false when there was nothing to run.
   bool step() {
     reap(Clock::now());
+    if (p.context_shift) shift_full_slots();
     if (std::any_of(slots.begin(), slots.end(), [](const Slot& x) { return x.active && x.spec; })) plan_drafts();
     batch.clear();
     owners.clear();
@@ -669,7 +706,9 @@ struct Engine::Impl {
       int j = 0, n_compared = 0, n_agreed = 0;
       for (int i = 0; i <= k; ++i) {
         s.next = -1;
-        const int32_t t = on_logits(s, logits->subspan((row + static_cast<size_t>(i)) * nv, nv), p.n_ctx_slot - (n_past0 + i + 1));
+        // With context shift the context is never full for the sampler: the next pass shifts.
+        const int room = p.context_shift ? INT32_MAX : p.n_ctx_slot - (n_past0 + i + 1);
+        const int32_t t = on_logits(s, logits->subspan((row + static_cast<size_t>(i)) * nv, nv), room);
         const bool agree = i < k && t == s.plan.tokens[static_cast<size_t>(i)];
         n_compared += i < k;
         n_agreed += agree;

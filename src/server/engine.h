@@ -78,6 +78,9 @@ struct EngineParams {
   std::string backends = "cpu";
   double queue_timeout_s = 300;  // a job waiting longer for a slot ends with an error
   double watchdog_s = 60;        // work but no finished step for this long: stalled()
+  // --context-shift: a generating slot whose context is full drops positions after the job's
+  // n_keep (Job::n_keep, n_discard; llama-server's rule) and goes on; off: the job ends ("length").
+  bool context_shift = false;
 };
 
 // Speculative decoding for the engine (runtime/speculative.h): a draft model (may be null; its
@@ -164,6 +167,9 @@ struct Job {
   bool cache_prompt = true;     // false: prefill the whole prompt, reusing no slot's cache
   bool return_progress = false; // kProgress events: at the start of the prefill and after each chunk
   int id_slot = -1;             // run on this slot (llama-server's id_slot); -1: the best free one
+  // Context shift (EngineParams::context_shift): the first n_keep positions stay (-1: the whole
+  // prompt; the BOS is added to it), n_discard after them go (0: half of those after n_keep).
+  int n_keep = 0, n_discard = 0;
   // An embedding job (/embeddings): each input's hidden states after the final norm, pooled and
   // normalized (embedding.h), all in one kDone event; nothing is generated and `prompt` is not
   // used. It reads its inputs one after another on a free slot, a chunk of at most n_batch
@@ -203,6 +209,7 @@ struct EngineMetrics {
   double predicted_s = 0;       // finished jobs: first token -> end, summed
   int64_t n_busy_slot_steps = 0;  // slots in each batched pass, summed over passes
   int64_t n_tokens_max = 0;     // the most positions a slot's cache has held
+  int64_t n_context_shifts = 0; // context shifts (--context-shift)
   int queued = 0;
   int slots_busy = 0;
   int n_slots = 0;

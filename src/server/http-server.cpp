@@ -86,15 +86,25 @@ bool origin_is_localhost(const std::string& origin) {
   return host == "localhost" || host == "127.0.0.1";
 }
 
+// Requests that need the model (and wake it, --sleep-idle-seconds): the POST routes but
+// POST /props, and the slots. /health, /props, /models, /metrics and the chat page do not.
+bool needs_model(const httplib::Request& req, const ServerState& s) {
+  if (req.path.starts_with("/slots")) return true;
+  return req.method == "POST" && req.path != "/props" && s.post_routes.count(req.path) > 0;
+}
+// Whether this thread's request holds the model (ModelSleep::acquire): httplib runs a request's
+// routing, handler, body and logger on one thread.
+thread_local bool t_holds_model = false;
+
 // Paths that need no API key: health checks and the chat page's files.
-bool is_public_path(const std::string& path, bool webui) {
-  if (path == "/health" || path == "/v1/health") return true;
-  return webui && (path == "/" || path == "/index.html" || path == "/chat.js" || path == "/chat.css");
+bool is_public_path(const std::string& path, const ServerParams& sp) {
+  if (path == "/health" || path == "/v1/health" || (!sp.vertex_health_route.empty() && path == sp.vertex_health_route)) return true;
+  return sp.webui && (path == "/" || path == "/index.html" || path == "/chat.js" || path == "/chat.css");
 }
 
 }  // namespace
 
-int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp_in,
+int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp_in,
                const EngineDraft& draft) {
   // Signals go to one thread (sigwait below), never to a worker in the middle of a write.
   sigset_t sigs;
@@ -105,27 +115,31 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   signal(SIGPIPE, SIG_IGN);
 
   ServerState s;
-  s.model = model;
+  s.model = std::move(model_in);  // the only reference but the engine's: sleeping frees the weights
+  const Model& model = *s.model;
   s.tok = &tok;
   s.sp = sp_in;
   s.created = static_cast<int64_t>(std::time(nullptr));
   if (s.sp.aliases.empty()) s.sp.aliases = {"model"};
   s.model_id = *std::set<std::string>(s.sp.aliases.begin(), s.sp.aliases.end()).begin();
-  s.identity = model_identity(model->file());
+  s.identity = model_identity(model.file());
   if (s.sp.chat_template.empty()) {  // the model's, or the built-in fallback for its architecture
-    ChatTemplateChoice choice = choose_chat_template(model->file());
-    if (choice.fallback) std::fprintf(stderr, "[server] %s\n", chat_template_notice(model->file(), choice).c_str());
+    ChatTemplateChoice choice = choose_chat_template(model.file());
+    if (choice.fallback) std::fprintf(stderr, "[server] %s\n", chat_template_notice(model.file(), choice).c_str());
     s.chat_template = std::move(choice.source);
   } else {
     s.chat_template = s.sp.chat_template;
   }
   s.template_tools = toolcall::probe_template(s.chat_template);
-  auto engine = Engine::create(model, tok, ep, draft);
+  auto engine = Engine::create(s.model, tok, ep, draft);
   if (!engine) {
     std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());
     return 1;
   }
   s.engine = std::move(*engine);
+  s.n_slots = ep.n_slots;
+  s.n_ctx_slot = s.engine->n_ctx_slot();
+  s.sleep = std::make_unique<ModelSleep>(s, s.sp.sleep_idle_s, ep, draft);
 
   httplib::Server http;
   // One thread per open connection (httplib): every slot and queue place, plus idle keep-alive
@@ -162,16 +176,27 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     }
     // API keys: every path but /health and the chat page's files; Authorization: Bearer KEY, or
     // Anthropic's X-Api-Key.
-    if (s.sp.api_keys.empty() || is_public_path(req.path, s.sp.webui)) return httplib::Server::HandlerResponse::Unhandled;
-    std::string key = req.get_header_value("Authorization");
-    if (key.empty()) key = req.get_header_value("X-Api-Key");
-    if (key.starts_with("Bearer ")) key.erase(0, 7);
-    if (std::find(s.sp.api_keys.begin(), s.sp.api_keys.end(), key) != s.sp.api_keys.end())
-      return httplib::Server::HandlerResponse::Unhandled;
-    s.reply_error(res, {401, key.empty() ? "You didn't provide an API key (Authorization: Bearer KEY, or X-Api-Key)."
-                                         : "Invalid API Key",
-                        "authentication_error", "", "invalid_api_key"});
-    return httplib::Server::HandlerResponse::Handled;
+    if (!s.sp.api_keys.empty() && !is_public_path(req.path, s.sp)) {
+      std::string key = req.get_header_value("Authorization");
+      if (key.empty()) key = req.get_header_value("X-Api-Key");
+      if (key.starts_with("Bearer ")) key.erase(0, 7);
+      if (std::find(s.sp.api_keys.begin(), s.sp.api_keys.end(), key) == s.sp.api_keys.end()) {
+        s.reply_error(res, {401, key.empty() ? "You didn't provide an API key (Authorization: Bearer KEY, or X-Api-Key)."
+                                             : "Invalid API Key",
+                            "authentication_error", "", "invalid_api_key"});
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    // The model, loaded again if it sleeps (--sleep-idle-seconds), stays until the logger.
+    if (needs_model(req, s)) {
+      if (auto err = s.sleep->acquire()) {
+        res.set_header("Retry-After", "1");
+        s.reply_error(res, {503, *err, "unavailable_error", "", "unavailable"});
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      t_holds_model = true;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
   // Errors httplib produces itself (404 no route, 413 body too large, 400 bad request line,
   // 405) get OpenAI's error shape too; bodies we set are kept.
@@ -203,8 +228,12 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     s.reply_error(res, server_error(what));
   });
   http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
+    if (t_holds_model) {
+      t_holds_model = false;
+      s.sleep->release();
+    }
     s.in_flight--;
-    s.metrics.count(req.path, res.status);
+    s.metrics.count(req.method, req.path, res.status);
     // -v: one line per request (a streamed reply is logged when its headers go out).
     if (s.sp.verbose) std::fprintf(stderr, "[http] %s %s %d\n", req.method.c_str(), req.path.c_str(), res.status);
   });
@@ -212,17 +241,18 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   add_openai_routes(http, s);
   add_llama_routes(http, s);
   add_anthropic_routes(http, s);
+  add_responses_routes(http, s);
   add_embedding_routes(http, s);
   if (s.sp.webui) add_webui_routes(http, s);
-  auto health = [&s](const httplib::Request&, httplib::Response& r) {
+  auto health = [&s, watchdog_s = ep.watchdog_s](const httplib::Request&, httplib::Response& r) {
     if (s.draining) {
       r.status = 503;
       r.set_content(dump(error_json({503, "the server is shutting down", "unavailable_error", "", "unavailable"})), "application/json");
       return;
     }
-    if (s.engine->stalled()) {  // the watchdog: work waits or runs but no step finishes
+    if (s.sleep->stalled()) {  // the watchdog: work waits or runs but no step finishes
       r.status = 503;
-      r.set_content(dump(error_json({503, fmt::format("the engine has work but finished no step for {} s", s.engine->params().watchdog_s),
+      r.set_content(dump(error_json({503, fmt::format("the engine has work but finished no step for {} s", watchdog_s),
                                      "unavailable_error", "", "engine_stalled"})),
                     "application/json");
       return;
@@ -231,12 +261,14 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   };
   http.Get("/health", health);
   http.Get("/v1/health", health);
+  if (!s.sp.vertex_health_route.empty()) http.Get(s.sp.vertex_health_route, health);
+  add_vertex_routes(http, s);  // last: it runs instances through the routes above
   const std::string start_time = std::to_string(static_cast<int64_t>(std::time(nullptr)));
   http.Get("/metrics", [&s, start_time](const httplib::Request&, httplib::Response& r) {
     if (!s.sp.endpoint_metrics)
       return s.reply_error(r, {501, "This server does not support metrics endpoint. Start it with `--metrics`", "not_supported_error", "", ""});
     r.set_header("Process-Start-Time-Unix", start_time);
-    r.set_content(s.metrics.render(s.engine->metrics()), "text/plain; version=0.0.4");
+    r.set_content(s.metrics.scrape(s.sleep->engine_metrics()), "text/plain; version=0.0.4");
   });
 
   if (!http.bind_to_port(s.sp.host, s.sp.port)) {
@@ -253,7 +285,8 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
     if (finished) return;
     std::fprintf(stderr, "[server] signal %d: draining in-flight requests (at most %.0f s)\n", sig, s.sp.drain_timeout_s);
     s.draining = true;
-    s.engine->drain();
+    s.sleep->stop();  // asleep or awake, it stays so
+    if (s.engine) s.engine->drain();
     http.stop();  // closes the listener; listen_after_bind() returns when every handler is done
     const auto deadline = Clock::now() + std::chrono::duration<double>(s.sp.drain_timeout_s);
     const auto force_exit_at = deadline + std::chrono::seconds(10);
@@ -266,7 +299,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
         std::fflush(stderr);
         std::_Exit(128 + again);
       }
-      if (!cancelled && Clock::now() > deadline && !s.engine->wait_idle(std::chrono::milliseconds(0))) {
+      if (!cancelled && Clock::now() > deadline && s.engine && !s.engine->wait_idle(std::chrono::milliseconds(0))) {
         std::fprintf(stderr, "[server] drain timeout: ending the requests still running\n");
         s.engine->cancel_all(fmt::format("the server is shutting down (drain timeout of {} s passed)", s.sp.drain_timeout_s));
         cancelled = true;
@@ -274,7 +307,7 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
       // Every reply written and the engine idle: what keeps listen_after_bind() waiting are
       // connections that only wait for a next request (a client's pool; httplib reads a request
       // line for up to --timeout s): nothing is lost by closing them now.
-      if (s.in_flight.load() == 0 && s.engine->wait_idle(std::chrono::milliseconds(0)) &&
+      if (s.in_flight.load() == 0 && (!s.engine || s.engine->wait_idle(std::chrono::milliseconds(0))) &&
           Clock::now() > drained_check_at) {
         std::fprintf(stderr, "[server] every request answered; closing idle connections\n[server] stopped\n");
         std::fflush(stderr);
@@ -294,9 +327,12 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
   std::fflush(stderr);
   http.listen_after_bind();
   s.draining = true;
-  s.engine->wait_idle(std::chrono::milliseconds(100));
-  s.engine->cancel_all("the server is shutting down");
-  s.engine->wait_idle(std::chrono::seconds(10));
+  s.sleep->stop();
+  if (s.engine) {
+    s.engine->wait_idle(std::chrono::milliseconds(100));
+    s.engine->cancel_all("the server is shutting down");
+    s.engine->wait_idle(std::chrono::seconds(10));
+  }
   finished = true;
   sig_thread.join();
   std::fprintf(stderr, "[server] stopped\n");

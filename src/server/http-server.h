@@ -63,6 +63,11 @@ struct ServerParams {
   std::shared_ptr<const Grammar> grammar;  // --grammar(-file) / --json-schema(-file): the output of requests
                                            // without grammar, json_schema, response_format or tools
   std::string slot_save_path;  // POST /slots/ID?action=save|restore: their folder ("" : 501)
+  // Vertex AI's custom-container protocol (serve reads AIP_MODE=PREDICTION, AIP_PREDICT_ROUTE,
+  // AIP_HEALTH_ROUTE): POST vertex_predict_route runs {"instances": [...]} through the other
+  // POST routes ("" : off); vertex_health_route is one more GET path of /health ("" : none).
+  std::string vertex_predict_route, vertex_health_route;
+  double sleep_idle_s = 0;  // --sleep-idle-seconds: unload the model after this long unused (0: never; model-sleep.h)
 };
 
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.

@@ -4,7 +4,8 @@
 
 namespace minfer::server {
 
-void ServerMetrics::count(const std::string& path, int status) {
+void ServerMetrics::count(const std::string& method, const std::string& path, int status) {
+  if (path == "/health" || path == "/v1/health" || path == "/metrics" || (method == "GET" && path == "/props")) return;
   std::lock_guard<std::mutex> lk(mu_);
   requests_[{path, status}]++;
 }
@@ -17,8 +18,18 @@ void ServerMetrics::latency(double s) {
   lat_sum_ += s;
 }
 
-std::string ServerMetrics::render(const EngineMetrics& m) const {
+std::string ServerMetrics::scrape(const EngineMetrics& m) {
   std::string o;
+  EngineMetrics since;  // the throughput window: counters since the previous scrape
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    since.n_prompt_tokens = m.n_prompt_tokens - last_.n_prompt_tokens;
+    since.prompt_s = m.prompt_s - last_.prompt_s;
+    since.n_gen_tokens = m.n_gen_tokens - last_.n_gen_tokens;
+    since.n_first_tokens = m.n_first_tokens - last_.n_first_tokens;
+    since.predicted_s = m.predicted_s - last_.predicted_s;
+    last_ = m;
+  }
   auto metric = [&](const char* type, const std::string& name, const char* help, double v) {
     o += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0} {3}\n", name, help, type, v);
   };
@@ -43,6 +54,7 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
   counter("minfer_batch_tokens_total", "Tokens in batched forward passes.", static_cast<double>(m.n_step_tokens));
   counter("minfer_jobs_cancelled_total", "Generations stopped because the client went away.", static_cast<double>(m.n_jobs_cancelled));
   counter("minfer_jobs_timed_out_total", "Jobs ended by --timeout or --queue-timeout.", static_cast<double>(m.n_jobs_timed_out));
+  counter("minfer_context_shifts_total", "Context shifts of full slots (--context-shift).", static_cast<double>(m.n_context_shifts));
   counter("minfer_jobs_failed_total", "Jobs that ended with an error event.", static_cast<double>(m.n_jobs_failed));
   counter("minfer_draft_tokens_total", "Drafted tokens verified (speculative decoding).", static_cast<double>(m.n_draft_tokens));
   counter("minfer_draft_tokens_accepted_total", "Drafted tokens the target accepted.", static_cast<double>(m.n_draft_accepted));
@@ -56,7 +68,7 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
   gauge("minfer_slots_total", "Slots (--parallel).", m.n_slots);
 
   // llama-server's names and meanings (tools/server: llamacpp:*).
-  const double predicted_steps = static_cast<double>(m.n_gen_tokens - m.n_first_tokens);
+  const double predicted_steps = static_cast<double>(since.n_gen_tokens - since.n_first_tokens);
   counter("llamacpp:prompt_tokens_total", "Number of prompt tokens processed.", static_cast<double>(m.n_prompt_tokens));
   counter("llamacpp:prompt_tokens_cached_total", "Number of prompt tokens reused from the cache.", static_cast<double>(m.n_cached_tokens));
   counter("llamacpp:prompt_seconds_total", "Prompt process time", m.prompt_s);
@@ -68,10 +80,10 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
   counter("llamacpp:spec_decode_num_accepted_tokens_total", "Number of accepted drafted tokens.",
           static_cast<double>(m.n_draft_accepted));
   counter("llamacpp:spec_decode_num_drafts_total", "Number of drafts verified.", static_cast<double>(m.n_verify_steps));
-  gauge("llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.",
-        m.prompt_s > 0 ? static_cast<double>(m.n_prompt_tokens) / m.prompt_s : 0.0);
-  gauge("llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.",
-        m.predicted_s > 0 ? predicted_steps / m.predicted_s : 0.0);
+  gauge("llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s (since the previous scrape).",
+        since.prompt_s > 0 ? static_cast<double>(since.n_prompt_tokens) / since.prompt_s : 0.0);
+  gauge("llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s (since the previous scrape).",
+        since.predicted_s > 0 ? predicted_steps / since.predicted_s : 0.0);
   gauge("llamacpp:requests_processing", "Number of requests processing.", m.slots_busy);
   gauge("llamacpp:requests_deferred", "Number of requests deferred.", m.queued);
   gauge("llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call",

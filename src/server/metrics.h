@@ -3,9 +3,13 @@
 // dashboards built for llama-server work unchanged).
 //
 //   ServerMetrics m;
-//   m.count("/v1/chat/completions", 200);   // every response (the HTTP logger)
+//   m.count("POST", "/v1/chat/completions", 200);   // every response (the HTTP logger)
 //   m.latency(0.42);                        // a completion request, end to end
-//   std::string text = m.render(engine.metrics());
+//   std::string text = m.scrape(engine.metrics());
+//
+// The monitoring endpoints' own requests (/health, /metrics, GET /props) are not counted, so a
+// server nobody uses scrapes the same text every time. llamacpp:prompt_tokens_seconds and
+// predicted_tokens_seconds are llama-server's windows: the throughput since the previous scrape.
 #pragma once
 
 #include <array>
@@ -21,9 +25,9 @@ namespace minfer::server {
 
 class ServerMetrics {
  public:
-  void count(const std::string& path, int status);
+  void count(const std::string& method, const std::string& path, int status);
   void latency(double seconds);
-  std::string render(const EngineMetrics& m) const;
+  std::string scrape(const EngineMetrics& m);  // the text; the throughput window starts again
 
  private:
   static constexpr std::array<double, 10> kBuckets = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -32,6 +36,7 @@ class ServerMetrics {
   std::array<int64_t, 10> buckets_{};
   int64_t lat_count_ = 0;
   double lat_sum_ = 0;
+  EngineMetrics last_;  // the counters at the previous scrape (the throughput window's start)
 };
 
 }  // namespace minfer::server

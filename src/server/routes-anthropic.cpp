@@ -27,12 +27,11 @@ json tool_input(const std::string& arguments) {
 
 // The request as a chat completion; on refusal the reply is set and r is null.
 std::shared_ptr<CompletionRequest> parse(ServerState& s, const httplib::Request& req, httplib::Response& res, bool count_only) {
-  auto body = s.parse_body(req, res);
+  auto body = s.parse_body(req, res, anthropic_error_json);
   if (!body) return nullptr;
   auto chat = anthropic_to_chat(*body, count_only);
   auto refuse = [&](const ApiError& e) {
-    res.status = e.status;
-    res.set_content(dump(anthropic_error_json(e)), "application/json; charset=utf-8");
+    s.reply_error(res, e, anthropic_error_json);
     return nullptr;
   };
   if (auto* e = std::get_if<ApiError>(&chat)) return refuse(*e);
@@ -48,18 +47,12 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
   const auto t0 = Clock::now();
   auto r = parse(s, req, res, false);
   if (!r) return;
-  auto [rr, ch] = s.submit(r, res);
+  auto [rr, ch] = s.submit(r, res, anthropic_error_json);
   if (!rr) return;
   const std::string id = random_id("msg_");
   if (!r->stream) {
     s.reply_when_done(res, ch, t0, [&s, r, id](std::vector<JobEvent>& events) {
-          std::string text, error;
-          JobEvent done;
-          for (JobEvent& ev : events) {
-            if (ev.kind == JobEvent::kError) error = ev.error;
-            text += ev.text;
-            if (ev.kind == JobEvent::kDone) done = ev;
-          }
+          const auto [text, error, done] = join_events(events);
           if (!error.empty()) return dump(anthropic_error_json(server_error(error)));
           ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
           ReplyReader::Out o = reader.feed(text, true);
@@ -78,10 +71,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
         });
     return;
   }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
+  ServerState::stream_events(res, ch,
       [&s, r, ch, id, t0](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "event: " + j["type"].get<std::string>() + "\ndata: " + dump(j) + "\n\n";
@@ -151,9 +141,6 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
         sink.done();
         s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
         return true;
-      },
-      [ch](bool success) {
-        if (!success) ch->cancel();
       });
 }
 
@@ -166,8 +153,8 @@ void count_tokens(ServerState& s, const httplib::Request& req, httplib::Response
 }  // namespace
 
 void add_anthropic_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/v1/messages", [&s](const httplib::Request& q, httplib::Response& r) { messages(s, q, r); });
-  http.Post("/v1/messages/count_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_tokens(s, q, r); });
+  s.post(http, "/v1/messages", [&s](const httplib::Request& q, httplib::Response& r) { messages(s, q, r); });
+  s.post(http, "/v1/messages/count_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_tokens(s, q, r); });
 }
 
 }  // namespace minfer::server

@@ -47,9 +47,9 @@ void embeddings(ServerState& s, const httplib::Request& req, httplib::Response& 
 }  // namespace
 
 void add_embedding_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/v1/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, true); });
-  http.Post("/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, false); });
-  http.Post("/embedding", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, false); });
+  s.post(http, "/v1/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, true); });
+  s.post(http, "/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, false); });
+  s.post(http, "/embedding", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, false); });
 }
 
 }  // namespace minfer::server

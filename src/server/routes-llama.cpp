@@ -159,8 +159,7 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
       return dump(n == 1 ? all[0] : all);
     });
   }
-  res.set_chunked_content_provider(
-      "text/event-stream",
+  ServerState::stream_events(res, ch,
       [&s, r, ch, t0, n, final_object](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "data: " + dump(j) + "\n\n";
@@ -192,9 +191,6 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
         if (!error) return false;  // the client went away
         const std::string reply = error->empty() ? std::string() : "data: " + dump(error_json(server_error(*error))) + "\n\n";
         return s.finish_body(sink, reply, t0);
-      },
-      [ch](bool success) {
-        if (!success) ch->cancel();
       });
 }
 
@@ -290,8 +286,8 @@ void count_chat_tokens(ServerState& s, const httplib::Request& req, httplib::Res
 
 json props(const ServerState& s) {
   const Tokenizer& tok = *s.tok;
-  return {{"default_generation_settings", {{"params", sampling_json(s.sp.sampling)}, {"n_ctx", s.engine->n_ctx_slot()}}},
-          {"total_slots", s.engine->params().n_slots},
+  return {{"default_generation_settings", {{"params", sampling_json(s.sp.sampling)}, {"n_ctx", s.n_ctx_slot}}},
+          {"total_slots", s.n_slots},
           {"model_alias", s.model_id},
           {"model_path", s.sp.model_path},
           {"modalities", {{"vision", false}, {"audio", false}, {"video", false}}},
@@ -304,7 +300,7 @@ json props(const ServerState& s) {
           {"bos_token", tok.bos_id() >= 0 ? std::string(tok.token_text(tok.bos_id())) : std::string()},
           {"eos_token", tok.eos_id() >= 0 ? std::string(tok.token_text(tok.eos_id())) : std::string()},
           {"build_info", "minfer " MINFER_SERVER_VERSION},
-          {"is_sleeping", false}};
+          {"is_sleeping", s.sleep->sleeping()}};
 }
 
 // GET /slots (501 with --no-slots): what every slot holds and does; ?fail_on_no_slot=1 answers
@@ -344,16 +340,16 @@ json models(const ServerState& s) {
 }  // namespace
 
 void add_llama_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/completion", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
-  http.Post("/completions", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
-  http.Post("/infill", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, true); });
-  http.Post("/tokenize", [&s](const httplib::Request& q, httplib::Response& r) { tokenize(s, q, r); });
-  http.Post("/detokenize", [&s](const httplib::Request& q, httplib::Response& r) { detokenize(s, q, r); });
-  http.Post("/apply-template", [&s](const httplib::Request& q, httplib::Response& r) { apply_template(s, q, r); });
-  http.Post("/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
-  http.Post("/v1/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
+  s.post(http, "/completion", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
+  s.post(http, "/completions", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, false); });
+  s.post(http, "/infill", [&s](const httplib::Request& q, httplib::Response& r) { completion(s, q, r, true); });
+  s.post(http, "/tokenize", [&s](const httplib::Request& q, httplib::Response& r) { tokenize(s, q, r); });
+  s.post(http, "/detokenize", [&s](const httplib::Request& q, httplib::Response& r) { detokenize(s, q, r); });
+  s.post(http, "/apply-template", [&s](const httplib::Request& q, httplib::Response& r) { apply_template(s, q, r); });
+  s.post(http, "/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
+  s.post(http, "/v1/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
   http.Get("/props", [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, props(s)); });
-  http.Post("/props", [&s](const httplib::Request&, httplib::Response& r) {
+  s.post(http, "/props", [&s](const httplib::Request&, httplib::Response& r) {
     if (!s.sp.endpoint_props)
       return s.reply_error(r, {501, "This server does not support changing global properties. Start it with `--props`",
                                "not_supported_error", "", ""});

@@ -38,10 +38,7 @@ json usage_json(int n_prompt, int n_gen, int n_cached) {
 
 void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRequest> r, std::shared_ptr<EventChannel> ch,
             const std::string& id, int64_t created_t, bool chat, Clock::time_point t0) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");  // nginx: pass chunks through as they come
-  res.set_chunked_content_provider(
-      "text/event-stream",
+  ServerState::stream_events(res, ch,
       [&s, r, ch, id, created_t, chat, t0](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "data: " + dump(j) + "\n\n";
@@ -130,9 +127,6 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
         sink.done();
         s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
         return true;
-      },
-      [ch](bool success) {
-        if (!success) ch->cancel();
       });
 }
 void completions(ServerState& s, const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -209,9 +203,9 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
 }  // namespace
 
 void add_openai_routes(httplib::Server& http, ServerState& s) {
-  http.Post("/v1/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
-  http.Post("/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
-  http.Post("/v1/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, false); });
+  s.post(http, "/v1/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
+  s.post(http, "/chat/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, true); });
+  s.post(http, "/v1/completions", [&s](const httplib::Request& q, httplib::Response& r) { completions(s, q, r, false); });
 }
 
 }  // namespace minfer::server

@@ -55,6 +55,16 @@ json progress_json(const JobEvent& ev) {
           {"timings", t.to_json()}};
 }
 
+JoinedReply join_events(std::vector<JobEvent>& events) {
+  JoinedReply j;
+  for (JobEvent& ev : events) {
+    if (ev.kind == JobEvent::kError) j.error = ev.error;
+    j.text += ev.text;
+    if (ev.kind == JobEvent::kDone) j.done = std::move(ev);
+  }
+  return j;
+}
+
 ParseContext ServerState::parse_context() const {
   ParseContext pc;
   pc.file = &model->file();
@@ -68,13 +78,14 @@ ParseContext ServerState::parse_context() const {
   pc.sampling = &sp.sampling;
   pc.reasoning = sp.reasoning;
   pc.cache_prompt = sp.cache_prompt;
+  pc.context_shift = engine->params().context_shift;
   pc.default_grammar = sp.grammar;
   return pc;
 }
 
-void ServerState::reply_error(httplib::Response& res, const ApiError& e) const {
+void ServerState::reply_error(httplib::Response& res, const ApiError& e, ErrorShape shape) const {
   res.status = e.status;
-  res.set_content(dump(error_json(e)), "application/json; charset=utf-8");
+  res.set_content(dump(shape(e)), "application/json; charset=utf-8");
 }
 
 void ServerState::reply_json(httplib::Response& res, const json& j, int status) const {
@@ -82,16 +93,16 @@ void ServerState::reply_json(httplib::Response& res, const json& j, int status) 
   res.set_content(dump(j), "application/json; charset=utf-8");
 }
 
-std::optional<json> ServerState::parse_body(const httplib::Request& req, httplib::Response& res) const {
+std::optional<json> ServerState::parse_body(const httplib::Request& req, httplib::Response& res, ErrorShape shape) const {
   try {
     return json::parse(req.body);
   } catch (const std::exception& e) {
-    reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""});
+    reply_error(res, {400, fmt::format("the request body is not valid JSON: {}", e.what()), "invalid_request_error", "", ""}, shape);
     return std::nullopt;
   }
 }
 
-ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res) {
+ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res, ErrorShape shape) {
   auto ch = std::make_shared<EventChannel>(r->n_choices());
   std::vector<Job> jobs;
   for (int c = 0; c < r->n_choices(); ++c) {
@@ -111,20 +122,23 @@ ServerState::Accepted ServerState::submit(std::shared_ptr<CompletionRequest> r, 
     j.cache_prompt = r->cache_prompt;
     j.return_progress = r->return_progress && r->stream;
     j.id_slot = r->id_slot;
+    j.n_keep = r->n_keep;
+    j.n_discard = r->n_discard;
     j.index = c;
     j.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
     j.channel = ch;
     jobs.push_back(std::move(j));
   }
-  if (!queue(std::move(jobs), res)) return {};
+  if (!queue(std::move(jobs), res, shape)) return {};
   return {std::move(r), std::move(ch)};
 }
 
-bool ServerState::queue(std::vector<Job> jobs, httplib::Response& res) {
+bool ServerState::queue(std::vector<Job> jobs, httplib::Response& res, ErrorShape shape) {
   if (draining || !engine->submit(std::move(jobs))) {
     res.set_header("Retry-After", "1");
     reply_error(res, {503, draining ? "the server is shutting down" : "the server is busy: every slot and queue place is taken; retry later",
-                      "unavailable_error", "", "server_busy"});
+                      "unavailable_error", "", "server_busy"},
+                shape);
     return false;
   }
   return true;
@@ -230,6 +244,14 @@ std::optional<std::string> ServerState::pump_events(EventChannel& ch, httplib::D
       return std::nullopt;
     }
   }
+}
+
+void ServerState::stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider("text/event-stream", std::move(body), [ch](bool success) {
+    if (!success) ch->cancel();
+  });
 }
 
 bool ServerState::finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0) {

@@ -5,7 +5,9 @@
 //   add_openai_routes(http, state);      // routes-openai.cpp: /v1/chat/completions, /v1/completions
 //   add_llama_routes(http, state);       // routes-llama.cpp: /completion, /tokenize, /props, /slots ...
 //   add_anthropic_routes(http, state);   // routes-anthropic.cpp: /v1/messages
+//   add_responses_routes(http, state);   // routes-responses.cpp: /v1/responses
 //   add_embedding_routes(http, state);   // routes-embeddings.cpp: /v1/embeddings, /embedding(s)
+//   add_vertex_routes(http, state);      // routes-vertex.cpp: Vertex AI's /predict (after the others)
 #pragma once
 
 #include <httplib.h>
@@ -13,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "server/engine.h"
 #include "server/http-server.h"
 #include "server/metrics.h"
+#include "server/model-sleep.h"
 #include "tokenizer/tokenizer.h"
 #include "toolcall/tools.h"
 
@@ -57,11 +61,23 @@ struct Timings {
 // time_ms}, "timings": {...}} (merged into the route's chunk).
 json progress_json(const JobEvent& ev);
 
+// The events of a one-choice request joined: its text, its kDone event, and the error text of
+// an error event ("" for none). Anthropic's and the Responses API's non-streamed replies.
+struct JoinedReply {
+  std::string text, error;
+  JobEvent done;
+};
+JoinedReply join_events(std::vector<JobEvent>& events);
+
 struct ServerState {
+  // The model and its engine: null while asleep (--sleep-idle-seconds); a request that needs
+  // them holds sleep->acquire() from routing to its last byte (http-server.cpp).
   std::shared_ptr<const Model> model;
   const Tokenizer* tok = nullptr;
   ServerParams sp;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<ModelSleep> sleep;
+  int n_slots = 0, n_ctx_slot = 0;  // the engine's, for the endpoints that answer while asleep
   ServerMetrics metrics;
   std::atomic<bool> draining{false};
   // Requests between routing and their last byte (the logger runs after it): with none, the
@@ -73,11 +89,21 @@ struct ServerState {
   std::string model_id;                    // the first alias, sorted (llama-server's rule)
   ModelIdentity identity;                  // of the weights, for slot files
 
+  // The POST routes of plain paths, as registered with post(): Vertex AI's /predict runs its
+  // instances through them.
+  std::map<std::string, httplib::Server::Handler> post_routes;
+  void post(httplib::Server& http, const std::string& path, httplib::Server::Handler h) {
+    post_routes[path] = h;
+    http.Post(path, std::move(h));
+  }
+
   ParseContext parse_context() const;
-  void reply_error(httplib::Response& res, const ApiError& e) const;
+  // The body of an error reply: OpenAI's error_json, or Anthropic's anthropic_error_json on /v1/messages.
+  using ErrorShape = json (*)(const ApiError&);
+  void reply_error(httplib::Response& res, const ApiError& e, ErrorShape shape = error_json) const;
   void reply_json(httplib::Response& res, const json& j, int status = 200) const;
   // Parses a JSON body; on failure the 400 reply is set and nullopt returned.
-  std::optional<json> parse_body(const httplib::Request& req, httplib::Response& res) const;
+  std::optional<json> parse_body(const httplib::Request& req, httplib::Response& res, ErrorShape shape = error_json) const;
 
   // A parsed completion request and the channel its jobs' events come on.
   struct Accepted {
@@ -86,9 +112,9 @@ struct ServerState {
   };
   // Queues the request's jobs (n choices); on refusal (503: busy or draining) the reply is set
   // and r is null.
-  Accepted submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res);
+  Accepted submit(std::shared_ptr<CompletionRequest> r, httplib::Response& res, ErrorShape shape = error_json);
   // Queues jobs; on refusal (503: busy or draining) the reply is set and false returned.
-  bool queue(std::vector<Job> jobs, httplib::Response& res);
+  bool queue(std::vector<Job> jobs, httplib::Response& res, ErrorShape shape = error_json);
   // parse_completion_request + submit.
   Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
   Accepted accept(const json& body, httplib::Response& res, bool chat, bool one_choice);  // a parsed body
@@ -109,6 +135,9 @@ struct ServerState {
   // failed write, or the socket no longer writable): the jobs are then cancelled.
   static std::optional<std::string> pump_events(EventChannel& ch, httplib::DataSink& sink,
                                                 const std::function<bool(JobEvent& ev)>& on_event);
+  // A server-sent-events reply (every stream's): no caching, nginx passes the chunks through as
+  // they come (X-Accel-Buffering), `body` writes them; a reply cut short cancels ch's jobs.
+  static void stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body);
   // The last bytes of a reply; the request's latency is recorded.
   bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0);
 };
@@ -116,7 +145,9 @@ struct ServerState {
 void add_openai_routes(httplib::Server& http, ServerState& s);     // routes-openai.cpp
 void add_llama_routes(httplib::Server& http, ServerState& s);      // routes-llama.cpp
 void add_anthropic_routes(httplib::Server& http, ServerState& s);  // routes-anthropic.cpp
+void add_responses_routes(httplib::Server& http, ServerState& s);  // routes-responses.cpp
 void add_embedding_routes(httplib::Server& http, ServerState& s);  // routes-embeddings.cpp
 void add_webui_routes(httplib::Server& http, ServerState& s);      // webui.cpp
+void add_vertex_routes(httplib::Server& http, ServerState& s);     // routes-vertex.cpp (with sp.vertex_predict_route)
 
 }  // namespace minfer::server

@@ -25,8 +25,9 @@ def free_port():
 
 
 class ServerProcess:
-    def __init__(self, *extra, model=None, metrics=True):
-        """`model`: another GGUF to serve (default: MODEL, SmolLM2); `metrics`: pass --metrics."""
+    def __init__(self, *extra, model=None, metrics=True, env=None):
+        """`model`: another GGUF to serve (default: MODEL, SmolLM2); `metrics`: pass --metrics;
+        `env`: more environment variables (a value "{port}" is the server's port)."""
         model = model or MODEL
         assert os.path.exists(BIN), f"MINFER_BIN {BIN} does not exist"
         assert os.path.exists(model), f"model {model} does not exist (run scripts/setup.sh)"
@@ -39,7 +40,8 @@ class ServerProcess:
             self.log = open(f"/tmp/minfer-serve-{self.port}.log", "w+")
             self.proc = subprocess.Popen([BIN, "serve", model, "--host", "127.0.0.1", "--port", str(self.port),
                                           "--alias", "smollm2", *(["--metrics"] if metrics else []), *extra],
-                                         stdout=self.log, stderr=subprocess.STDOUT)
+                                         stdout=self.log, stderr=subprocess.STDOUT,
+                                         env={**os.environ, **{k: v.replace("{port}", str(self.port)) for k, v in (env or {}).items()}})
             deadline = time.time() + 60
             while time.time() < deadline:
                 if self.proc.poll() is not None:

@@ -182,3 +182,22 @@ test('tool call: bad tools are a 400 naming the field', async () => {
     model: 'smollm2', messages: MSG, tools: [{ type: 'function', function: { name: 'bad name!' } }],
   }), (e) => e.status === 400 && e.error?.param === 'tools[0].function.name');
 });
+
+test('responses: create, and the stream helper rebuilds the same response', async () => {
+  const args = { model: 'smollm2', instructions: 'Answer briefly.', input: PROMPTS[0], max_output_tokens: 16, temperature: 0 };
+  const r = await client.responses.create(args);
+  assert.ok(r.id.startsWith('resp_'));
+  assert.equal(r.output[0].type, 'message');
+  const chat = await client.chat.completions.create({
+    model: 'smollm2', temperature: 0, max_tokens: 16,
+    messages: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: PROMPTS[0] }],
+  });
+  assert.equal(r.output_text, chat.choices[0].message.content);
+  const stream = client.responses.stream(args);
+  let deltas = '';
+  for await (const ev of stream) if (ev.type === 'response.output_text.delta') deltas += ev.delta;
+  const final = await stream.finalResponse();
+  assert.equal(deltas, r.output_text);
+  assert.equal(final.output_text, r.output_text);
+  assert.equal(final.usage.output_tokens, r.usage.output_tokens);
+});

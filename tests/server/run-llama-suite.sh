@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the llama.cpp server tests listed in llama-suite-pass.txt against `minfer serve` (through
 # llama-server-wrapper.py) in a scratch copy of .deps/llama.cpp/tools/server/tests; with --all,
-# the whole non-slow suite, with a line per test (-rA) and the counts per file at the end.
-#   MINFER_BIN=build/bin/minfer tests/server/run-llama-suite.sh [--all] [extra pytest args]
+# the whole non-slow suite, with a line per test (-rA) and the counts per file at the end; with
+# --all unit/FILE.py[::TEST] ..., only those (the same way).
+#   MINFER_BIN=build/bin/minfer tests/server/run-llama-suite.sh [--all [unit/FILE.py ...]] [extra pytest args]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,7 +19,10 @@ sed -i 's/^\( *\)ServerPreset.load_all()/\1pass  # minfer: nothing to download/'
 grep -q "minfer: nothing to download" "$work/conftest.py" || { echo "conftest.py changed: load_all() not found"; exit 1; }
 if [ "${1:-}" = --all ]; then
   shift
-  tests=(unit -m "not slow" -rA)
+  only=()
+  while [ $# -gt 0 ] && [[ "$1" == unit/* ]]; do only+=("$1"); shift; done
+  [ ${#only[@]} -gt 0 ] || only=(unit)
+  tests=("${only[@]}" -m "not slow" -rA)
 else
   mapfile -t tests < <(grep -v '^#' "$here/llama-suite-pass.txt" | grep -v '^$')
 fi

@@ -3,6 +3,7 @@ plain and streamed messages, the same text as the OpenAI endpoint for the same c
 tool use both ways (a forced call comes back as a tool_use block; tool_result blocks go back
 in), token counting, and the errors the client raises."""
 import json
+import urllib.error
 import urllib.request
 
 import anthropic
@@ -99,3 +100,32 @@ def test_errors_are_client_errors(srv):
     with pytest.raises(anthropic.BadRequestError) as e:
         c.messages.create(model="smollm2", max_tokens=8, messages=[{"role": "user", "content": "word " * 5000}])
     assert "context" in str(e.value)
+
+
+def test_bad_json_and_busy_have_anthropics_error_shape():
+    """The 400 of a body that is not JSON and the 503 of a full server are Anthropic's error
+    objects too: {"type": "error", "error": {"type", "message"}}; the client raises by status."""
+    import http.client
+    s = ServerProcess("--parallel", "1", "--queue", "0", "-c", "512", "-t", "1")
+    try:
+        req = urllib.request.Request(s.url + "/v1/messages", data=b"{not json", headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=30)
+        body = json.loads(e.value.read())
+        assert e.value.code == 400 and body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+        assert "not valid JSON" in body["error"]["message"]
+        # The only slot busy with a stream, no queue: a message is refused as overloaded.
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        conn.request("POST", "/v1/completions", body=json.dumps({"prompt": "Once upon a time", "max_tokens": 400, "stream": True,
+                                                                 "ignore_eos": True}), headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.readline().startswith(b"data: ")
+        c = anthropic.Anthropic(base_url=s.url, api_key="none", max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as busy:
+            c.messages.create(model="smollm2", max_tokens=4, messages=MSGS)
+        assert busy.value.status_code == 503 and busy.value.response.headers.get("Retry-After") == "1"
+        assert busy.value.body["type"] == "error" and busy.value.body["error"]["type"] == "overloaded_error"
+        assert busy.value.body["error"]["code"] == "server_busy"
+        conn.close()
+    finally:
+        assert s.stop() == 0

@@ -198,6 +198,17 @@ def test_sampler_fields_verbose_and_timings_per_token(srv):
         assert n == sorted(n) and n[-1] > n[0] and all(e["timings"]["prompt_n"] > 0 for e in timed), n
 
 
+def test_every_stream_sends_the_same_headers(srv):
+    """Each streamed endpoint: server-sent events, not cached, passed through nginx as they come."""
+    msgs = [{"role": "user", "content": "Hi"}]
+    for path, body in [("/completion", {"prompt": "Hi", "n_predict": 2}), ("/v1/completions", {"prompt": "Hi", "max_tokens": 2}),
+                       ("/v1/chat/completions", {"messages": msgs, "max_tokens": 2}),
+                       ("/v1/messages", {"messages": msgs, "max_tokens": 2}), ("/v1/responses", {"input": "Hi", "max_output_tokens": 2})]:
+        st, _, h = call(srv.url, path, {**body, "stream": True})
+        assert st == 200 and h["Content-Type"] == "text/event-stream", (path, h)
+        assert h.get("Cache-Control") == "no-cache" and h.get("X-Accel-Buffering") == "no", (path, h)
+
+
 def test_truncated_and_tokens_cached():
     """A reply that fills its slot's context is "truncated"; tokens_cached is what the slot holds."""
     s = ServerProcess("-np", "1", "-c", "48", "-t", "2", "--temp", "0")

@@ -12,6 +12,10 @@
 //           N tokens; stops after end-of-generation; gen_seconds: the steps after the prompt)
 //   llama-oracle greedy ... --timed: the same timing without a grammar (the sampler chain of greedy
 //           alone; exactly N tokens, end-of-generation does not stop it)
+//   llama-oracle greedy ... --shift-ctx N [--keep K]: llama-server's context shift in a context
+//           of N positions: before a step whose token would leave no free position, the K
+//           positions after the first stay and half of the rest go (llama_memory_seq_rm, the later
+//           ones moved down by seq_add); exactly N greedy tokens as above
 //   llama-oracle greedy ... --temp T [--seed S]: sampled instead of greedy (top-k 40, top-p 0.95,
 //           min-p 0.05, temperature T, then a draw), with or without --grammar-file
 //   llama-oracle tokenize MODEL TEXT [--special] [--bos]      # TEXT "-" reads stdin
@@ -104,6 +108,7 @@ struct Args {
   int flash = -1;       // --flash-attn on|off (default: llama.cpp's auto)
   int n_chunks = 0;     // --chunks (0 = all)
   int threads = 0;  // 0 = the subcommand's default
+  int shift_ctx = 0, keep = 0;  // greedy --shift-ctx N --keep K (0: no context shift)
   int n_ctx = 0;
   int n_predict = -1;
   int n_prompt = 512;   // bench -p
@@ -157,6 +162,8 @@ Args parse_args(int argc, char** argv, int first) {
     else if (s == "--chunks") a.n_chunks = parse_int(s, value(), 0, 1 << 20);
     else if (s == "-t" || s == "--threads") a.threads = parse_int(s, value(), 1, 1024);
     else if (s == "-c" || s == "--ctx") a.n_ctx = parse_int(s, value(), 1, 1 << 24);
+    else if (s == "--shift-ctx") a.shift_ctx = parse_int(s, value(), 8, 1 << 24);
+    else if (s == "--keep") a.keep = parse_int(s, value(), 0, 1 << 24);
     else if (s == "-n") a.n_predict = parse_int(s, value(), 0, 1 << 20);
     else if (s == "-p") a.n_prompt = parse_int(s, value(), 0, 1 << 20);
     else if (s == "-r") a.reps = parse_int(s, value(), 1, 1000);
@@ -443,12 +450,22 @@ int cmd_greedy(const Args& a) {
   load_model(s, a.pos[0], false);
   check_ids(s, ids);
   const int n = static_cast<int>(ids.size());
-  make_context(s, a, n, n + a.n_predict);
+  if (a.shift_ctx > 0 && n + 1 >= a.shift_ctx) die("--shift-ctx: the prompt of " + std::to_string(n) + " tokens must leave a free position");
+  make_context(s, a, n, a.shift_ctx > 0 ? a.shift_ctx : n + a.n_predict);
   std::vector<llama_token> out;
   int pos = 0;
   std::vector<llama_token> next = ids;
   if (!a.grammar_file.empty() || a.timed || a.temp > 0) return greedy_sampled(s, a, ids);
   for (int step = 0; step < a.n_predict; ++step) {
+    if (step > 0 && a.shift_ctx > 0 && pos + 1 >= a.shift_ctx) {  // llama-server's context shift
+      const int keep = std::min(a.shift_ctx - 4, a.keep);
+      const int n_left = pos - keep;
+      const int n_discard = std::clamp(n_left / 2, 0, std::max(0, n_left - 1));
+      llama_memory_t mem = llama_get_memory(s.ctx);
+      llama_memory_seq_rm(mem, 0, keep, keep + n_discard);
+      llama_memory_seq_add(mem, 0, keep + n_discard, pos, -n_discard);
+      pos -= n_discard;
+    }
     decode(s, next, pos, false);
     pos += static_cast<int>(next.size());
     const float* row = llama_get_logits_ith(s.ctx, -1);  // [n_vocab]

@@ -1,0 +1,119 @@
+#include "server/model-sleep.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "server/server-state.h"
+
+namespace minfer::server {
+namespace {
+
+// The counters of two engines summed; the gauges are the second one's.
+EngineMetrics plus(const EngineMetrics& a, const EngineMetrics& b) {
+  EngineMetrics m = b;
+  m.n_prompt_tokens += a.n_prompt_tokens;
+  m.n_cached_tokens += a.n_cached_tokens;
+  m.n_gen_tokens += a.n_gen_tokens;
+  m.n_steps += a.n_steps;
+  m.n_step_tokens += a.n_step_tokens;
+  m.n_jobs_done += a.n_jobs_done;
+  m.n_jobs_cancelled += a.n_jobs_cancelled;
+  m.n_jobs_timed_out += a.n_jobs_timed_out;
+  m.n_jobs_failed += a.n_jobs_failed;
+  m.n_draft_tokens += a.n_draft_tokens;
+  m.n_draft_accepted += a.n_draft_accepted;
+  m.n_verify_steps += a.n_verify_steps;
+  m.ttft_s_sum += a.ttft_s_sum;
+  m.ttft_count += a.ttft_count;
+  m.n_first_tokens += a.n_first_tokens;
+  m.prompt_s += a.prompt_s;
+  m.predicted_s += a.predicted_s;
+  m.n_busy_slot_steps += a.n_busy_slot_steps;
+  m.n_tokens_max = std::max(m.n_tokens_max, a.n_tokens_max);
+  m.n_context_shifts += a.n_context_shifts;
+  return m;
+}
+
+}  // namespace
+
+ModelSleep::ModelSleep(ServerState& s, double idle_s, const EngineParams& ep, const EngineDraft& draft)
+    : s_(s), idle_(idle_s), ep_(ep), draft_(draft) {
+  base_.n_slots = ep.n_slots;
+  if (idle_s > 0) thread_ = std::thread([this] { watch(); });
+}
+
+void ModelSleep::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::optional<std::string> ModelSleep::acquire() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (asleep_) {
+    if (stopped_) return std::string("the server is shutting down");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto model = Model::load(s_.sp.model_path);
+    if (!model) return fmt::format("reloading the model after sleep failed: {}", model.error().message);
+    auto engine = Engine::create(*model, *s_.tok, ep_, draft_);
+    if (!engine) return fmt::format("restarting the engine after sleep failed: {}", engine.error().message);
+    s_.model = std::move(*model);
+    s_.engine = std::move(*engine);
+    asleep_ = false;
+    std::fprintf(stderr, "[server] awake: model loaded in %.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fflush(stderr);
+  }
+  ++users_;
+  last_used_ = std::chrono::steady_clock::now();
+  return std::nullopt;
+}
+
+void ModelSleep::release() {
+  std::lock_guard<std::mutex> lk(mu_);
+  --users_;
+  last_used_ = std::chrono::steady_clock::now();
+}
+
+bool ModelSleep::sleeping() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return asleep_;
+}
+
+EngineMetrics ModelSleep::engine_metrics() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return asleep_ ? base_ : plus(base_, s_.engine->metrics());
+}
+
+bool ModelSleep::stalled() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return !asleep_ && s_.engine->stalled();
+}
+
+void ModelSleep::watch() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopped_) {
+    cv_.wait_for(lk, std::chrono::milliseconds(100));
+    if (stopped_ || asleep_ || users_ > 0 || std::chrono::steady_clock::now() - last_used_ < idle_) continue;
+    // A job whose client went away may still be ending: idle means the engine too.
+    if (const EngineMetrics m = s_.engine->metrics(); m.queued > 0 || m.slots_busy > 0) continue;
+    fall_asleep();
+  }
+}
+
+void ModelSleep::fall_asleep() {
+  EngineMetrics m = plus(base_, s_.engine->metrics());
+  m.queued = m.slots_busy = 0;
+  base_ = m;
+  s_.engine.reset();  // its thread stops; the KV cache is freed
+  s_.model.reset();   // the last reference: the weights are unmapped
+  asleep_ = true;
+  std::fprintf(stderr, "[server] idle for %.0f s: model unloaded (sleeping until a request needs it)\n", idle_.count());
+  std::fflush(stderr);
+}
+
+}  // namespace minfer::server
