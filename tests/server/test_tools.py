@@ -333,9 +333,8 @@ def test_lazy_grammar_on_completions(setup):
     st, free = post_json(setup.server.url, "/v1/completions", base)
     assert st == 200, free
     free = free["choices"][0]["text"]
-    word = "United"  # SmolLM2's greedy text: " Paris.\n\nThe United States ..."; " United" is one token
-    assert word in free and not free.startswith(word), free
-    want = free[:free.index(word)] + word + " is lovely."
+    word, off = whole_word_trigger(free)  # one token with its leading space, past the start
+    want = free[:off] + word + " is lovely."
     st, got = post_json(setup.server.url, "/v1/completions", {**base, **lazy(word)})
     assert st == 200, got
     assert got["choices"][0]["text"] == want and got["choices"][0]["finish_reason"] == "stop", got
@@ -349,8 +348,8 @@ def test_lazy_grammar_on_completions(setup):
     # A trigger word that never appears: the free text, untouched.
     st, never = post_json(setup.server.url, "/v1/completions", {**base, **lazy("Zanzibar")})
     assert st == 200 and never["choices"][0]["text"] == free, never
-    # A trigger ending inside a token (" United" goes on past "Unit"): the reply is an error.
-    st, mid = post_json(setup.server.url, "/v1/completions", {**base, **lazy("Unit")})
+    # A trigger ending inside a token (the word's token goes on past its first letters): an error.
+    st, mid = post_json(setup.server.url, "/v1/completions", {**base, **lazy(word[:-1])})
     assert "error" in mid and "trigger" in mid["error"]["message"], (st, mid)
 
 
