@@ -24,6 +24,12 @@ GEMMA3 = os.environ.get("MINFER_GEMMA3", os.path.expanduser("~/.cache/minfer/mod
 # llama.cpp's own hidden states differ this much between its flash-attention paths (cosine
 # 0.999 on SmolLM2); unrelated texts are far below.
 MIN_COS = 0.998
+# Per-token hidden states (pooling none) have a tail: 30 layers amplify a last-bit difference
+# that moves an activation across a Q8 rounding boundary. Over the 229 tokens of LONG: median
+# 0.99960, minimum 0.99566 with minfer's attention tiles; median 0.99963, minimum 0.99819 with
+# its per-token wide kernel (both f32, differing only in the order of additions). So each token
+# must clear MIN_COS_TOKEN and the median MIN_COS_MEDIAN.
+MIN_COS_TOKEN, MIN_COS_MEDIAN = 0.993, 0.9995
 LONG = "The quick brown fox jumps over the lazy dog while the cat sleeps by the warm fire. " * 12
 
 
@@ -63,9 +69,12 @@ def test_pooling_matches_llama_cpp(pooled):
         ours = body[0]["embedding"]
         ref = oracle(MODEL, ids, pooling)
         assert len(ours) == len(ref) == (len(ids) if pooling == "none" else 1)
+        cs = []
         for k, (a, b) in enumerate(zip(ours, ref)):
             assert len(a) == len(b) == 576
-            assert cos(a, b) >= MIN_COS, (pooling, len(ids), k, cos(a, b))
+            cs.append(cos(a, b))
+            assert cs[-1] >= (MIN_COS_TOKEN if pooling == "none" else MIN_COS), (pooling, len(ids), k, cs[-1])
+        assert sorted(cs)[len(cs) // 2] >= (MIN_COS_MEDIAN if pooling == "none" else MIN_COS), (pooling, sorted(cs)[:5])
         if pooling != "none":
             # The same text through the OpenAI shape: the same vector, at unit length.
             st, oai = call(srv.url, "/v1/embeddings", {"input": text})

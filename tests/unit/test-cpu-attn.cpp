@@ -248,6 +248,8 @@ TEST(CpuAttention, MatchesNaiveSoftmaxAttentionOnEveryIsa) {
     check_attention({64, 4, 2, 40, {3, 20, 39}, DType::F16, 12.0f, 0, 5.0f}, k);     // capped, peaked
     check_attention({64, 8, 4, 90, iota_pos(5, 64), DType::F16, 12.0f, 16, 5.0f}, k); // both, wide
     check_attention({128, 4, 2, 90, iota_pos(5, 64), DType::F32, 8.0f, 0, 50.0f}, k);
+    check_attention({64, 9, 3, 300, iota_pos(0, 229), DType::F16, 1.0f}, k);  // SmolLM2's 3:1 over tiles of 21 tokens
+    check_attention({64, 9, 3, 300, iota_pos(0, 229), DType::F16, 6.0f}, k);
     // Quantized caches: decode, a wide batch (still the narrow arithmetic), window, soft-cap.
     check_attention({64, 8, 2, 40, {5, 6, 7}, DType::Q8_0, 1.0f}, k);
     check_attention({64, 8, 2, 40, {0, 6, 39}, DType::Q4_0, 4.0f}, k);
