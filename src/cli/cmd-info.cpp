@@ -159,8 +159,8 @@ int cmd_info(int argc, char** argv) {
   const Context::KvFootprint kvf = footprint(*kv_dtype);
   // What each cache type would take (llama.cpp's -ctk/-ctv choices that run here).
   std::vector<std::pair<std::string, uint64_t>> kv_by_type;
+  const bool whole_blocks = s.head_dim_k % 32 == 0 && s.head_dim_v % 32 == 0;
   for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
-    const bool whole_blocks = s.head_dim_k % 32 == 0 && s.head_dim_v % 32 == 0;
     if (dtype_info(t).block_elems > 1 && !whole_blocks) continue;  // a quantized cache needs heads of whole blocks
     const Context::KvFootprint ft = footprint(t);
     kv_by_type.emplace_back(std::string(kv_type_name(t)), ft.bytes_full + ft.bytes_swa);

@@ -274,15 +274,13 @@ namespace {
 
 // Cache types llama.cpp names; the ones minfer stores.
 constexpr std::string_view kKvKnown[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
-constexpr std::string_view kKvStored[] = {"f16", "f32", "q8_0", "q4_0"};
+constexpr DType kKvStored[] = {DType::F16, DType::F32, DType::Q8_0, DType::Q4_0};  // kv_type_supported's
 
 Expected<DType> kv_dtype(const std::string& flag, const std::string& name) {
   std::string lower = name;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "f16") return DType::F16;
-  if (lower == "f32") return DType::F32;
-  if (lower == "q8_0") return DType::Q8_0;
-  if (lower == "q4_0") return DType::Q4_0;
+  for (DType t : kKvStored)
+    if (kv_type_name(t) == lower) return t;
   const bool known = std::find(std::begin(kKvKnown), std::end(kKvKnown), lower) != std::end(kKvKnown);
   return make_error("{} {}: {}; the KV cache types here are f16, f32, q8_0 and q4_0", flag, name,
                     known ? "not supported yet" : "not a cache type");
@@ -325,7 +323,7 @@ std::string KvTypeOptions::name() const {
 
 void add_kv_type(CLI::App& app, KvTypeOptions& o) {
   std::string types;
-  for (std::string_view t : kKvStored) types += (types.empty() ? "" : ", ") + std::string(t);
+  for (DType t : kKvStored) types += (types.empty() ? "" : ", ") + std::string(kv_type_name(t));
   app.add_option("--kv-type", o.both, "KV cache element type of K and V (" + types + "; default f16)");
   app.add_option("--cache-type-k", o.k, "(-ctk) K cache type; must equal the V cache type");
   app.add_option("--cache-type-v", o.v, "(-ctv) V cache type; must equal the K cache type");

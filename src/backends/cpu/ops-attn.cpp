@@ -45,6 +45,7 @@ constexpr int64_t kTileFromKeys = 512;
 // at depth 4096: 8.3 tok/s tiled, 9.9 narrow; Qwen2.5-0.5B's 7: 46.2 tiled, 35.8 narrow).
 constexpr int64_t kQuantTileMinGroup = 4;
 
+
 struct AttnShape {
   int64_t hd, n_head, n_tokens, n_head_kv, hd_v, group;
   size_t k_row, k_head, v_row, v_head;  // bytes
@@ -53,6 +54,11 @@ struct AttnShape {
   int64_t window; // 0: off
   int64_t ring;   // rows per sequence of a ring cache (0: position p is row first + p)
 };
+
+// Whether a token that sees n_kv keys takes the tiles because of its long context alone.
+bool long_context_tiles(const AttnShape& sh, bool quant, int64_t n_kv) {
+  return n_kv >= kTileFromKeys && (!quant || sh.group >= kQuantTileMinGroup);
+}
 
 // The cache rows a query reads: n keys in position order, from row0; from the n_first-th on
 // they continue at wrap_row (a ring cache wrapping round).
@@ -238,7 +244,7 @@ void attn_tiles(const OpContext& c, const AttnShape& sh, DType type, const float
     n_kv[static_cast<size_t>(t)] = ranges ? ranges[3 * t + 1] : pos[t] + 1;
     MINFER_ASSERT(n_kv[static_cast<size_t>(t)] >= 1 && first_of(t) + n_kv[static_cast<size_t>(t)] <= cache_rows);
     const bool wide = (ranges ? ranges[3 * t + 2] : sh.n_tokens) >= kWideBatch ||
-                      (n_kv[static_cast<size_t>(t)] >= kTileFromKeys && (!quant || sh.group >= kQuantTileMinGroup));
+                      long_context_tiles(sh, quant, n_kv[static_cast<size_t>(t)]);
     Span* last = spans.empty() ? nullptr : &spans.back();
     if (wide && last && last->tile && last->n < per_tile && first_of(last->t0) == first_of(t))
       ++last->n;
@@ -351,9 +357,9 @@ void op_attn(const OpContext& c, const OpArgs& a) {
   bool all_narrow = narrow_only || sh.n_tokens < kWideBatch;
   if (ranges && !narrow_only)
     for (int64_t t = 0; t < sh.n_tokens && all_narrow; ++t) all_narrow = ranges[3 * t + 2] < kWideBatch;
-  bool long_keys = false;  // a token that sees kTileFromKeys keys or more (and tiles them)
-  for (int64_t t = 0; t < sh.n_tokens && !long_keys && (!quant || sh.group >= kQuantTileMinGroup); ++t)
-    long_keys = (ranges ? int64_t{ranges[3 * t + 1]} : int64_t{pos[t]} + 1) >= kTileFromKeys;
+  bool long_keys = false;  // a token that tiles for its long context alone
+  for (int64_t t = 0; t < sh.n_tokens && !long_keys; ++t)
+    long_keys = long_context_tiles(sh, quant, ranges ? int64_t{ranges[3 * t + 1]} : int64_t{pos[t]} + 1);
   if (tiles && (long_keys || !all_narrow)) {
     attn_tiles(c, sh, type, q, kc, vc, pos, ranges, kn.ne[1], y, narrow_rows);
     return;
