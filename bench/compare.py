@@ -13,7 +13,9 @@ repetition each per round, so both see the same machine load; reports the median
 engine, the ratio, and decode bandwidth (weight bytes read per token x tg t/s) as a fraction of
 the read-bandwidth ceiling measured by minfer-membw with the same thread count. A second table
 gives each engine's resident memory (VmRSS right after the tg test, i.e. while decoding, and
-the process peak VmHWM) against the model file + minfer's KV cache for the same context.
+the process peak VmHWM) against the model file + minfer's KV cache for the same context, and
+its load time (load_seconds: from opening the file to the first decoded token, each engine
+timing itself; the file is in the page cache after the first run, so these are warm loads).
 
 With -d (llama-bench's depth, a list: -d 0,4096,16384) every test also runs with that many
 tokens already in the KV cache, llama.cpp with flash attention on (its fastest CPU setting), and
@@ -161,6 +163,8 @@ def main():
                     for r in res:
                         r.setdefault("n_depth", depth)
                         samples.setdefault((label, engine, test_name(r)), []).extend(r["samples_ts"])
+                        if "load_seconds" in r and r is res[0] and depth == depths[0]:
+                            memory.setdefault((label, engine, "load"), []).append(r["load_seconds"])
                         if r["n_gen"] and "rss_bytes" in r and depth == depths[0]:
                             memory.setdefault((label, engine, "rss"), []).append(r["rss_bytes"])
                             memory.setdefault((label, engine, "peak"), []).append(r["peak_rss_bytes"])
@@ -200,20 +204,22 @@ def main():
             continue
         row = {"model": label, "budget": statistics.median(memory[(label, "", "budget")])}
         for engine in ("minfer", "llama.cpp"):
-            for k in ("rss", "peak"):
+            for k in ("rss", "peak", "load"):
                 if (label, engine, k) in memory:
                     row[f"{engine}_{k}"] = statistics.median(memory[(label, engine, k)])
         mem_rows.append(row)
     if mem_rows:
         mib = 1024 * 1024
         print(f"\nresident memory while decoding (after tg{a.n}) and peak, medians; x = / (model file + KV cache)\n")
-        print("| model | file + KV MiB | minfer RSS | minfer peak | llama.cpp RSS | llama.cpp peak |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        print("| model | file + KV MiB | minfer RSS | minfer peak | llama.cpp RSS | llama.cpp peak | load s (minfer / llama.cpp) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for r in mem_rows:
             cells = []
             for k in ("minfer_rss", "minfer_peak", "llama.cpp_rss", "llama.cpp_peak"):
                 cells.append(f"{r[k] / mib:.1f} (x{r[k] / r['budget']:.2f})" if k in r else "")
-            print(f"| {r['model']} | {r['budget'] / mib:.1f} | " + " | ".join(cells) + " |")
+            load = (f"{r['minfer_load']:.2f} / {r['llama.cpp_load']:.2f}"
+                    if "minfer_load" in r and "llama.cpp_load" in r else "")
+            print(f"| {r['model']} | {r['budget'] / mib:.1f} | " + " | ".join(cells) + f" | {load} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"threads": a.threads, "kv_type": a.kv_type, "depths": depths, "ceiling_gbps": ceiling, "rows": rows, "memory": mem_rows,

@@ -241,7 +241,7 @@ TEST(CpuMatmul, RepackedGemmIsBitIdenticalToTheRowKernels) {
         unrepack_row(*repacked.begin()->second, o, row.data());
         ASSERT_EQ(0, std::memcmp(row.data(), wq.data() + o * row_bytes(type, n_in), row.size())) << dtype_name(type) << " row " << o;
       }
-      for (int64_t n_rows : {1, 3, 9, 17}) {
+      for (int64_t n_rows : {1, 3, 9, 16, 17, 37}) {  // 16, 37: whole AMX token tiles and a tail
         std::vector<float> x = randn(static_cast<size_t>(n_in * n_rows), 8, 2.0f);
         x[5] = 300.0f;  // an outlier: one block with many tiny quanta
         Node wn = make_node(Op::kWeight, type, {n_in, n_out, 1, 1});

@@ -82,15 +82,17 @@ const F16Table kF16Table;
 const CpuKernels* select() {
   const CpuKernels* avx2 = cpu_kernels_avx2();
   const CpuKernels* avx512 = cpu_kernels_avx512();
-  const CpuKernels* best = avx512 ? avx512 : avx2 ? avx2 : &cpu_kernels_ref();
+  const CpuKernels* amx = cpu_kernels_amx();
+  const CpuKernels* best = amx ? amx : avx512 ? avx512 : avx2 ? avx2 : &cpu_kernels_ref();
   const char* env = std::getenv("MINFER_ISA");
   if (!env || !*env) return best;
   const std::string want = env;
   if (want == "ref") return &cpu_kernels_ref();
   if (want == "avx2" && avx2) return avx2;
   if (want == "avx512" && avx512) return avx512;
-  std::fprintf(stderr, "minfer: MINFER_ISA=%s is not available here (have: ref%s%s); using %s\n", env,
-               avx2 ? ", avx2" : "", avx512 ? ", avx512" : "", std::string(best->isa).c_str());
+  if (want == "amx" && amx) return amx;
+  std::fprintf(stderr, "minfer: MINFER_ISA=%s is not available here (have: ref%s%s%s); using %s\n", env,
+               avx2 ? ", avx2" : "", avx512 ? ", avx512" : "", amx ? ", amx" : "", std::string(best->isa).c_str());
   return best;
 }
 
@@ -147,6 +149,7 @@ int cpu_kernel_variants(const CpuKernels** out, int max) {
   if (n < max) out[n++] = &cpu_kernels_ref();
   if (const CpuKernels* a = cpu_kernels_avx2(); a && n < max) out[n++] = a;
   if (const CpuKernels* a = cpu_kernels_avx512(); a && n < max) out[n++] = a;
+  if (const CpuKernels* a = cpu_kernels_amx(); a && n < max) out[n++] = a;
   return n;
 }
 

@@ -134,9 +134,9 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
     g.y_stride = n_out;
     // ~64 K weight elements x rows per task at least.
     const int64_t min_groups = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_rows * kRepackRows));
-    // Token blocks of ~192 KiB of activations, so a block stays in L2 while the chunk's
-    // weight groups stream past it.
-    const int64_t tb = std::max<int64_t>(8, static_cast<int64_t>(196608 / gx_row) / 8 * 8);
+    // Token blocks of the kernel's size (~192 KiB of activations; AMX: 1 MiB), so a block
+    // stays in L2 while the chunk's weight groups stream past it; whole 16-token tiles.
+    const int64_t tb = std::max<int64_t>(16, c.k.gemm_x_block_bytes / static_cast<int64_t>(gx_row) / 16 * 16);
     c.pool.parallel_for(rw->n_groups, [&](int64_t g0, int64_t g1) {
       for (int64_t t0 = 0; t0 < n_rows; t0 += tb) {
         GemmArgs part = g;

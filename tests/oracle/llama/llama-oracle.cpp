@@ -33,8 +33,9 @@
 //   llama-oracle bench MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [-b 512] [--kv-type T]
 //        [--flash-attn on|off]
 //        -> like llama-bench -o json: [{"n_prompt":..,"n_gen":..,"n_depth":..,"avg_ts":..,
-//           "stddev_ts":..,"rss_bytes":..,"peak_rss_bytes":..,"samples_ts":[..]}, ...] (resident
-//           memory right after the test, and the peak so far); pp = one prompt of random tokens
+//           "stddev_ts":..,"rss_bytes":..,"peak_rss_bytes":..,"load_seconds":..,"samples_ts":[..]},
+//           ...] (resident memory right after the test, and the peak so far; load_seconds from
+//           opening the file to the first decoded token); pp = one prompt of random tokens
 //           (batches of -b), tg = single-token steps; each repetition after one warm-up, from a
 //           cache holding the -d depth tokens (prefilled once, untimed, then cut back to them)
 //   llama-oracle embed MODEL --tokens 1,2,3 --pooling last|mean|cls|none [-t N]
@@ -570,6 +571,8 @@ int cmd_bench(const Args& a) {
   if (a.pos.size() != 1) die("usage: llama-oracle bench MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [-b 512]");
   const int n_pp = a.n_prompt, n_tg = a.n_predict < 0 ? 128 : a.n_predict, reps = a.reps, depth = a.n_depth;
   Session s;
+  using Clock = std::chrono::steady_clock;
+  const auto t_load = Clock::now();  // load_seconds: from here to the first decoded token
   load_model(s, a.pos[0], false);
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(depth + std::max({n_pp, n_tg, 16}));
@@ -588,7 +591,6 @@ int cmd_bench(const Args& a) {
     if (llama_vocab_get_add_bos(s.vocab) && n > 0) t[0] = llama_vocab_bos(s.vocab);
     return t;
   };
-  using Clock = std::chrono::steady_clock;
   // The cache holding exactly the depth's tokens: prefilled once, then cut back to them.
   bool depth_filled = false;
   auto prefill = [&](const std::vector<llama_token>& ids, int pos0) {
@@ -629,8 +631,9 @@ int cmd_bench(const Args& a) {
     llama_synchronize(s.ctx);
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
+  run_tg(1, true);  // the first token ends the load time (as minfer bench)
+  const double load_seconds = std::chrono::duration<double>(Clock::now() - t_load).count();
   if (n_pp > 0) run_pp(std::min(n_pp, 32), true);
-  if (n_tg > 0) run_tg(1, true);
   std::string out = "[";
   auto report = [&](int np, int ng, const std::vector<double>& ts) {
     double mean = 0, var = 0;
@@ -642,8 +645,8 @@ int cmd_bench(const Args& a) {
     const minfer::ProcessMemory mem = minfer::process_memory();
     std::snprintf(buf, sizeof buf,
                   "%s{\"n_prompt\":%d,\"n_gen\":%d,\"n_depth\":%d,\"n_threads\":%d,\"avg_ts\":%.4f,\"stddev_ts\":%.4f,"
-                  "\"rss_bytes\":%zu,\"peak_rss_bytes\":%zu,\"samples_ts\":[",
-                  out.size() > 1 ? "," : "", np, ng, depth, cp.n_threads, mean, sd, mem.rss, mem.peak_rss);
+                  "\"rss_bytes\":%zu,\"peak_rss_bytes\":%zu,\"load_seconds\":%.4f,\"samples_ts\":[",
+                  out.size() > 1 ? "," : "", np, ng, depth, cp.n_threads, mean, sd, mem.rss, mem.peak_rss, load_seconds);
     out += buf;
     for (size_t i = 0; i < ts.size(); ++i) {
       if (i) out += ',';
