@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -142,16 +143,16 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
     if (!n.dead && n.op != Op::kMatmul && n.op != Op::kMatmulId && n.op != Op::kGetRows)
       for (int s : n.src)
         if (g.nodes[static_cast<size_t>(s)].op == Op::kWeight) read_elsewhere.insert(g.nodes[static_cast<size_t>(s)].data);
+  std::vector<const Node*> dense;  // 2-D matmul weights to repack, each once
+  std::unordered_set<const void*> queued;
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     const Node* s0 = n.src.size() > 0 ? &g.nodes[static_cast<size_t>(n.src[0])] : nullptr;
     const Node* s1 = n.src.size() > 1 ? &g.nodes[static_cast<size_t>(n.src[1])] : nullptr;
     need = std::max(need, op_work_size(n, s0, s1));
     if (n.op == Op::kMatmul && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)] &&
-        !repacked_.count(s0->data)) {
-      if (auto r = repack_weight(s0->type, s0->data, s0->ne[0], s0->ne[1], !read_elsewhere.count(s0->data)))
-        repacked_.emplace(s0->data, std::move(r));
-    }
+        !repacked_.count(s0->data) && queued.insert(s0->data).second)
+      dense.push_back(s0);
     // Mixture of experts: each expert's slice [n_in, n_out] of a 3-D weight, repacked like a
     // 2-D weight (op_matmul_id finds it by the slice's address).
     if (n.op == Op::kMatmulId && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)]) {
@@ -169,6 +170,18 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
         if (done[static_cast<size_t>(e)]) repacked_.emplace(base + static_cast<size_t>(e) * slice, std::move(done[static_cast<size_t>(e)]));
     }
   }
+  // The 2-D weights on every thread, each taking the next weight: at load, most of the time
+  // goes to faulting in the copy's fresh pages, which the threads then do side by side.
+  std::vector<std::shared_ptr<const RepackedWeight>> done(dense.size());
+  std::atomic<size_t> next{0};
+  pool_.parallel_for(pool_.n_threads(), [&](int64_t, int64_t) {
+    for (size_t i; (i = next.fetch_add(1)) < dense.size();) {
+      const Node* w = dense[i];
+      done[i] = repack_weight(w->type, w->data, w->ne[0], w->ne[1], !read_elsewhere.count(w->data));
+    }
+  }, 1);
+  for (size_t i = 0; i < dense.size(); ++i)
+    if (done[i]) repacked_.emplace(dense[i]->data, std::move(done[i]));
   if (need > work_.size()) work_.resize(need);
   return Status::ok();
 }
