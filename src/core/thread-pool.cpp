@@ -141,4 +141,38 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
 }
 
+void ThreadPool::parallel_streams(int64_t n, int64_t step, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  step = std::max<int64_t>(1, step);
+  const int64_t parts = std::min<int64_t>(n_threads_, n);
+  if (parts <= 1 || workers_.empty() || n > int64_t{0xffffffff}) {
+    fn(0, n);
+    return;
+  }
+  // Range p = [lo, hi) packed as lo | hi << 32.
+  auto pack = [](int64_t lo, int64_t hi) { return static_cast<uint64_t>(lo) | static_cast<uint64_t>(hi) << 32; };
+  std::vector<std::atomic<uint64_t>> ranges(static_cast<size_t>(parts));
+  for (int64_t p = 0; p < parts; ++p) ranges[static_cast<size_t>(p)].store(pack(n * p / parts, n * (p + 1) / parts));
+  // Claims the next piece of range p from the front (owner) or the back (thief); false when empty.
+  auto claim = [&](int64_t p, bool front, int64_t& b, int64_t& e) {
+    std::atomic<uint64_t>& r = ranges[static_cast<size_t>(p)];
+    uint64_t v = r.load(std::memory_order_relaxed);
+    for (;;) {
+      const auto lo = static_cast<int64_t>(v & 0xffffffffu), hi = static_cast<int64_t>(v >> 32);
+      if (lo >= hi) return false;
+      // The owner takes half of what is left (few claims, long runs), a thief one step.
+      b = front ? lo : std::max(lo, hi - step);
+      e = front ? std::min(hi, lo + std::max(step, (hi - lo) / 2)) : hi;
+      if (r.compare_exchange_weak(v, front ? pack(e, hi) : pack(lo, b), std::memory_order_relaxed)) return true;
+    }
+  };
+  parallel_for(parts, [&](int64_t p0, int64_t p1) {
+    int64_t b = 0, e = 0;
+    for (int64_t p = p0; p < p1; ++p)
+      while (claim(p, true, b, e)) fn(b, e);
+    for (int64_t p = 0; p < parts; ++p)
+      while (claim(p, false, b, e)) fn(b, e);
+  });
+}
+
 }  // namespace minfer

@@ -44,6 +44,15 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t min_chunk = 1);
 
+  // Runs fn(begin, end) over [0, n) for work that streams memory (a decode step's matmuls):
+  // one contiguous range per thread, walked front to back (the owner claims half of what is
+  // left, at least `step`), so each thread reads one long run; a thread done with its range
+  // takes pieces of `step` from the back of another's, so a thread the OS delays does not hold
+  // the job up. A range's bounds live in one word that the owner (front) and a thief (back)
+  // change by CAS, so each piece runs exactly once.
+  //   pool.parallel_streams(n_groups, 4, [&](int64_t g0, int64_t g1) { ... });
+  void parallel_streams(int64_t n, int64_t step, const std::function<void(int64_t, int64_t)>& fn);
+
   static constexpr int kSpinMicros = 300;
   static constexpr uint32_t kMaxChunks = 0xffff;  // the claim word holds 16-bit counts
 

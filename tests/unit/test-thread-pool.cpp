@@ -119,6 +119,34 @@ TEST(ThreadPool, DelaysInPublishAndClaimWindows) {
   ThreadPool::set_test_hooks({});
 }
 
+// parallel_streams: every element exactly once, nothing still running on return, whatever the
+// thread count, step and delays (a slow owner's range is finished by thieves from its back).
+TEST(ThreadPool, StreamsVisitEveryElementOnce) {
+  Watchdog w(120, "StreamsVisitEveryElementOnce");
+  std::minstd_rand rng(5);
+  JobCheck chk(4096);
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int j = 0; j < 3000; ++j) {
+      const int64_t n = 1 + static_cast<int64_t>(rng() % 900);
+      const int64_t step = 1 + static_cast<int64_t>(rng() % 17);
+      for (int64_t i = 0; i < n; ++i) chk.hits[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
+      const bool slow = rng() % 8 == 0;
+      pool.parallel_streams(n, step, [&](int64_t b, int64_t e) {
+        ASSERT_LT(b, e);
+        chk.inside.fetch_add(1);
+        for (int64_t i = b; i < e; ++i) chk.hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+        if (slow) random_delay();
+        chk.inside.fetch_sub(1);
+      });
+      ASSERT_EQ(chk.inside.load(), 0) << "job " << j;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(chk.hits[static_cast<size_t>(i)].load(), 1)
+            << "job " << j << " (n " << n << ", step " << step << ", threads " << threads << "): element " << i;
+    }
+  }
+}
+
 TEST(ThreadPool, SeveralSubmittingThreads) {
   Watchdog w(120, "SeveralSubmittingThreads");
   ThreadPool pool(3);

@@ -37,6 +37,9 @@ void block_sums(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t r0, i
   }
 }
 
+// Fewer activation rows than this stream the weights (ThreadPool::parallel_streams).
+constexpr int64_t kStreamRows = 16;
+
 // The F16 / BF16 GEMMs take the rounded activations as f32 rows (kernels.h).
 bool float_gemm_type(DType weight) { return (weight == DType::F16 || weight == DType::BF16) && repack_supported(weight); }
 
@@ -137,7 +140,7 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
     // Token blocks of the kernel's size (~192 KiB of activations; AMX: 1 MiB), so a block
     // stays in L2 while the chunk's weight groups stream past it; whole 16-token tiles.
     const int64_t tb = std::max<int64_t>(16, c.k.gemm_x_block_bytes / static_cast<int64_t>(gx_row) / 16 * 16);
-    c.pool.parallel_for(rw->n_groups, [&](int64_t g0, int64_t g1) {
+    auto run_groups = [&](int64_t g0, int64_t g1) {
       for (int64_t t0 = 0; t0 < n_rows; t0 += tb) {
         GemmArgs part = g;
         part.g0 = g0;
@@ -148,7 +151,14 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
         part.y = y + t0 * n_out;
         gemm(part);
       }
-    }, min_groups);
+    };
+    // A few rows (decode) are bound by the weight bytes: each thread streams one contiguous
+    // range of groups (parallel_streams). Qwen3-0.6B Q4_0 tg64: 58-59 t/s vs 54 with 8 chunks
+    // of a shared counter, and 55-56 with pieces of 4 groups claimed one at a time.
+    if (n_rows < kStreamRows)
+      c.pool.parallel_streams(rw->n_groups, std::max<int64_t>(1, 65536 / (n_in * kRepackRows)), run_groups);
+    else
+      c.pool.parallel_for(rw->n_groups, run_groups, min_groups);
     for (int64_t o = rw->n_groups * kRepackRows; o < n_out; ++o) {  // the rows past the last group
       const uint8_t* wr = wd + static_cast<size_t>(o) * w_row;
       for (int64_t t = 0; t < n_rows; ++t) y[t * n_out + o] = dot(n_in, wr, xq + static_cast<size_t>(t) * x_row);
