@@ -33,4 +33,19 @@ inline __m512 exp_poly16_nonpositive(__m512 x) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(e));  // p * 2^n, exact scaling
 }
 
+// The four chunks (4 consecutive elements x 16 rows) of unsigned 6-bit Q6_K weights of one
+// sub-block, from its 3 vectors q (repack.h): chunks 0-2 are bits 5..0 of q[0..2] (one AND each);
+// chunk 3 gathers the bits 7..6 of q[0], q[1], q[2] into bits 1..0, 3..2, 5..4 (3 shifts, 2
+// selects, 1 AND; the 16-bit shifts bring bits of the next byte only above the field). 9 ops.
+inline void unpack_q6_k(const uint8_t* q, __m512i u[4]) {
+  constexpr int kSelect = 0xca;  // ternarylogic(a, b, c): a ? b : c, bit by bit
+  const __m512i m6 = _mm512_set1_epi8(0x3f), m2 = _mm512_set1_epi8(0x03), m4 = _mm512_set1_epi8(0x0f);
+  const __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 64), v2 = _mm512_loadu_si512(q + 128);
+  u[0] = _mm512_and_si512(v0, m6);
+  u[1] = _mm512_and_si512(v1, m6);
+  u[2] = _mm512_and_si512(v2, m6);
+  const __m512i lo = _mm512_ternarylogic_epi32(m2, _mm512_srli_epi16(v0, 6), _mm512_srli_epi16(v1, 4), kSelect);
+  u[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, lo, _mm512_srli_epi16(v2, 2), kSelect), m6);
+}
+
 }  // namespace minfer::cpu::avx512

@@ -6,8 +6,8 @@
 // So the results are the reference's bit for bit, like the VNNI kernels (gemm-avx512.cpp).
 //
 // Tiles (palette 1, configured at the start of each call, released at its end):
-//   tmm0, tmm1  C  [16 tokens][16 rows] int32: isum of one block (two, so that one block's
-//                  product runs while the other's is widened; double buffering)
+//   tmm0-tmm3   C  [16 tokens][16 rows] int32: isum of one block (four in turn: the software
+//                  pipeline of run_steps below)
 //   tmm4, tmm5  A  [16 tokens][32] int8: the activation block's quants, loaded in place from
 //                  the Q8_0 rows (stride x_row)
 //   tmm6, tmm7  B  [8][16 rows x 4] int8: the weight block as signed bytes, in the VNNI order
@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/amx-common.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "core/fp16.h"
@@ -42,22 +43,9 @@ constexpr int kTok = 16;          // tokens per tile (rows of A and C)
 constexpr size_t kBTile = 512;    // bytes of one unpacked weight block: [8][64] int8
 constexpr size_t kQuantsAt = 32;  // every layout here: d[16] f16, then the quants (repack.h)
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};  // bytes per row
-  uint8_t rows[16] = {};
-};
-
-void configure() {
-  TileConfig c;
-  for (int t : {0, 1, 2, 3}) c.rows[t] = kTok, c.colsb[t] = 64;  // C: 16 x 16 int32
-  for (int t : {4, 5}) c.rows[t] = kTok, c.colsb[t] = 32;   // A: 16 x 32 int8
-  for (int t : {6, 7}) c.rows[t] = 8, c.colsb[t] = 64;      // B: 8 x 64 int8
-  // Not _tile_loadconfig: GCC 12's tells the compiler that only the first 8 bytes are read,
-  // so the stores of the rest may be dropped.
-  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+void configure_tiles() {
+  // C: 16 x 16 int32 (tmm0-3); A: 16 x 32 int8 (tmm4, 5); B: 8 x 64 int8 (tmm6, 7).
+  configure({{16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 32}, {16, 32}, {8, 64}, {8, 64}});
 }
 
 // The 8 B rows of one repacked block as signed bytes: out[k][4 r + j] = weight of element
@@ -120,13 +108,8 @@ struct Iq4nl {
 
 // Per-thread buffers, grown on demand and kept for the next call.
 struct Scratch {
-  std::vector<int8_t> wq;   // [n_blocks][512] the group's unpacked weights (+64 for alignment)
+  AlignedScratch wq;        // [n_blocks][512] the group's unpacked weights
   std::vector<float> dx;    // [n_tiles][n_blocks][16] the activation scales, per token tile
-  int8_t* wq_at(size_t n_blocks) {
-    if (wq.size() < n_blocks * kBTile + 64) wq.resize(n_blocks * kBTile + 64);
-    const auto p = reinterpret_cast<uintptr_t>(wq.data());
-    return reinterpret_cast<int8_t*>((p + 63) & ~uintptr_t{63});
-  }
 };
 thread_local Scratch t_scratch;
 
@@ -239,8 +222,8 @@ void gemm(const GemmArgs& a, GemmFn tail) {
         float* d = s.dx.data() + i * nb * kTok + t;
         for (int64_t b = 0; b < nb; ++b) d[b * kTok] = fp16_to_fp32(xr[b].d);
       }
-    int8_t* wq = s.wq_at(static_cast<size_t>(nb));
-    configure();
+    auto* wq = reinterpret_cast<int8_t*>(s.wq.get(static_cast<size_t>(nb) * kBTile));
+    configure_tiles();
     run_steps<W>(a, n_tiles, s.dx.data(), wq);
     _tile_release();
   }

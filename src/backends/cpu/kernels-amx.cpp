@@ -1,5 +1,6 @@
 // The "amx" table: the AVX-512 table with AMX-INT8 GEMMs for the weight types whose
-// activations are Q8_0 (gemm-amx.cpp). Usable when cpuid reports AMX-TILE and AMX-INT8, the
+// activations are Q8_0 (gemm-amx.cpp), and for Q4_K and Q6_K (gemm-amx-q4k.cpp,
+// gemm-amx-q6k.cpp: their scales folded into the weights in byte-sized parts). Usable when cpuid reports AMX-TILE and AMX-INT8, the
 // OS saves the tile state (XCR0 bits 17 and 18), and Linux grants this process the tile data
 // (arch_prctl ARCH_REQ_XCOMP_PERM, asked once here, before any kernel runs).
 #include <cpuid.h>
@@ -14,6 +15,8 @@ void gemm_q4_0(const GemmArgs& a);  // gemm-amx.cpp
 void gemm_q5_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
 void gemm_iq4_nl(const GemmArgs& a);
+void gemm_q4_k(const GemmArgs& a);  // gemm-amx-q4k.cpp
+void gemm_q6_k(const GemmArgs& a);  // gemm-amx-q6k.cpp
 }  // namespace amx
 
 namespace {
@@ -42,6 +45,8 @@ CpuKernels make_amx(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q5_0)] = amx::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = amx::gemm_q8_0;
   k.gemm[type_slot(DType::IQ4_NL)] = amx::gemm_iq4_nl;
+  k.gemm[type_slot(DType::Q4_K)] = amx::gemm_q4_k;
+  k.gemm[type_slot(DType::Q6_K)] = amx::gemm_q6_k;
   // Each call unpacks a group's weights once for all its token tiles: longer calls amortize it.
   k.gemm_x_block_bytes = 1 << 20;
   return k;
