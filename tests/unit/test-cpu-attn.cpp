@@ -308,6 +308,16 @@ TEST(CpuAttention, TiledBatchesAreBitIdenticalAcrossIsas) {
       {128, 8, 2, 200, iota_pos(0, 64), DType::Q4_0, 2.0f},
       {64, 14, 2, 700, {600}, DType::F16, 1.0f},                // decode past kTileFromKeys keys
       {128, 8, 2, 1000, {999, 700, 511, 512}, DType::Q8_0, 2.0f},  // short batches, long contexts
+      // Up to 4 rows (AVX-512: keys in lanes): decode with 2 and 4 heads per KV head, two
+      // tokens that see different key counts, f32 and q4_0 caches, a soft-cap, key counts that
+      // end inside a block; and 8 heads per KV head (the tiles again).
+      {128, 16, 8, 900, {899}, DType::F16, 4.0f},
+      {128, 8, 1, 800, {799}, DType::F16, 1.0f},
+      {64, 4, 2, 700, {690, 530}, DType::F16, 2.0f},
+      {128, 8, 2, 700, {650}, DType::F16, 1.0f},
+      {128, 4, 2, 600, {555}, DType::F32, 1.0f},
+      {64, 4, 1, 600, {521}, DType::Q4_0, 2.0f},
+      {256, 2, 1, 600, {577}, DType::F16, 4.0f, 0, 5.0f},
   };
   expect_bit_identical_across_isas(cases);
 }
