@@ -2,6 +2,7 @@
 // activation quantizers. These are the spec of the ISA versions: integer sums per block are
 // exact; the 32-element block types fix their float order too (Seq or Lanes8 below), so every
 // ISA version of them is bit-identical to these; the float types agree to within float rounding.
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -262,9 +263,12 @@ void quantize_q8_blocks(const float* x, Block* b, int64_t n, bool with_sum) {
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     int sum = 0;
     for (int i = 0; i < kQK; ++i) {
-      const int q = static_cast<int>(std::nearbyint(x[i] * id));
+      // NaN and out-of-range values become INT_MIN, as x86's conversions give (and the vector
+      // quantizers get); the sum wraps as their integer adds do. No undefined behaviour.
+      const float v = std::nearbyint(x[i] * id);
+      const int q = v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN;
       b[ib].qs[i] = static_cast<int8_t>(q);
-      sum += q;
+      sum = static_cast<int>(static_cast<unsigned>(sum) + static_cast<unsigned>(q));
     }
     b[ib].d = fp32_to_fp16(d);
     if constexpr (requires { b[ib].s; }) {
