@@ -3,12 +3,19 @@
 //   amx::configure({{16, 64}, {16, 64}, {}, {}, {16, 32}, ...});  // tmm0..7: rows, bytes per row
 //   ... _tile_loadd / _tile_dpbssd / _tile_stored ...
 //   _tile_release();
+//   amx::gemm_tail(a, done, avx512::gemm_q4_0);          // the tokens past the last tile
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/repack.h"
+#include "core/fp16.h"  // before quant/blocks.h: its global `half` would shadow a local
+#include "quant/blocks.h"
 
 namespace minfer::cpu::amx {
 
@@ -32,6 +39,11 @@ inline void configure(const TileShape (&shapes)[8]) {
   __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
+// All eight tiles 16 rows x 64 bytes (the K-quant kernels).
+inline void configure_all_64() {
+  configure({{16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}});
+}
+
 // A buffer of n bytes, 64-byte aligned, grown on demand and kept for the next call.
 struct AlignedScratch {
   AlignedScratch() = default;
@@ -51,5 +63,61 @@ struct AlignedScratch {
   uint8_t* raw_ = nullptr;
   size_t size_ = 0;
 };
+
+constexpr int kTileTokens = 16;  // tokens per tile (rows of A and C)
+
+// The tokens past the last whole tile (from `done` on) through `tail` (a VNNI kernel: same bits).
+inline void gemm_tail(const GemmArgs& a, int64_t done, GemmFn tail) {
+  if (done >= a.n_tok) return;
+  GemmArgs rest = a;
+  rest.x = a.x + static_cast<size_t>(done) * a.x_row;
+  rest.xsum = a.xsum ? a.xsum + done * a.n_blocks : nullptr;
+  rest.n_tok = a.n_tok - done;
+  rest.y = a.y + done * a.y_stride;
+  tail(rest);
+}
+
+// The call of a K-quant GEMM over Q8_K activations (gemm-amx-q4k.cpp, gemm-amx-q6k.cpp), the
+// kernel K giving:
+//   kUnpacked, kPairs            bytes of one unpacked super-block; int16 pairs per token
+//   pairs(const BlockQ8_K&, uint32_t* out)   the token's kPairs pairs of block sums
+//   configure()                  its tile shapes
+//   unpack(blk, out)             one repacked super-block -> kUnpacked bytes
+//   tile(a, wg, wq, x, xd, bs, y)  one group against one token tile
+// Per token tile and super-block, d_x and the pairs are gathered once per call; per group, the
+// super-blocks are unpacked once for all the token tiles.
+template <class K>
+void gemm_super_blocks(const GemmArgs& a, GemmFn tail) {
+  const int64_t n_tiles = a.n_tok / kTileTokens;
+  if (n_tiles > 0) {
+    thread_local std::vector<float> xd;     // [n_tiles][n_blocks][16] the activation scales
+    thread_local std::vector<uint32_t> bs;  // [n_tiles][n_blocks][16 tokens][kPairs]
+    thread_local AlignedScratch w;          // [n_blocks][kUnpacked] the group's super-blocks
+    const int64_t nb = a.n_blocks;
+    const auto n_tb = static_cast<size_t>(n_tiles * nb * kTileTokens);
+    if (xd.size() < n_tb) xd.resize(n_tb);
+    if (bs.size() < K::kPairs * n_tb) bs.resize(K::kPairs * n_tb);
+    for (int64_t i = 0; i < n_tiles; ++i)
+      for (int t = 0; t < kTileTokens; ++t) {
+        const auto* xr = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(i * kTileTokens + t) * a.x_row);
+        for (int64_t b = 0; b < nb; ++b) {
+          const size_t at = static_cast<size_t>((i * nb + b) * kTileTokens + t);
+          xd[at] = xr[b].d;
+          K::pairs(xr[b], &bs[K::kPairs * at]);
+        }
+      }
+    uint8_t* wq = w.get(static_cast<size_t>(nb) * K::kUnpacked);
+    K::configure();
+    for (int64_t g = a.g0; g < a.g1; ++g) {
+      const uint8_t* wg = a.w + static_cast<size_t>(g * nb) * a.block_bytes;
+      for (int64_t b = 0; b < nb; ++b) K::unpack(wg + static_cast<size_t>(b) * a.block_bytes, wq + static_cast<size_t>(b) * K::kUnpacked);
+      for (int64_t i = 0; i < n_tiles; ++i)
+        K::tile(a, wg, wq, a.x + static_cast<size_t>(i * kTileTokens) * a.x_row, xd.data() + i * nb * kTileTokens,
+                bs.data() + i * nb * kTileTokens * K::kPairs, a.y + i * kTileTokens * a.y_stride + g * kRepackRows);
+    }
+    _tile_release();
+  }
+  gemm_tail(a, n_tiles * kTileTokens, tail);
+}
 
 }  // namespace minfer::cpu::amx

@@ -91,20 +91,7 @@ void attn_keys(const AttnTileArgs& a) {
   auto exp_clamped = [](__m512 x) { return Vec16::exp_clamped(x); };
   for (int64_t j0 = 0; j0 < n_max; j0 += kAttnTileKeys) {
     const int64_t nb = std::min(kAttnTileKeys, n_max - j0);
-    for (int64_t k = 0; k < kAttnTileKeys; ++k) {
-      if (k < nb) {
-        const uint8_t *kr = a.k + static_cast<size_t>(j0 + k) * a.k_row, *vr = a.v + static_cast<size_t>(j0 + k) * a.v_row;
-        if (a.to_f32) {
-          a.to_f32(hd, kr, kf + k * hd);
-          a.to_f32(hd_v, vr, vf + k * hd_v);
-        } else {
-          widen_row(kr, hd, a.f16, kf + k * hd);
-          widen_row(vr, hd_v, a.f16, vf + k * hd_v);
-        }
-      } else {
-        std::fill(kf + k * hd, kf + (k + 1) * hd, 0.0f);  // scored, never used
-      }
-    }
+    tile::widen_block<Vec16>(a, j0, nb, kAttnTileKeys, kf, vf);
     for (int64_t kg = 0; kg < 2; ++kg)
       for (int64_t dg = 0; dg < hd; dg += 16) transpose16(kf + 16 * kg * hd + dg, hd, kt + dg * 32 + 16 * kg, 32);
     for (int64_t r = 0; r < R; ++r) {

@@ -61,6 +61,27 @@ inline void vsums(float* ot, const float* pt, const float* vf, int64_t hd_v, int
     for (int v = 0; v < NV; ++v) V::store(ot + (d + dd) * kL + V::kLanes * v, acc[dd][v]);
 }
 
+// Keys j0 .. j0 + nb - 1 widened to f32: kf [nbk][hd], vf [nb][hd_v]; the K rows from nb to nbk
+// are zeros (scored, never used).
+template <class V>
+inline void widen_block(const AttnTileArgs& a, int64_t j0, int64_t nb, int64_t nbk, float* kf, float* vf) {
+  const int64_t hd = a.hd, hd_v = a.hd_v;
+  for (int64_t k = 0; k < nbk; ++k) {
+    if (k < nb) {
+      const uint8_t *kr = a.k + static_cast<size_t>(j0 + k) * a.k_row, *vr = a.v + static_cast<size_t>(j0 + k) * a.v_row;
+      if (a.to_f32) {
+        a.to_f32(hd, kr, kf + k * hd);
+        a.to_f32(hd_v, vr, vf + k * hd_v);
+      } else {
+        V::widen(kr, hd, a.f16, kf + k * hd);
+        V::widen(vr, hd_v, a.f16, vf + k * hd_v);
+      }
+    } else {
+      std::fill(kf + k * hd, kf + (k + 1) * hd, 0.0f);  // scored, never used
+    }
+  }
+}
+
 // NV vectors of rows: R = T * G <= NV * kLanes (the lanes past R are padding: q = 0, one key).
 // Needs hd % kLanes == 0, hd_v % max(kLanes, kDims) == 0 and 64-byte aligned scratch.
 template <class V, int NV>
@@ -88,20 +109,7 @@ void lanes(const AttnTileArgs& a) {
   const typename V::F scale = V::set1(a.scale);
   for (int64_t j0 = 0; j0 < n_max; j0 += kB) {
     const int64_t nb = std::min(kB, n_max - j0), nbk = (nb + V::kKeys - 1) / V::kKeys * V::kKeys;
-    for (int64_t k = 0; k < nbk; ++k) {
-      if (k < nb) {
-        const uint8_t *kr = a.k + static_cast<size_t>(j0 + k) * a.k_row, *vr = a.v + static_cast<size_t>(j0 + k) * a.v_row;
-        if (a.to_f32) {
-          a.to_f32(hd, kr, kf + k * hd);
-          a.to_f32(hd_v, vr, vf + k * hd_v);
-        } else {
-          V::widen(kr, hd, a.f16, kf + k * hd);
-          V::widen(vr, hd_v, a.f16, vf + k * hd_v);
-        }
-      } else {
-        std::fill(kf + k * hd, kf + (k + 1) * hd, 0.0f);  // scored, never used
-      }
-    }
+    widen_block<V>(a, j0, nb, nbk, kf, vf);
     for (int64_t k0 = 0; k0 < nbk; k0 += V::kKeys) scores<V, NV>(qt, kf, hd, k0, scale, pt);
     if (a.softcap > 0.0f)
       for (int64_t k = 0; k < nb; ++k)

@@ -17,7 +17,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <vector>
 
 #include "backends/cpu/amx-common.h"
 #include "backends/cpu/kernels.h"
@@ -32,7 +31,6 @@ void gemm_q4_k(const GemmArgs& a);  // gemm-avx512.cpp: the token tails
 namespace amx {
 namespace {
 
-constexpr int kTok = 16;
 // One super-block of a group, unpacked: B tiles [4 chunks][l, h][16][64] int8, then the mins
 // as int16 pairs [4][16 rows] int32.
 constexpr size_t kBTile = 1024;
@@ -80,13 +78,6 @@ inline void unpack(const uint8_t* blk, uint8_t* out) {
   }
 }
 
-struct Scratch {
-  AlignedScratch w;                 // [n_blocks][kUnpacked] the group's unpacked super-blocks
-  std::vector<float> xd;            // [n_tiles][n_blocks][16] the activation scales
-  std::vector<uint32_t> bs;         // [n_tiles][n_blocks][16 tokens][4] 32-element sum pairs
-};
-thread_local Scratch t_scratch;
-
 #define MINFER_AMX_CHUNK(k, A, BL, BH)                                      \
   do {                                                                      \
     _tile_loadd(A, xq + 64 * (k), static_cast<long>(a.x_row));              \
@@ -99,10 +90,10 @@ thread_local Scratch t_scratch;
 // One group (16 rows) against one token tile (16 tokens at x).
 inline void tile(const GemmArgs& a, const uint8_t* wg, const uint8_t* wq, const uint8_t* x, const float* xd,
                  const uint32_t* bs, float* y) {
-  alignas(64) int32_t ql[kTok * 16], qh[kTok * 16];
-  __m512 acc[kTok];
+  alignas(64) int32_t ql[kTileTokens * 16], qh[kTileTokens * 16];
+  __m512 acc[kTileTokens];
   #pragma GCC unroll 16
-  for (int t = 0; t < kTok; ++t) acc[t] = _mm512_setzero_ps();
+  for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* wb = wq + static_cast<size_t>(b) * kUnpacked;
     const uint8_t* xq = x + static_cast<size_t>(b) * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs);
@@ -119,10 +110,10 @@ inline void tile(const GemmArgs& a, const uint8_t* wg, const uint8_t* wq, const 
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
     const __m512i* mn = reinterpret_cast<const __m512i*>(wb + 8 * kBTile);
     const __m512i mn0 = mn[0], mn1 = mn[1], mn2 = mn[2], mn3 = mn[3];
-    const float* d = xd + b * kTok;
-    const uint32_t* s = bs + b * kTok * 4;
+    const float* d = xd + b * kTileTokens;
+    const uint32_t* s = bs + b * kTileTokens * 4;
     #pragma GCC unroll 16
-    for (int t = 0; t < kTok; ++t) {
+    for (int t = 0; t < kTileTokens; ++t) {
       const __m512i q = _mm512_add_epi32(_mm512_load_si512(ql + 16 * t), _mm512_slli_epi32(_mm512_load_si512(qh + 16 * t), 3));
       __m512i m = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mn0, _mm512_set1_epi32(static_cast<int>(s[4 * t])));
       m = _mm512_dpwssd_epi32(m, mn1, _mm512_set1_epi32(static_cast<int>(s[4 * t + 1])));
@@ -133,56 +124,31 @@ inline void tile(const GemmArgs& a, const uint8_t* wg, const uint8_t* wq, const 
     }
   }
   #pragma GCC unroll 16
-  for (int t = 0; t < kTok; ++t) _mm512_storeu_ps(y + t * a.y_stride, acc[t]);
+  for (int t = 0; t < kTileTokens; ++t) _mm512_storeu_ps(y + t * a.y_stride, acc[t]);
 }
 
 #undef MINFER_AMX_CHUNK
 
+// The driver's view of this kernel (amx-common.h, gemm_super_blocks).
+struct Kernel {
+  static constexpr size_t kUnpacked = amx::kUnpacked;
+  static constexpr int kPairs = 4;
+  // The int16 pairs (bs[2i], bs[2i + 1]) of the 32-element sums bs[j] = bsums[2j] + bsums[2j + 1].
+  static void pairs(const BlockQ8_K& x, uint32_t* out) {
+    for (int p = 0; p < 4; ++p) {
+      const auto lo = static_cast<uint16_t>(x.bsums[4 * p] + x.bsums[4 * p + 1]);
+      const auto hi = static_cast<uint16_t>(x.bsums[4 * p + 2] + x.bsums[4 * p + 3]);
+      out[p] = lo | static_cast<uint32_t>(hi) << 16;
+    }
+  }
+  static constexpr auto& configure = configure_all_64;
+  static constexpr auto& unpack = amx::unpack;
+  static constexpr auto& tile = amx::tile;
+};
+
 }  // namespace
 
-void gemm_q4_k(const GemmArgs& a) {
-  const int64_t n_tiles = a.n_tok / kTok;
-  if (n_tiles > 0) {
-    Scratch& s = t_scratch;
-    const int64_t nb = a.n_blocks;
-    const auto n_tb = static_cast<size_t>(n_tiles * nb * kTok);
-    if (s.xd.size() < n_tb) s.xd.resize(n_tb);
-    if (s.bs.size() < 4 * n_tb) s.bs.resize(4 * n_tb);
-    // Per token tile and super-block: d_x, and the int16 pairs (bs[2i], bs[2i + 1]) of the
-    // 32-element sums bs[j] = bsums[2j] + bsums[2j + 1].
-    for (int64_t i = 0; i < n_tiles; ++i)
-      for (int t = 0; t < kTok; ++t) {
-        const auto* xr = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(i * kTok + t) * a.x_row);
-        for (int64_t b = 0; b < nb; ++b) {
-          const size_t at = static_cast<size_t>((i * nb + b) * kTok + t);
-          s.xd[at] = xr[b].d;
-          for (int p = 0; p < 4; ++p) {
-            const auto lo = static_cast<uint16_t>(xr[b].bsums[4 * p] + xr[b].bsums[4 * p + 1]);
-            const auto hi = static_cast<uint16_t>(xr[b].bsums[4 * p + 2] + xr[b].bsums[4 * p + 3]);
-            s.bs[4 * at + static_cast<size_t>(p)] = lo | static_cast<uint32_t>(hi) << 16;
-          }
-        }
-      }
-    uint8_t* wq = s.w.get(static_cast<size_t>(nb) * kUnpacked);
-    configure({{16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}, {16, 64}});
-    for (int64_t g = a.g0; g < a.g1; ++g) {
-      const uint8_t* wg = a.w + static_cast<size_t>(g * nb) * a.block_bytes;
-      for (int64_t b = 0; b < nb; ++b) unpack(wg + static_cast<size_t>(b) * a.block_bytes, wq + static_cast<size_t>(b) * kUnpacked);
-      for (int64_t i = 0; i < n_tiles; ++i)
-        tile(a, wg, wq, a.x + static_cast<size_t>(i * kTok) * a.x_row, s.xd.data() + i * nb * kTok,
-             s.bs.data() + i * nb * kTok * 4, a.y + i * kTok * a.y_stride + g * kRepackRows);
-    }
-    _tile_release();
-  }
-  const int64_t done = n_tiles * kTok;
-  if (done < a.n_tok) {
-    GemmArgs rest = a;
-    rest.x = a.x + static_cast<size_t>(done) * a.x_row;
-    rest.n_tok = a.n_tok - done;
-    rest.y = a.y + done * a.y_stride;
-    avx512::gemm_q4_k(rest);
-  }
-}
+void gemm_q4_k(const GemmArgs& a) { gemm_super_blocks<Kernel>(a, avx512::gemm_q4_k); }
 
 }  // namespace amx
 }  // namespace minfer::cpu

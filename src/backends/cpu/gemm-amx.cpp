@@ -39,7 +39,7 @@ void gemm_iq4_nl(const GemmArgs& a);  // gemm-iq4-avx512.cpp
 namespace amx {
 namespace {
 
-constexpr int kTok = 16;          // tokens per tile (rows of A and C)
+constexpr int kTok = kTileTokens;
 constexpr size_t kBTile = 512;    // bytes of one unpacked weight block: [8][64] int8
 constexpr size_t kQuantsAt = 32;  // every layout here: d[16] f16, then the quants (repack.h)
 
@@ -227,15 +227,7 @@ void gemm(const GemmArgs& a, GemmFn tail) {
     run_steps<W>(a, n_tiles, s.dx.data(), wq);
     _tile_release();
   }
-  const int64_t done = n_tiles * kTok;
-  if (done < a.n_tok) {
-    GemmArgs rest = a;
-    rest.x = a.x + static_cast<size_t>(done) * a.x_row;
-    rest.xsum = a.xsum + done * a.n_blocks;
-    rest.n_tok = a.n_tok - done;
-    rest.y = a.y + done * a.y_stride;
-    tail(rest);
-  }
+  gemm_tail(a, n_tiles * kTok, tail);
 }
 
 
