@@ -20,18 +20,22 @@ namespace {
 constexpr uint8_t kGuard = 0xA5;
 constexpr size_t kGuardBytes = 64;
 
-// A float buffer with guard bytes on both sides.
+// A float buffer with guard bytes on both sides, 64-byte aligned like the backend's arenas.
 class Guarded {
  public:
-  explicit Guarded(size_t n) : bytes_(n * sizeof(float) + 2 * kGuardBytes, kGuard) {}
-  float* data() { return reinterpret_cast<float*>(bytes_.data() + kGuardBytes); }
+  explicit Guarded(size_t n) : n_(n * sizeof(float)), bytes_(n_ + 2 * kGuardBytes + 63, kGuard) {
+    const auto at = reinterpret_cast<uintptr_t>(bytes_.data());
+    start_ = static_cast<size_t>((at + 63) / 64 * 64 - at);
+  }
+  float* data() { return reinterpret_cast<float*>(bytes_.data() + start_ + kGuardBytes); }
   bool intact() const {
     for (size_t i = 0; i < kGuardBytes; ++i)
-      if (bytes_[i] != kGuard || bytes_[bytes_.size() - 1 - i] != kGuard) return false;
+      if (bytes_[start_ + i] != kGuard || bytes_[start_ + kGuardBytes + n_ + i] != kGuard) return false;
     return true;
   }
 
  private:
+  size_t n_, start_ = 0;
   std::vector<uint8_t> bytes_;
 };
 
@@ -267,6 +271,50 @@ TEST(CpuMatmul, RepackedGemmIsBitIdenticalToTheRowKernels) {
                 << dtype_name(type) << " n_in " << n_in << " rows " << n_rows << " element " << i << " on " << tables[t]->isa;
         }
       }
+    }
+  }
+}
+
+// Outputs of 4 MiB and more leave the AMX kernels by non-temporal stores (amx-common.h,
+// kStreamBytes): the same bits as the VNNI table's cached stores, token tails included.
+TEST(CpuMatmul, StreamedLargeOutputsKeepTheirBits) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  const CpuKernels* vnni = nullptr;
+  std::vector<const CpuKernels*> others;
+  for (int t = 0; t < n_tables; ++t) {
+    if (tables[t]->isa == "avx512") vnni = tables[t];
+    else if (tables[t]->isa != "ref" && tables[t]->isa != "avx2") others.push_back(tables[t]);
+  }
+  if (!vnni || others.empty()) GTEST_SKIP() << "needs the avx512 table and one built on it (amx)";
+  ThreadPool pool(2);
+  for (DType type : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+    const int64_t n_in = repack_block_elems(type), n_out = 16 * 1030, n_rows = 64 + 5;  // 4.3 MiB of output
+    const std::vector<float> w = randn(static_cast<size_t>(n_in * n_out), 21, 0.1f);
+    std::vector<uint8_t> wq(row_bytes(type, n_in) * n_out);
+    for (int64_t o = 0; o < n_out; ++o) quantize_row(type, w.data() + o * n_in, wq.data() + o * row_bytes(type, n_in), n_in);
+    RepackMap repacked;
+    repacked.emplace(wq.data(), repack_weight_uncached(type, wq.data(), n_in, n_out));
+    std::vector<float> x = randn(static_cast<size_t>(n_in * n_rows), 22, 2.0f);
+    Node wn = make_node(Op::kWeight, type, {n_in, n_out, 1, 1});
+    Node xn = make_node(Op::kInput, DType::F32, {n_in, n_rows, 1, 1});
+    Node yn = make_node(Op::kMatmul, DType::F32, {n_out, n_rows, 1, 1});
+    std::vector<uint8_t> work(op_work_size(yn, &wn, &xn));
+    auto run = [&](const CpuKernels& k) {
+      Guarded y(static_cast<size_t>(n_out * n_rows));
+      OpArgs a;
+      a.dst = {&yn, y.data()};
+      a.src[0] = {&wn, wq.data()};
+      a.src[1] = {&xn, x.data()};
+      op_matmul(OpContext{pool, k, work.data(), work.size(), &repacked}, a);
+      EXPECT_TRUE(y.intact());
+      return std::vector<float>(y.data(), y.data() + n_out * n_rows);
+    };
+    const std::vector<float> want = run(*vnni);
+    for (const CpuKernels* k : others) {
+      const std::vector<float> got = run(*k);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << dtype_name(type) << " element " << i << " on " << k->isa;
     }
   }
 }

@@ -134,8 +134,7 @@ inline void tile(const GemmArgs& a, const uint8_t* wg, const uint8_t* wq, const 
       acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(q)));
     }
   }
-  #pragma GCC unroll 16
-  for (int t = 0; t < kTileTokens; ++t) _mm512_storeu_ps(y + t * a.y_stride, acc[t]);
+  store_tile(y, a.y_stride, acc, stream_output(a));
 }
 
 #undef MINFER_AMX_CHUNK

@@ -148,6 +148,7 @@ template <class W>
 void run_steps(const GemmArgs& a, int64_t n_tiles, const float* dxs, int8_t* wq) {
   const int64_t nb = a.n_blocks;
   const int64_t total = (a.g1 - a.g0) * n_tiles * nb;
+  const bool stream = stream_output(a);
   alignas(64) int32_t ring[kRing][kTok * 16];
   __m512 acc[kTok];
   #pragma GCC unroll 16
@@ -178,12 +179,9 @@ void run_steps(const GemmArgs& a, int64_t n_tiles, const float* dxs, int8_t* wq)
       acc[t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * t)), acc[t]);
     }
     if (e.b == nb - 1) {
-      float* y = a.y + e.i * kTok * a.y_stride + e.g * kRepackRows;
+      store_tile(a.y + e.i * kTok * a.y_stride + e.g * kRepackRows, a.y_stride, acc, stream);
       #pragma GCC unroll 16
-      for (int t = 0; t < kTok; ++t) {
-        _mm512_storeu_ps(y + t * a.y_stride, acc[t]);
-        acc[t] = _mm512_setzero_ps();
-      }
+      for (int t = 0; t < kTok; ++t) acc[t] = _mm512_setzero_ps();
     }
     e.next(n_tiles, nb);
   };
@@ -225,7 +223,7 @@ void gemm(const GemmArgs& a, GemmFn tail) {
     auto* wq = reinterpret_cast<int8_t*>(s.wq.get(static_cast<size_t>(nb) * kBTile));
     configure_tiles();
     run_steps<W>(a, n_tiles, s.dx.data(), wq);
-    _tile_release();
+    end_tiles(stream_output(a));
   }
   gemm_tail(a, n_tiles * kTok, tail);
 }
