@@ -63,28 +63,56 @@ std::optional<FusionMatch> match_rms_norm_mul(const Graph& g, const std::vector<
   return r;
 }
 
+std::optional<FusionMatch> match_matmul_swiglu(const Graph& g, const std::vector<int>& uses, int root) {
+  const Node& s = at(g, root);
+  if (s.dead || s.op != Op::kSwiglu || s.src.size() != 2 || s.src[0] == s.src[1]) return std::nullopt;
+  const int gate = s.src[0], up = s.src[1];
+  const Node& gm = at(g, gate);
+  const Node& um = at(g, up);
+  if (gm.op != Op::kMatmul || um.op != Op::kMatmul || !absorbable(g, uses, gate, root) || !absorbable(g, uses, up, root))
+    return std::nullopt;
+  if (gm.src[1] != um.src[1] || gm.src[0] == um.src[0]) return std::nullopt;
+  const Node& wg = at(g, gm.src[0]);
+  const Node& wu = at(g, um.src[0]);
+  if (wg.type != wu.type || wg.ne != wu.ne || gm.ne != s.ne || um.ne != s.ne) return std::nullopt;
+  FusionMatch r{FusionRule::kMatmulSwiglu, root, gate, s};
+  r.absorbed2 = up;
+  r.fused.op = Op::kMatmulSwiglu;
+  r.fused.src = {gm.src[0], um.src[0], gm.src[1]};
+  r.fused.fused = true;
+  return r;
+}
+
 void apply_fusion(Graph& g, const FusionMatch& m) {
   Node& root = g.nodes[static_cast<size_t>(m.root)];
-  Node& gone = g.nodes[static_cast<size_t>(m.absorbed)];
-  MINFER_ASSERT(root.id == m.fused.id && !gone.dead);
+  MINFER_ASSERT(root.id == m.fused.id);
   root = m.fused;
-  gone.dead = true;
-  gone.src.clear();
+  for (int id : {m.absorbed, m.absorbed2}) {
+    if (id < 0) continue;
+    Node& gone = g.nodes[static_cast<size_t>(id)];
+    MINFER_ASSERT(!gone.dead);
+    gone.dead = true;
+    gone.src.clear();
+  }
 }
 
 int fuse_graph(Graph& g, const std::function<bool(const Node&)>& allowed) {
   using Rule = std::optional<FusionMatch> (*)(const Graph&, const std::vector<int>&, int);
-  constexpr Rule kRules[] = {match_swiglu, match_geglu, match_rms_norm_mul};
+  constexpr Rule kRules[] = {match_swiglu, match_geglu, match_rms_norm_mul, match_matmul_swiglu};
   int n = 0;
   std::vector<int> uses = use_counts(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (Rule rule : kRules) {
-      auto m = rule(g, uses, static_cast<int>(i));
-      if (!m || !allowed(m->fused)) continue;
-      apply_fusion(g, *m);
-      uses = use_counts(g);
-      ++n;
-      break;
+    for (bool again = true; again;) {  // a rewritten node may match another rule
+      again = false;
+      for (Rule rule : kRules) {
+        auto m = rule(g, uses, static_cast<int>(i));
+        if (!m || !allowed(m->fused)) continue;
+        apply_fusion(g, *m);
+        uses = use_counts(g);
+        ++n;
+        again = true;
+        break;
+      }
     }
   }
   return n;

@@ -21,7 +21,8 @@ namespace minfer {
 #define MINFER_FUSION_RULES(X)                                          \
   X(kSwiglu, "swiglu", "mul(silu(x), y) -> swiglu(x, y)")                \
   X(kGeglu, "geglu", "mul(gelu(x), y) -> geglu(x, y)")                    \
-  X(kRmsNormMul, "rms_norm_mul", "mul(rms_norm(x), w) -> rms_norm_mul(x, w)")
+  X(kRmsNormMul, "rms_norm_mul", "mul(rms_norm(x), w) -> rms_norm_mul(x, w)")  \
+  X(kMatmulSwiglu, "matmul_swiglu", "swiglu(matmul(Wg, x), matmul(Wu, x)) -> matmul_swiglu(Wg, Wu, x)")
 
 enum class FusionRule : uint8_t {
 #define MINFER_X(e, name, help) e,
@@ -34,6 +35,7 @@ struct FusionMatch {
   int root = -1;      // the node replaced by `fused` (keeps its id and name)
   int absorbed = -1;  // the node that disappears (marked dead)
   Node fused;
+  int absorbed2 = -1;  // a second node that disappears (matmul_swiglu: both matmuls), or -1
 };
 
 // mul(silu(x), y) or mul(y, silu(x)) where the silu has no other use, is not an output, runs
@@ -45,11 +47,17 @@ std::optional<FusionMatch> match_geglu(const Graph& g, const std::vector<int>& u
 // backend, and w is a single f32 row of x's width.
 std::optional<FusionMatch> match_rms_norm_mul(const Graph& g, const std::vector<int>& uses, int root);
 
-// Replaces the root by m.fused and marks m.absorbed dead. The match must come from g.
+// swiglu(matmul(Wg, x), matmul(Wu, x)) where neither matmul has another use or is an output,
+// all three run on the same backend, both read the same x, and Wg and Wu have one type and
+// shape: the FFN's gate and up projections in one op (one pass over x, one parallel region).
+std::optional<FusionMatch> match_matmul_swiglu(const Graph& g, const std::vector<int>& uses, int root);
+
+// Replaces the root by m.fused and marks m.absorbed (and m.absorbed2) dead. The match must come from g.
 void apply_fusion(Graph& g, const FusionMatch& m);
 
 // Applies every rule over g in build order where allowed(fused node) says yes (the backend's
-// supports_op). Returns the number of rewrites.
+// supports_op), each node until no rule matches it (mul(silu(matmul), matmul) becomes swiglu,
+// then matmul_swiglu). Returns the number of rewrites.
 int fuse_graph(Graph& g, const std::function<bool(const Node&)>& allowed);
 
 }  // namespace minfer

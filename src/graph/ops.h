@@ -39,6 +39,7 @@ namespace minfer {
   X(kMatmulId, "matmul_id", false, false, "out[t][j] = expert src2[t][j] of weight src0 times x row")  \
   X(kMoeSum, "moe_sum", false, false, "out[t] = sum_j src1[t][j] * src0[t][j] (experts' outputs)")    \
   X(kMatmul, "matmul", false, false, "out[t][o] = sum_i src0[o][i] * src1[t][i] (src0 = weight)")    \
+  X(kMatmulSwiglu, "matmul_swiglu", false, false, "fused swiglu(src0 x src2, src1 x src2): FFN gate and up") \
   X(kRope, "rope", true, false, "rotary position embedding of src0 at positions src1")              \
   X(kKvStore, "kv_store", false, true, "writes rows of src1 into cache src0 at positions src2")     \
   X(kAttn, "attn", false, false, "causal GQA attention of q=src0 over caches src1 (K), src2 (V)")    \

@@ -9,9 +9,17 @@
 #include "graph/builder.h"
 #include "graph/fusion.h"
 #include "graph/scheduler.h"
+#include "quant/quant.h"
 
 namespace minfer {
 namespace {
+
+// The finished graph with every node on backend 0.
+Graph on_one_backend(GraphBuilder& b, const std::vector<int>& outs) {
+  Graph g = b.finish(outs);
+  for (Node& n : g.nodes) n.backend = 0;
+  return g;
+}
 
 struct Swiglu {
   Graph g;
@@ -40,8 +48,7 @@ Swiglu make_swiglu(bool silu_twice = false, bool silu_output = false, bool broad
   std::vector<int> outs{s.mul};
   if (silu_twice) outs.push_back(b.add("other", s.silu, s.x));
   if (silu_output) outs.push_back(s.silu);
-  s.g = b.finish(outs);
-  for (Node& n : s.g.nodes) n.backend = 0;
+  s.g = on_one_backend(b, outs);
   return s;
 }
 
@@ -171,6 +178,66 @@ TEST(FusionRmsNormMul, BlockedWhenIllegal) {
   }
 }
 
+struct GateUp {
+  Graph g;
+  int x, wg, wu, gate, up, swiglu;
+};
+
+// swiglu(matmul(Wg, x), matmul(Wu, x)) with knobs for each legality condition.
+GateUp make_gate_up(bool gate_twice = false, bool other_x = false, DType up_type = DType::Q8_0, bool up_output = false) {
+  static const uint8_t wdata[34 * 16] = {};
+  GraphBuilder b;
+  GateUp s;
+  s.x = b.input("x", DType::F32, {32, 3});
+  const int x2 = other_x ? b.input("x2", DType::F32, {32, 3}) : s.x;
+  s.wg = b.weight("blk.0.ffn_gate.weight", DType::Q8_0, {32, 16}, wdata);
+  s.wu = b.weight("blk.0.ffn_up.weight", up_type, {32, 16}, wdata);
+  s.gate = b.matmul("blk.0.ffn_gate", s.wg, s.x);
+  s.up = b.matmul("blk.0.ffn_up", s.wu, x2);
+  s.swiglu = b.swiglu("blk.0.ffn_swiglu", s.gate, s.up);
+  std::vector<int> outs{s.swiglu};
+  if (gate_twice) outs.push_back(b.silu("other", s.gate));
+  if (up_output) outs.push_back(s.up);
+  s.g = on_one_backend(b, outs);
+  return s;
+}
+
+TEST(FusionMatmulSwiglu, MatchesAndRewrites) {
+  GateUp s = make_gate_up();
+  auto m = match_matmul_swiglu(s.g, use_counts(s.g), s.swiglu);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->fused.op, Op::kMatmulSwiglu);
+  EXPECT_EQ(m->fused.src, (std::vector<int>{s.wg, s.wu, s.x}));
+  apply_fusion(s.g, *m);
+  EXPECT_TRUE(s.g.nodes[static_cast<size_t>(s.gate)].dead);
+  EXPECT_TRUE(s.g.nodes[static_cast<size_t>(s.up)].dead);
+  EXPECT_EQ(s.g.nodes[static_cast<size_t>(s.swiglu)].op, Op::kMatmulSwiglu);
+}
+
+TEST(FusionMatmulSwiglu, BlockedWhenIllegal) {
+  {
+    GateUp s = make_gate_up(/*gate_twice=*/true);
+    EXPECT_FALSE(match_matmul_swiglu(s.g, use_counts(s.g), s.swiglu)) << "gate has another consumer";
+  }
+  {
+    GateUp s = make_gate_up(false, /*other_x=*/true);
+    EXPECT_FALSE(match_matmul_swiglu(s.g, use_counts(s.g), s.swiglu)) << "gate and up read different inputs";
+  }
+  {
+    GateUp s = make_gate_up(false, false, /*up_type=*/DType::Q4_0);
+    EXPECT_FALSE(match_matmul_swiglu(s.g, use_counts(s.g), s.swiglu)) << "weights of two types";
+  }
+  {
+    GateUp s = make_gate_up(false, false, DType::Q8_0, /*up_output=*/true);
+    EXPECT_FALSE(match_matmul_swiglu(s.g, use_counts(s.g), s.swiglu)) << "up is a graph output";
+  }
+  {
+    GateUp s = make_gate_up();
+    s.g.nodes[static_cast<size_t>(s.up)].backend = 1;
+    EXPECT_FALSE(match_matmul_swiglu(s.g, use_counts(s.g), s.swiglu)) << "up on another backend";
+  }
+}
+
 TEST(FusionPass, GatedByTheBackendAndCounts) {
   NormMul s = make_norm_mul();
   Graph g = s.g;
@@ -209,6 +276,51 @@ TEST(FusionPass, FusedEqualsUnfusedBitForBit) {
     ASSERT_TRUE(sched.get_output(**pg, (*pg)->graph.outputs[0], out[fuse].data(), xin.size() * 4));
   }
   EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4), 0);
+}
+
+// An FFN's gate and up projections (real quantized weights, repacked by the CPU backend) with
+// and without matmul_swiglu: the same bits for a decode row, whole 16-token tiles with a tail,
+// weight rows past the last 16-row group, and every weight type family.
+TEST(FusionPass, MatmulSwigluEqualsUnfusedBitForBit) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (DType type : {DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
+    const int64_t n_in = type == DType::Q4_0 || type == DType::F16 ? 320 : 512;
+    for (int64_t n_out : {int64_t{16 * 40}, int64_t{16 * 3 + 5}}) {
+      std::vector<float> wf(static_cast<size_t>(n_in * n_out));
+      std::vector<uint8_t> wq[2];
+      for (auto& q : wq) {
+        for (float& v : wf) v = 0.1f * nd(rng);
+        q.resize(row_bytes(type, n_in) * static_cast<size_t>(n_out));
+        for (int64_t o = 0; o < n_out; ++o) quantize_row(type, wf.data() + o * n_in, q.data() + o * row_bytes(type, n_in), n_in);
+      }
+      for (int64_t n_rows : {int64_t{1}, int64_t{37}}) {
+        std::vector<float> xin(static_cast<size_t>(n_in * n_rows));
+        for (float& v : xin) v = nd(rng);
+        auto build = [&] {
+          GraphBuilder b;
+          const int x = b.input("x", DType::F32, {n_in, n_rows});
+          const int wg = b.weight("ffn_gate.weight", type, {n_in, n_out}, wq[0].data());
+          const int wu = b.weight("ffn_up.weight", type, {n_in, n_out}, wq[1].data());
+          return b.finish({b.mul("ffn_swiglu", b.silu("ffn_gate.silu", b.matmul("ffn_gate", wg, x)), b.matmul("ffn_up", wu, x))});
+        };
+        std::vector<float> out[2];
+        for (int fuse = 0; fuse < 2; ++fuse) {
+          cpu::CpuBackend cpu(2);
+          Scheduler sched({&cpu});
+          auto pg = sched.prepare(build(), {.fuse = fuse == 1});
+          ASSERT_TRUE(pg) << pg.error().message;
+          EXPECT_EQ((*pg)->n_fused, fuse ? 2 : 0);
+          ASSERT_TRUE(sched.set_input(**pg, 0, xin.data(), xin.size() * 4));
+          ASSERT_TRUE(sched.compute(**pg));
+          out[fuse].resize(static_cast<size_t>(n_out * n_rows));
+          ASSERT_TRUE(sched.get_output(**pg, (*pg)->graph.outputs[0], out[fuse].data(), out[fuse].size() * 4));
+        }
+        EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4), 0)
+            << dtype_name(type) << " n_out " << n_out << " rows " << n_rows;
+      }
+    }
+  }
 }
 
 }  // namespace

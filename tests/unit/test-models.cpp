@@ -152,8 +152,12 @@ TEST_P(SessionInvariants, KvCacheChunkingTailTruncateFusion) {
   EXPECT_EQ(std::memcmp(u.data(), full.data(), full.size() * 4), 0);
   auto pg = full_s->graph(n, n);
   ASSERT_TRUE(pg);
-  // per layer: attn and ffn norms (+ the post-norms of Gemma, + q/k norms), the gated FFN; output norm
-  const int per_layer = 2 + (t.arch.starts_with("gemma") ? 2 : 0) + (t.head_dim ? 2 : 0) + 1;
+  // per layer: attn and ffn norms (+ the post-norms of Gemma, + q/k norms), the gated FFN (and,
+  // dense SwiGLU only, not Gemma's GeGLU nor the experts' matmul_id, its gate and up matmuls:
+  // matmul_swiglu); output norm
+  const bool gelu = t.arch.starts_with("gemma");
+  const bool moe = t.n_expert > 0;
+  const int per_layer = 2 + (gelu ? 2 : 0) + (t.head_dim ? 2 : 0) + 1 + (gelu || moe ? 0 : 1);
   EXPECT_EQ((*pg)->n_fused, 2 * per_layer + 1);
 
   // KV cache in f32 stays close to the f16 one.

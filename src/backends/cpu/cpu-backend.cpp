@@ -58,6 +58,11 @@ bool CpuBackend::supports_op(const Graph& g, const Node& n) const {
       if (!matmul_supported(w) || !k_->vec_dot[type_slot(w)]) return false;
       return src(1).type == DType::F32 && src(0).ne[0] % dtype_info(activation_type(w)).block_elems == 0;
     }
+    case Op::kMatmulSwiglu: {
+      const DType w = src(0).type;
+      if (!matmul_supported(w) || !k_->vec_dot[type_slot(w)] || src(1).type != w || src(1).ne != src(0).ne) return false;
+      return src(2).type == DType::F32 && src(0).ne[0] % dtype_info(activation_type(w)).block_elems == 0;
+    }
     case Op::kMatmulId: {
       const DType w = src(0).type;
       if (!matmul_supported(w) || !k_->vec_dot[type_slot(w)] || src(2).type != DType::I32) return false;
@@ -140,7 +145,7 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
   size_t need = 0;
   std::unordered_set<const void*> read_elsewhere;  // weights read by ops that need the GGUF bytes
   for (const Node& n : g.nodes)
-    if (!n.dead && n.op != Op::kMatmul && n.op != Op::kMatmulId && n.op != Op::kGetRows)
+    if (!n.dead && n.op != Op::kMatmul && n.op != Op::kMatmulSwiglu && n.op != Op::kMatmulId && n.op != Op::kGetRows)
       for (int s : n.src)
         if (g.nodes[static_cast<size_t>(s)].op == Op::kWeight) read_elsewhere.insert(g.nodes[static_cast<size_t>(s)].data);
   std::vector<const Node*> dense;  // 2-D matmul weights to repack, each once
@@ -149,10 +154,13 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     const Node* s0 = n.src.size() > 0 ? &g.nodes[static_cast<size_t>(n.src[0])] : nullptr;
     const Node* s1 = n.src.size() > 1 ? &g.nodes[static_cast<size_t>(n.src[1])] : nullptr;
-    need = std::max(need, op_work_size(n, s0, s1));
-    if (n.op == Op::kMatmul && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)] &&
-        !repacked_.count(s0->data) && queued.insert(s0->data).second)
-      dense.push_back(s0);
+    const Node* s2 = n.src.size() > 2 ? &g.nodes[static_cast<size_t>(n.src[2])] : nullptr;
+    need = std::max(need, op_work_size(n, s0, n.op == Op::kMatmulSwiglu ? s2 : s1));
+    const bool fused = n.op == Op::kMatmulSwiglu;
+    for (const Node* w : {s0, fused ? s1 : nullptr})
+      if ((n.op == Op::kMatmul || fused) && w && w->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(w->type)] &&
+          !repacked_.count(w->data) && queued.insert(w->data).second)
+        dense.push_back(w);
     // Mixture of experts: each expert's slice [n_in, n_out] of a 3-D weight, repacked like a
     // 2-D weight (op_matmul_id finds it by the slice's address).
     if (n.op == Op::kMatmulId && s0 && s0->op == Op::kWeight && repack_enabled() && k_->gemm[type_slot(s0->type)]) {
@@ -215,6 +223,7 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       case Op::kMatmulId: op_matmul_id(ctx, a); break;
       case Op::kMoeSum: op_moe_sum(ctx, a); break;
       case Op::kMatmul: op_matmul(ctx, a); break;
+      case Op::kMatmulSwiglu: op_matmul_swiglu(ctx, a); break;
       case Op::kRope: op_rope(ctx, a); break;
       case Op::kAttn: op_attn(ctx, a); break;
       case Op::kReshape: break;  // a view: same bytes
@@ -227,9 +236,9 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       op_seconds_[static_cast<size_t>(n.op)] += s;
       ++op_calls_[static_cast<size_t>(n.op)];
-      if (n.op == Op::kMatmul) {
+      if (n.op == Op::kMatmul || n.op == Op::kMatmulSwiglu) {
         const Node& w = g.nodes[static_cast<size_t>(n.src[0])];
-        auto& e = matmul_profile_[std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "x" +
+        auto& e = matmul_profile_[std::string(n.op == Op::kMatmulSwiglu ? "swiglu " : "") + std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "x" +
                                   std::to_string(w.ne[1]) + " rows " + std::to_string(n.ne[1]) +
                                   (repacked_.count(w.data) ? " repacked" : "")];
         e.first += s;

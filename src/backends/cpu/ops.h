@@ -42,7 +42,8 @@ struct OpContext {
   const RepackMap* repacked = nullptr;  // none: every matmul uses the row kernels
 };
 
-// Scratch bytes the op needs (matmul: the quantized activations).
+// Scratch bytes the op needs (matmul: the quantized activations). src1: the activations
+// (matmul_swiglu: its src2).
 size_t op_work_size(const Node& n, const Node* src0, const Node* src1);
 
 void op_get_rows(const OpContext& c, const OpArgs& a);      // ops-rows.cpp
@@ -64,6 +65,7 @@ void op_matmul_id(const OpContext& c, const OpArgs& a);     // ops-moe.cpp
 void op_moe_sum(const OpContext& c, const OpArgs& a);       // ops-moe.cpp
 size_t matmul_id_work_size(const Node& n, const Node& w, const Node& x);  // ops-moe.cpp
 void op_matmul(const OpContext& c, const OpArgs& a);        // ops-matmul.cpp
+void op_matmul_swiglu(const OpContext& c, const OpArgs& a); // ops-matmul.cpp
 void op_rope(const OpContext& c, const OpArgs& a);          // ops-rope.cpp
 void op_attn(const OpContext& c, const OpArgs& a);          // ops-attn.cpp
 
