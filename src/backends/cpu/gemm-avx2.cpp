@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backends/cpu/avx2-common.h"
+#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
@@ -78,6 +79,7 @@ void tile(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * h)));
     __m256i w[8];
     B::load(blk, h, w);
@@ -124,6 +126,7 @@ void tile_q5_1(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   const __m256i m = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * h)));
     const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * h)));
     const uint8_t* hm = blk + 64 + 256;  // [4][2] u64; half h = bytes 4h..4h+3 of each
@@ -162,6 +165,7 @@ void tile_q4_1(const GemmArgs& a, int64_t g, int h, int64_t t) {
   const __m256i m = _mm256_set1_epi8(0x0f);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<1>(blk, a.block_bytes);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * h)));
     const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * h)));
     const BlockQ8_1& xb = xr[b];

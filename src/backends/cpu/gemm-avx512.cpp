@@ -48,11 +48,13 @@ struct Q5Block {
     const __m512i m = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     uint64_t hm[8];
     std::memcpy(hm, blk + 32 + 256, sizeof hm);
+    // The fifth bit by one masked add per vector (the mask loaded straight from the block):
+    // decode of Qwen2.5-0.5B's Q5_0 FFN ran at 72% of the read bandwidth with movm + and + or.
     for (int k = 0; k < 4; ++k) {
       const __m512i v = _mm512_loadu_si512(blk + 32 + 64 * k);
-      w[k] = _mm512_or_si512(_mm512_and_si512(v, m), _mm512_and_si512(_mm512_movm_epi8(hm[2 * k]), b4));
-      w[4 + k] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m),
-                                 _mm512_and_si512(_mm512_movm_epi8(hm[2 * k + 1]), b4));
+      w[k] = _mm512_mask_add_epi8(_mm512_and_si512(v, m), hm[2 * k], _mm512_and_si512(v, m), b4);
+      const __m512i h = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+      w[4 + k] = _mm512_mask_add_epi8(h, hm[2 * k + 1], h, b4);
     }
   }
   static int xoff(int c) { return c < 4 ? 4 * c : 16 + 4 * (c - 4); }
@@ -75,6 +77,7 @@ void tile(const GemmArgs& a, int64_t g, int64_t t0) {
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512i w[8];
     B::load(blk, w);
@@ -125,6 +128,7 @@ void tile_q4_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
@@ -177,6 +181,7 @@ void tile_q6_k(const GemmArgs& a, int64_t g, int64_t t0) {
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     __m512i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
@@ -210,6 +215,7 @@ void tile_q5_1(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
     uint64_t hm[8];
@@ -253,6 +259,7 @@ void tile_q4_1(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
     __m512i w[8];

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "backends/cpu/avx2-common.h"
+#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
@@ -60,6 +61,7 @@ void tile_iq4_nl(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   const __m256i table = iq4_table(), ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     __m256i isum[T];
     for (int i = 0; i < T; ++i) isum[i] = _mm256_setzero_si256();
     for (int k = 0; k < 4; ++k) {  // chunk k: elements 4k.. (low nibbles) and 16+4k.. (high)
@@ -90,6 +92,7 @@ void tile_iq4_xs(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   const __m256i table = iq4_table();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     __m256i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {

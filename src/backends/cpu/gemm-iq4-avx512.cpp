@@ -57,6 +57,7 @@ void tile_iq4_nl(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i table = iq4_table_u8();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512i w[8];  // w[k]: elements 4k..4k+3, w[4 + k]: 16+4k..16+4k+3 (k = 0..3)
     #pragma GCC unroll 8
@@ -96,6 +97,7 @@ void tile_iq4_xs(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i table = iq4_table_u8();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     __m512i sum[T];
     #pragma GCC unroll 8
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();

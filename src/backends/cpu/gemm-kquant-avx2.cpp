@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "backends/cpu/avx2-common.h"
+#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
@@ -67,6 +68,7 @@ void tile_q3_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   const __m256i four = _mm256_set1_epi8(4);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     __m256i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
@@ -100,6 +102,7 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   const __m256i m4 = _mm256_set1_epi32(0x0f), m4h = _mm256_set1_epi32(0xf0);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     __m256i sum_q[T], sum_m[T];
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
@@ -136,6 +139,7 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     __m256i sum_q[T], sum_m[T];
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
@@ -174,6 +178,7 @@ void tile_q4_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     __m256i sum_q[T], sum_m[T];
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
@@ -223,6 +228,7 @@ void tile_q6_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
     __m256i sum_u[T], sum_b[T];
     for (int i = 0; i < T; ++i) sum_u[i] = sum_b[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {

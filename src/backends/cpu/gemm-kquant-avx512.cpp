@@ -70,6 +70,7 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
@@ -122,6 +123,7 @@ void tile_q3_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i four = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     __m512i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
@@ -159,6 +161,7 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m4 = _mm512_set1_epi32(0x0f), m4h = _mm512_set1_epi32(0xf0);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
+    prefetch_ahead<T>(blk, a.block_bytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
