@@ -1,5 +1,6 @@
 // The "avx512" table: the AVX2 table plus AVX-512 GEMM kernels over repacked weights (VNNI for
-// the quantized types, f32 fma for F16 / BF16).
+// the quantized types, f32 fma for F16 / BF16), attention tiles and the narrow attention's
+// per-key row kernels.
 #include "backends/cpu/kernels.h"
 
 namespace minfer::cpu {
@@ -20,6 +21,8 @@ void gemm_q3_k(const GemmArgs& a);
 void gemm_q2_k(const GemmArgs& a);
 void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
 void attn_tile(const AttnTileArgs& a);  // attn-tile-avx512.cpp
+void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows, float* s);  // attn-rows-avx512.cpp
+void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows);
 }  // namespace avx512
 
 namespace {
@@ -51,6 +54,8 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.attn_wide = avx512::attn_wide;
   k.attn_tile = avx512::attn_tile;
   k.attn_tile_rows = kAttnTileMaxRows;
+  k.dot_w64_rows_f16 = avx512::dot_w64_rows_f16;
+  k.mad_rows_f16 = avx512::mad_rows_f16;
   return k;
 }
 

@@ -97,6 +97,7 @@ struct KvView {
   }
 };
 
+
 KvView kv_view(const AttnShape& sh, const uint8_t* kc, const uint8_t* vc, int64_t kvh, const KeyRows& r) {
   const size_t ko = static_cast<size_t>(kvh) * sh.k_head, vo = static_cast<size_t>(kvh) * sh.v_head;
   return {kc + static_cast<size_t>(r.row0) * sh.k_row + ko, vc + static_cast<size_t>(r.row0) * sh.v_row + vo,
@@ -145,6 +146,7 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
   float qf[kRowsMax][kMaxHeadDim];         // [n_rows][hd] q rounded to f16, as f32
   uint16_t acc16[kRowsMax][kMaxHeadDim];   // [n_rows][hd_v] f16 V sums
   float m[kRowsMax], l[kRowsMax], s[kRowsMax], p[kRowsMax];  // [n_rows] running max, sum; score, weight
+  const QuantizeFn to_f16 = k.quantize[type_slot(DType::F16)];
   for (int64_t r = 0; r < n_rows; ++r) {
     for (int64_t i = 0; i < sh.hd; ++i) qf[r][i] = fp16_to_fp32(fp32_to_fp16(q[r * sh.hd + i]));
     for (int64_t i = 0; i < sh.hd_v; ++i) acc16[r][i] = 0;
@@ -160,8 +162,14 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
       float ms = 1.0f, pr = 1.0f;
       if (sr > m[r]) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
         ms = std::exp(m[r] - sr);
+        // f16(f32(acc) * ms), the f16 rounding by the table's vector converter (the same bits
+        // as fp32_to_fp16); nothing to do before the first row, when acc is all +0.
+        if (m[r] != -INFINITY) {
+          float t[kMaxHeadDim];
+          for (int64_t i = 0; i < sh.hd_v; ++i) t[i] = f16_lookup(acc16[r][i]) * ms;
+          to_f16(t, acc16[r], sh.hd_v);
+        }
         m[r] = sr;
-        for (int64_t i = 0; i < sh.hd_v; ++i) acc16[r][i] = fp32_to_fp16(fp16_to_fp32(acc16[r][i]) * ms);
       } else {
         pr = std::exp(sr - m[r]);
       }
