@@ -97,7 +97,6 @@ struct KvView {
   }
 };
 
-
 KvView kv_view(const AttnShape& sh, const uint8_t* kc, const uint8_t* vc, int64_t kvh, const KeyRows& r) {
   const size_t ko = static_cast<size_t>(kvh) * sh.k_head, vo = static_cast<size_t>(kvh) * sh.v_head;
   return {kc + static_cast<size_t>(r.row0) * sh.k_row + ko, vc + static_cast<size_t>(r.row0) * sh.v_row + vo,

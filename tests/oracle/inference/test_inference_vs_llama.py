@@ -303,7 +303,10 @@ def test_dump_graph_json(env):
             assert b["offset"] + b["size"] <= arena, n
     names = {n["name"] for n in g["nodes"]}
     assert {"inp_tokens", "inp_pos", "blk.0.attn_q.weight", "blk.1.attn_q_norm", "blk.1.cache_k", "result_output"} <= names
-    assert any(n["op"] == "swiglu" and n["fused"] for n in g["nodes"])
+    # the FFN's mul(silu(gate), up) and both matmuls: one fused node, its three inputs the weights and x
+    ffn = [n for n in g["nodes"] if n["op"] == "matmul_swiglu"]
+    assert ffn and all(n["fused"] and len(n["inputs"]) == 3 for n in ffn)
+    assert {nodes[i]["name"] for i in ffn[0]["inputs"][:2]} == {"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight"}
     assert open(dot).read().startswith("digraph")
     os.remove(path)
     os.remove(dot)
