@@ -113,7 +113,7 @@ inline void gemm_tail(const GemmArgs& a, int64_t done, GemmFn tail) {
 //   pairs(const BlockQ8_K&, uint32_t* out)   the token's kPairs pairs of block sums
 //   configure()                  its tile shapes
 //   unpack(blk, out)             one repacked super-block -> kUnpacked bytes
-//   tile(a, wg, wq, x, xd, bs, y)  one group against one token tile
+//   tile(a, wg, wq, x, xd, bs, y, stream)  one group against one token tile (stream: store_tile's)
 // Per token tile and super-block, d_x and the pairs are gathered once per call; per group, the
 // super-blocks are unpacked once for all the token tiles.
 template <class K>
@@ -137,15 +137,16 @@ void gemm_super_blocks(const GemmArgs& a, GemmFn tail) {
         }
       }
     uint8_t* wq = w.get(static_cast<size_t>(nb) * K::kUnpacked);
+    const bool stream = stream_output(a);
     K::configure();
     for (int64_t g = a.g0; g < a.g1; ++g) {
       const uint8_t* wg = a.w + static_cast<size_t>(g * nb) * a.block_bytes;
       for (int64_t b = 0; b < nb; ++b) K::unpack(wg + static_cast<size_t>(b) * a.block_bytes, wq + static_cast<size_t>(b) * K::kUnpacked);
       for (int64_t i = 0; i < n_tiles; ++i)
         K::tile(a, wg, wq, a.x + static_cast<size_t>(i * kTileTokens) * a.x_row, xd.data() + i * nb * kTileTokens,
-                bs.data() + i * nb * kTileTokens * K::kPairs, a.y + i * kTileTokens * a.y_stride + g * kRepackRows);
+                bs.data() + i * nb * kTileTokens * K::kPairs, a.y + i * kTileTokens * a.y_stride + g * kRepackRows, stream);
     }
-    end_tiles(stream_output(a));
+    end_tiles(stream);
   }
   gemm_tail(a, n_tiles * kTileTokens, tail);
 }

@@ -89,7 +89,7 @@ inline void unpack(const uint8_t* blk, uint8_t* out) {
 
 // One group (16 rows) against one token tile (16 tokens at x).
 inline void tile(const GemmArgs& a, const uint8_t* wg, const uint8_t* wq, const uint8_t* x, const float* xd,
-                 const uint32_t* bs, float* y) {
+                 const uint32_t* bs, float* y, bool stream) {
   alignas(64) int32_t ql[kTileTokens * 16], qh[kTileTokens * 16];
   __m512 acc[kTileTokens];
   #pragma GCC unroll 16
@@ -123,7 +123,7 @@ inline void tile(const GemmArgs& a, const uint8_t* wg, const uint8_t* wq, const 
       acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_set1_ps(d[t]), f));
     }
   }
-  store_tile(y, a.y_stride, acc, stream_output(a));
+  store_tile(y, a.y_stride, acc, stream);
 }
 
 #undef MINFER_AMX_CHUNK

@@ -145,10 +145,9 @@ constexpr int64_t kRing = 8;
   } while (0)
 
 template <class W>
-void run_steps(const GemmArgs& a, int64_t n_tiles, const float* dxs, int8_t* wq) {
+void run_steps(const GemmArgs& a, int64_t n_tiles, const float* dxs, int8_t* wq, bool stream) {
   const int64_t nb = a.n_blocks;
   const int64_t total = (a.g1 - a.g0) * n_tiles * nb;
-  const bool stream = stream_output(a);
   alignas(64) int32_t ring[kRing][kTok * 16];
   __m512 acc[kTok];
   #pragma GCC unroll 16
@@ -222,8 +221,9 @@ void gemm(const GemmArgs& a, GemmFn tail) {
       }
     auto* wq = reinterpret_cast<int8_t*>(s.wq.get(static_cast<size_t>(nb) * kBTile));
     configure_tiles();
-    run_steps<W>(a, n_tiles, s.dx.data(), wq);
-    end_tiles(stream_output(a));
+    const bool stream = stream_output(a);
+    run_steps<W>(a, n_tiles, s.dx.data(), wq, stream);
+    end_tiles(stream);
   }
   gemm_tail(a, n_tiles * kTok, tail);
 }

@@ -165,7 +165,7 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
         // as fp32_to_fp16); nothing to do before the first row, when acc is all +0.
         if (m[r] != -INFINITY) {
           float t[kMaxHeadDim];
-          for (int64_t i = 0; i < sh.hd_v; ++i) t[i] = f16_lookup(acc16[r][i]) * ms;
+          for (int64_t i = 0; i < sh.hd_v; ++i) t[i] = fp16_to_fp32(acc16[r][i]) * ms;
           to_f16(t, acc16[r], sh.hd_v);
         }
         m[r] = sr;

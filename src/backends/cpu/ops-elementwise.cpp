@@ -122,18 +122,18 @@ void op_silu(const OpContext& c, const OpArgs& a) {
   }, min_rows(ne0));
 }
 
+void swiglu_row(const CpuKernels& k, int64_t n, float* y, const float* g, const float* u) {
+  k.silu_row(n, y, g);                                 // = silu's output
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] * u[i];  // = mul's output
+}
+
 void op_swiglu(const OpContext& c, const OpArgs& a) {
   const int64_t ne0 = a.dst.node->ne[0];
   const float* g = a.src[0].f32();
   const float* u = a.src[1].f32();
   float* y = a.dst.f32();
   c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* yr = y + r * ne0;
-      const float* ur = u + r * ne0;
-      c.k.silu_row(ne0, yr, g + r * ne0);                   // = silu's output
-      for (int64_t i = 0; i < ne0; ++i) yr[i] = yr[i] * ur[i];  // = mul's output
-    }
+    for (int64_t r = r0; r < r1; ++r) swiglu_row(c.k, ne0, y + r * ne0, g + r * ne0, u + r * ne0);
   }, min_rows(ne0));
 }
 

@@ -240,12 +240,7 @@ constexpr int64_t kSwigluStride = kSwigluGroups * kRepackRows + 16;
 // one or at the row's end: then each value takes the path it takes in the whole row.
 void swiglu_block(const OpContext& c, const float* g, const float* u, int64_t n, int64_t stride, int64_t n_tok,
                   float* y, int64_t y_stride) {
-  for (int64_t t = 0; t < n_tok; ++t) {
-    float* yr = y + t * y_stride;
-    const float* ur = u + t * stride;
-    c.k.silu_row(n, yr, g + t * stride);
-    for (int64_t i = 0; i < n; ++i) yr[i] = yr[i] * ur[i];
-  }
+  for (int64_t t = 0; t < n_tok; ++t) swiglu_row(c.k, n, y + t * y_stride, g + t * stride, u + t * stride);
 }
 
 // Per-thread gate and up buffers, grown on demand.

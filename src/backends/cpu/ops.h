@@ -54,6 +54,9 @@ void op_add(const OpContext& c, const OpArgs& a);           // ops-elementwise.c
 void op_mul(const OpContext& c, const OpArgs& a);           // ops-elementwise.cpp
 void op_silu(const OpContext& c, const OpArgs& a);          // ops-elementwise.cpp
 void op_swiglu(const OpContext& c, const OpArgs& a);        // ops-elementwise.cpp
+// y = silu(g) * u over one row of n, as swiglu computes it (ops-elementwise.cpp); silu_row's
+// tail rule (kernels.h) applies to the row as given.
+void swiglu_row(const CpuKernels& k, int64_t n, float* y, const float* g, const float* u);
 void op_gelu(const OpContext& c, const OpArgs& a);          // ops-elementwise.cpp
 void op_geglu(const OpContext& c, const OpArgs& a);         // ops-elementwise.cpp
 void op_scale(const OpContext& c, const OpArgs& a);         // ops-elementwise.cpp
