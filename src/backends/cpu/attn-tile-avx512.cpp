@@ -91,7 +91,7 @@ void attn_keys(const AttnTileArgs& a) {
   auto exp_clamped = [](__m512 x) { return Vec16::exp_clamped(x); };
   for (int64_t j0 = 0; j0 < n_max; j0 += kAttnTileKeys) {
     const int64_t nb = std::min(kAttnTileKeys, n_max - j0);
-    tile::widen_block<Vec16>(a, j0, nb, kAttnTileKeys, kf, vf);
+    tile::widen_block<Vec16>(a, j0, nb, kAttnTileKeys, std::min(kAttnTileKeys, n_max - j0 - kAttnTileKeys), kf, vf);
     for (int64_t kg = 0; kg < 2; ++kg)
       for (int64_t dg = 0; dg < hd; dg += 16) transpose16(kf + 16 * kg * hd + dg, hd, kt + dg * 32 + 16 * kg, 32);
     for (int64_t r = 0; r < R; ++r) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/prefetch.h"
 
 namespace minfer::cpu::tile {
 
@@ -62,11 +63,17 @@ inline void vsums(float* ot, const float* pt, const float* vf, int64_t hd_v, int
 }
 
 // Keys j0 .. j0 + nb - 1 widened to f32: kf [nbk][hd], vf [nb][hd_v]; the K rows from nb to nbk
-// are zeros (scored, never used).
+// are zeros (scored, never used). The next block's first n_next rows are requested meanwhile:
+// a head's rows lie a whole cache row apart, a stride the hardware prefetchers do not follow.
 template <class V>
-inline void widen_block(const AttnTileArgs& a, int64_t j0, int64_t nb, int64_t nbk, float* kf, float* vf) {
+inline void widen_block(const AttnTileArgs& a, int64_t j0, int64_t nb, int64_t nbk, int64_t n_next, float* kf,
+                        float* vf) {
   const int64_t hd = a.hd, hd_v = a.hd_v;
   for (int64_t k = 0; k < nbk; ++k) {
+    if (k < n_next) {
+      prefetch_lines(a.k + static_cast<size_t>(j0 + kB + k) * a.k_row, a.k_bytes);
+      prefetch_lines(a.v + static_cast<size_t>(j0 + kB + k) * a.v_row, a.v_bytes);
+    }
     if (k < nb) {
       const uint8_t *kr = a.k + static_cast<size_t>(j0 + k) * a.k_row, *vr = a.v + static_cast<size_t>(j0 + k) * a.v_row;
       if (a.to_f32) {
@@ -109,7 +116,7 @@ void lanes(const AttnTileArgs& a) {
   const typename V::F scale = V::set1(a.scale);
   for (int64_t j0 = 0; j0 < n_max; j0 += kB) {
     const int64_t nb = std::min(kB, n_max - j0), nbk = (nb + V::kKeys - 1) / V::kKeys * V::kKeys;
-    widen_block<V>(a, j0, nb, nbk, kf, vf);
+    widen_block<V>(a, j0, nb, nbk, std::min(kB, n_max - j0 - kB), kf, vf);
     for (int64_t k0 = 0; k0 < nbk; k0 += V::kKeys) scores<V, NV>(qt, kf, hd, k0, scale, pt);
     if (a.softcap > 0.0f)
       for (int64_t k = 0; k < nb; ++k)

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/prefetch.h"
 
 namespace minfer::cpu {
 
@@ -26,10 +27,9 @@ constexpr size_t kPrefetchBytesLarge = 1024;
 // flight: Qwen2.5-0.5B tg64 Q4_0 60 -> 80-82 t/s, Q4_K_M 60 -> 69-70 with the lines of the
 // block 2 KiB on requested here. More tokens per block are compute-bound: no hint.
 template <int T>
-inline void prefetch_ahead(const uint8_t* blk, size_t bytes) {
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* blk, size_t bytes) {
   if constexpr (T == 1) {
-    const uint8_t* p = blk + (bytes >= 1024 ? kPrefetchBytesLarge : kPrefetchBytes);
-    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+    prefetch_lines(blk + (bytes >= 1024 ? kPrefetchBytesLarge : kPrefetchBytes), bytes);
   }
 }
 

@@ -104,6 +104,7 @@ struct AttnTileArgs {
   const uint8_t* k = nullptr;     // cache row of key 0, this KV head; rows k_row bytes apart
   const uint8_t* v = nullptr;
   size_t k_row = 0, v_row = 0;
+  size_t k_bytes = 0, v_bytes = 0;  // of this head's part of a row: the next block's are prefetched
   bool f16 = true;         // cache element type (else f32), unless to_f32 is set
   RowToF32Fn to_f32 = nullptr;  // a quantized cache: its rows widened by this
   float scale = 1.0f;      // as AttnWideArgs (divided by softcap when capping)

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "backends/cpu/ops.h"
+#include "backends/cpu/prefetch.h"
 #include "core/fp16.h"
 #include "core/status.h"
 
@@ -84,11 +85,26 @@ KeyRows key_rows(const AttnShape& sh, int64_t first, int64_t n_kv, int64_t cache
   return {first + o, n, std::min(n, sh.ring - o), first};
 }
 
+// How many keys ahead of the one being read the narrow loops ask for the cache rows. A KV
+// head's rows lie a whole cache row apart (n_head_kv heads), a stride the hardware prefetchers
+// do not follow, and the weights streamed between two layers' attention have evicted them:
+// without the hint each key waits for memory.
+constexpr int64_t kKvPrefetchKeys = 8;
+
 // Key and value rows of one KV head as a query reads them (KeyRows resolved to pointers).
 struct KvView {
   const uint8_t *k, *v, *k_wrap, *v_wrap;
   size_t k_row, v_row;
+  size_t k_bytes, v_bytes;  // of one head's row
   int64_t n, n_first;
+  // Requests key j + kKvPrefetchKeys's K and V rows (and, from key 0, the first ones).
+  [[gnu::always_inline]] void prefetch(int64_t j) const {
+    const int64_t e = std::min(n, j + kKvPrefetchKeys + 1);
+    for (int64_t i = j == 0 ? 0 : j + kKvPrefetchKeys; i < e; ++i) {
+      prefetch_lines(k_at(i), k_bytes);
+      prefetch_lines(v_at(i), v_bytes);
+    }
+  }
   const uint8_t* k_at(int64_t j) const {
     return j < n_first ? k + static_cast<size_t>(j) * k_row : k_wrap + static_cast<size_t>(j - n_first) * k_row;
   }
@@ -101,7 +117,7 @@ KvView kv_view(const AttnShape& sh, const uint8_t* kc, const uint8_t* vc, int64_
   const size_t ko = static_cast<size_t>(kvh) * sh.k_head, vo = static_cast<size_t>(kvh) * sh.v_head;
   return {kc + static_cast<size_t>(r.row0) * sh.k_row + ko, vc + static_cast<size_t>(r.row0) * sh.v_row + vo,
           kc + static_cast<size_t>(r.wrap_row) * sh.k_row + ko, vc + static_cast<size_t>(r.wrap_row) * sh.v_row + vo,
-          sh.k_row, sh.v_row, r.n, r.n_first};
+          sh.k_row, sh.v_row, sh.k_head, sh.v_head, r.n, r.n_first};
 }
 
 inline float score(const AttnShape& sh, float dot) {
@@ -115,6 +131,7 @@ void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* 
   for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = 0.0f;
   float m = -INFINITY, l = 0.0f;  // running max and sum of exp(s - m)
   for (int64_t j = 0; j < kv.n; ++j) {
+    kv.prefetch(j);
     const auto* kr = reinterpret_cast<const float*>(kv.k_at(j));
     const auto* v = reinterpret_cast<const float*>(kv.v_at(j));
     const float s = score(sh, k.dot_w64_f32(sh.hd, kr, qr));
@@ -153,6 +170,7 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
     l[r] = 0.0f;
   }
   for (int64_t j = 0; j < kv.n; ++j) {
+    kv.prefetch(j);
     const auto* kr = reinterpret_cast<const uint16_t*>(kv.k_at(j));
     const auto* vr = reinterpret_cast<const uint16_t*>(kv.v_at(j));
     k.dot_w64_rows_f16(sh.hd, kr, qf[0], kMaxHeadDim, n_rows, s);
@@ -206,6 +224,7 @@ void attn_rows_narrow_quant(const CpuKernels& k, const AttnShape& sh, DType type
     l[r] = 0.0f;
   }
   for (int64_t j = 0; j < kv.n; ++j) {
+    kv.prefetch(j);
     const uint8_t* kr = kv.k_at(j);
     for (int64_t r = 0; r < n_rows; ++r) {
       const float sr = score(sh, dot(sh.hd, kr, qq[r]));
@@ -299,6 +318,8 @@ void attn_tiles(const OpContext& c, const AttnShape& sh, DType type, const float
       w.k = kc + static_cast<size_t>(first) * sh.k_row + static_cast<size_t>(kvh) * sh.k_head;
       w.v = vc + static_cast<size_t>(first) * sh.v_row + static_cast<size_t>(kvh) * sh.v_head;
       w.k_row = sh.k_row;
+      w.k_bytes = sh.k_head;
+      w.v_bytes = sh.v_head;
       w.v_row = sh.v_row;
       w.f16 = type == DType::F16;
       w.scale = sh.scale;
