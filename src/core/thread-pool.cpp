@@ -151,11 +151,16 @@ void ThreadPool::parallel_streams(int64_t n, int64_t step, const std::function<v
   }
   // Range p = [lo, hi) packed as lo | hi << 32.
   auto pack = [](int64_t lo, int64_t hi) { return static_cast<uint64_t>(lo) | static_cast<uint64_t>(hi) << 32; };
-  std::vector<std::atomic<uint64_t>> ranges(static_cast<size_t>(parts));
-  for (int64_t p = 0; p < parts; ++p) ranges[static_cast<size_t>(p)].store(pack(n * p / parts, n * (p + 1) / parts));
+  // One cache line per range: the owners claim from their own without moving the other's line
+  // between cores (adjacent words cost ~0.5 us per call in claims on a line both write).
+  struct alignas(64) Range {
+    std::atomic<uint64_t> v;
+  };
+  std::vector<Range> ranges(static_cast<size_t>(parts));
+  for (int64_t p = 0; p < parts; ++p) ranges[static_cast<size_t>(p)].v.store(pack(n * p / parts, n * (p + 1) / parts));
   // Claims the next piece of range p from the front (owner) or the back (thief); false when empty.
   auto claim = [&](int64_t p, bool front, int64_t& b, int64_t& e) {
-    std::atomic<uint64_t>& r = ranges[static_cast<size_t>(p)];
+    std::atomic<uint64_t>& r = ranges[static_cast<size_t>(p)].v;
     uint64_t v = r.load(std::memory_order_relaxed);
     for (;;) {
       const auto lo = static_cast<int64_t>(v & 0xffffffffu), hi = static_cast<int64_t>(v >> 32);

@@ -2,10 +2,12 @@
 // and q4_0 caches, and the Hadamard rotation against naive float64 references.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
 #include "backends/cpu/ops.h"
+#include "backends/cpu/rope-angles.h"
 #include "core/fp16.h"
 #include "quant/quant.h"
 
@@ -43,7 +45,8 @@ std::vector<double> rope_ref(const float* x, int64_t hd, int n_rot, bool neox, i
 }
 
 std::vector<float> run_rope(const std::vector<float>& x, Shape ne, const std::vector<int32_t>& pos, RopeMode mode,
-                            int n_rot, float base, float scale, const std::vector<float>* factors) {
+                            int n_rot, float base, float scale, const std::vector<float>* factors,
+                            RopeAngles* angles = nullptr) {
   ThreadPool pool(2);
   Node xn = make_node(Op::kInput, DType::F32, ne);
   Node pn = make_node(Op::kInput, DType::I32, {ne[2], 1, 1, 1});
@@ -59,7 +62,7 @@ std::vector<float> run_rope(const std::vector<float>& x, Shape ne, const std::ve
   a.src[0] = {&xn, const_cast<float*>(x.data())};
   a.src[1] = {&pn, const_cast<int32_t*>(pos.data())};
   if (factors) a.src[2] = {&fn, const_cast<float*>(factors->data())};
-  op_rope(OpContext{pool, cpu_kernels(), nullptr, 0}, a);
+  op_rope(OpContext{pool, cpu_kernels(), nullptr, 0, nullptr, angles}, a);
   return y;
 }
 
@@ -112,6 +115,58 @@ TEST(CpuRope, NeoxIsNormOnInterleavedDims) {
   // And the two modes do differ on the same input.
   const auto norm_x = run_rope(x, {hd, 1, 1, 1}, {7}, RopeMode::kNorm, 16, 10000.0f, 1.0f, nullptr);
   EXPECT_NE(norm_x, neox);
+}
+
+// rope_row on every ISA gives the reference's bits: both pairings, vector bodies and scalar
+// tails (half = 3, 5, 13), in place and not.
+TEST(CpuRope, RopeRowIsBitIdenticalAcrossIsas) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (int64_t half : {64, 48, 32, 13, 5, 3}) {
+    const std::vector<float> x = randn(static_cast<size_t>(2 * half), 5, 3.0f);
+    const std::vector<float> cos = randn(static_cast<size_t>(half), 6), sin = randn(static_cast<size_t>(half), 7);
+    for (bool neox : {true, false}) {
+      std::vector<float> want(x.size());
+      tables[0]->rope_row(half, neox, cos.data(), sin.data(), x.data(), want.data());
+      for (int t = 0; t < n_tables; ++t) {
+        std::vector<float> got(x.size()), in_place = x;
+        tables[t]->rope_row(half, neox, cos.data(), sin.data(), x.data(), got.data());
+        tables[t]->rope_row(half, neox, cos.data(), sin.data(), in_place.data(), in_place.data());
+        for (size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << tables[t]->isa << " half " << half << " neox " << neox << " i " << i;
+          ASSERT_EQ(std::bit_cast<uint32_t>(in_place[i]), std::bit_cast<uint32_t>(want[i])) << tables[t]->isa;
+        }
+      }
+    }
+  }
+}
+
+// A backend's angle cache serves a rope the bits it would compute itself, and only for the same
+// positions and parameters: a changed position, base, scale or factor value recomputes.
+TEST(CpuRope, AngleCacheServesOnlyItsOwnPositionsAndParameters) {
+  const int64_t hd = 64, n_head = 2, n_tok = 3;
+  const std::vector<float> x = randn(static_cast<size_t>(hd * n_head * n_tok), 8);
+  std::vector<float> f1(32, 1.5f), f2(32, 1.5f);
+  f2[9] = 2.0f;  // same size, one value differs
+  RopeAngles cache;
+  struct Case {
+    std::vector<int32_t> pos;
+    float base, scale;
+    const std::vector<float>* factors;
+  };
+  const std::vector<Case> cases = {{{4, 5, 6}, 10000.0f, 1.0f, nullptr}, {{4, 5, 6}, 10000.0f, 1.0f, nullptr},
+                                   {{4, 5, 7}, 10000.0f, 1.0f, nullptr}, {{4, 5, 7}, 500000.0f, 1.0f, nullptr},
+                                   {{4, 5, 7}, 500000.0f, 0.5f, nullptr}, {{4, 5, 7}, 500000.0f, 0.5f, &f1},
+                                   {{4, 5, 7}, 500000.0f, 0.5f, &f2},    {{4, 5, 6}, 10000.0f, 1.0f, nullptr}};
+  for (const Case& c : cases) {
+    const auto fresh = run_rope(x, {hd, n_head, n_tok, 1}, c.pos, RopeMode::kNeox, 64, c.base, c.scale, c.factors);
+    const auto cached =
+        run_rope(x, {hd, n_head, n_tok, 1}, c.pos, RopeMode::kNeox, 64, c.base, c.scale, c.factors, &cache);
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(cached[i]), std::bit_cast<uint32_t>(fresh[i]))
+          << "pos " << c.pos[2] << " base " << c.base << " scale " << c.scale << " i " << i;
+  }
 }
 
 struct AttnCase {

@@ -195,7 +195,7 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
 }
 
 Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) {
-  OpContext ctx{pool_, *k_, work_.data(), work_.size(), &repacked_};
+  OpContext ctx{pool_, *k_, work_.data(), work_.size(), &repacked_, &rope_};
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     OpArgs a;

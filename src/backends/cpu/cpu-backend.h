@@ -18,6 +18,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/rope-angles.h"
 #include "core/thread-pool.h"
 #include "graph/backend.h"
 
@@ -49,6 +50,7 @@ class CpuBackend final : public Backend {
   const CpuKernels* k_;
   std::vector<uint8_t> work_;  // scratch shared by the ops, sized in prepare()
   RepackMap repacked_;         // matmul weights repacked for the GEMM kernels (prepare())
+  RopeAngles rope_;            // the rope ops' angles, reused across a graph's layers
   bool profile_ = false;
   std::array<double, kOpCount> op_seconds_{};
   std::array<int64_t, kOpCount> op_calls_{};

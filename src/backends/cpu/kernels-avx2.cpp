@@ -38,6 +38,7 @@ CpuKernels make_avx2() {
   k.row_to_f32[type_slot(DType::Q8_0)] = avx2::row_to_f32_q8_0;
   k.row_to_f32[type_slot(DType::Q4_0)] = avx2::row_to_f32_q4_0;
   k.silu_row = avx2::silu_row;
+  k.rope_row = avx2::rope_row;
   k.attn_wide = avx2::attn_wide;
   k.attn_tile = avx2::attn_tile;
   k.attn_tile_rows = 32;

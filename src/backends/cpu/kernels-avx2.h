@@ -54,6 +54,7 @@ void row_to_f32_q8_0(int64_t n, const void* x, float* y);
 void quantize_f16(const float* x, void* y, int64_t n);
 void row_to_f32_q4_0(int64_t n, const void* x, float* y);
 void silu_row(int64_t n, float* y, const float* x);
+void rope_row(int64_t half, bool neox, const float* cos, const float* sin, const float* x, float* y);  // rope-row-avx2.cpp
 void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp
 void attn_tile(const AttnTileArgs& a);  // attn-tile-*.cpp
 // vec-dot-kquant-avx2.cpp

@@ -36,6 +36,7 @@ void mad_rows_f32(int64_t n, float* acc, int64_t acc_stride, const float* v, con
 void row_to_f32_q8_0(int64_t n, const void* x, float* y);
 void row_to_f32_q4_0(int64_t n, const void* x, float* y);
 void silu_row(int64_t n, float* y, const float* x);
+void rope_row(int64_t half, bool neox, const float* cos, const float* sin, const float* x, float* y);  // rope-row.cpp
 void attn_wide(const AttnWideArgs& a);  // attn-wide-*.cpp
 void attn_tile(const AttnTileArgs& a);  // attn-tile-*.cpp
 

@@ -51,6 +51,7 @@ CpuKernels make_ref() {
   k.row_to_f32[type_slot(DType::Q8_0)] = ref::row_to_f32_q8_0;
   k.row_to_f32[type_slot(DType::Q4_0)] = ref::row_to_f32_q4_0;
   k.silu_row = ref::silu_row;
+  k.rope_row = ref::rope_row;
   k.attn_wide = ref::attn_wide;
   k.attn_tile = ref::attn_tile;
   k.attn_tile_rows = kAttnTileMaxRows;

@@ -33,6 +33,11 @@ using DotW64F32Fn = float (*)(int64_t n, const float* x, const float* y);
 // y[i] = silu(x[i]) = x[i] / (1 + exp(-x[i])) over one row: exp by exp_poly (below) for the
 // first n / 16 * 16 elements, by libm's expf for the rest, as llama.cpp's AVX-512 build does.
 using SiluRowFn = void (*)(int64_t n, float* y, const float* x);
+// RoPE of one head row (ops-rope.cpp): pair i < half, (a, b) = (x[i0], x[i1]), turns into
+//   y[i0] = fma(a, cos[i], -(b * sin[i])),  y[i1] = fma(a, sin[i], b * cos[i])
+// with i0, i1 = i, i + half (NEOX) or 2i, 2i + 1 (NORM); y may be x. The same two roundings
+// per output on every ISA.
+using RopeRowFn = void (*)(int64_t half, bool neox, const float* cos, const float* sin, const float* x, float* y);
 // y[i] = f16(fma(x[i], v, y[i])): an f16 accumulator (llama.cpp's VKQ16).
 using MadF16Fn = void (*)(int64_t n, uint16_t* y, const uint16_t* x, float v);
 // The two steps above for the query rows that read one cache row (the heads of a KV head):
@@ -174,6 +179,7 @@ struct CpuKernels {
   MadRowsF32Fn mad_rows_f32 = nullptr;
   RowToF32Fn row_to_f32[kTypeSlots] = {};  // by cache type: Q8_0, Q4_0
   SiluRowFn silu_row = nullptr;
+  RopeRowFn rope_row = nullptr;
   AttnWideFn attn_wide = nullptr;
   AttnTileFn attn_tile = nullptr;
   int64_t attn_tile_rows = 0;  // the most rows attn_tile takes (<= kAttnTileMaxRows)

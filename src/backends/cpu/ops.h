@@ -18,6 +18,8 @@
 
 namespace minfer::cpu {
 
+class RopeAngles;  // rope-angles.h
+
 struct TensorArg {
   const Node* node = nullptr;
   void* data = nullptr;
@@ -40,6 +42,7 @@ struct OpContext {
   uint8_t* work = nullptr;  // scratch of op_work_size() bytes
   size_t work_size = 0;
   const RepackMap* repacked = nullptr;  // none: every matmul uses the row kernels
+  RopeAngles* rope = nullptr;           // none: every rope computes its angles
 };
 
 // Scratch bytes the op needs (matmul: the quantized activations). src1: the activations
