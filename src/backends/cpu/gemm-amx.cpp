@@ -211,18 +211,24 @@ void gemm(const GemmArgs& a, GemmFn tail) {
   if (n_tiles > 0) {
     Scratch& s = t_scratch;
     const int64_t nb = a.n_blocks;
-    // d_x of every block of every token tile, as floats: dx[tile][b][t].
-    if (s.dx.size() < static_cast<size_t>(n_tiles * nb * kTok)) s.dx.resize(static_cast<size_t>(n_tiles * nb * kTok));
-    for (int64_t i = 0; i < n_tiles; ++i)
-      for (int t = 0; t < kTok; ++t) {
-        const auto* xr = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(i * kTok + t) * a.x_row);
-        float* d = s.dx.data() + i * nb * kTok + t;
-        for (int64_t b = 0; b < nb; ++b) d[b * kTok] = fp16_to_fp32(xr[b].d);
-      }
+    // d_x of every block of every token tile, as floats: dx[tile][b][t]; the op converts them
+    // once for all its calls (xd_tiles), a caller without them here.
+    const float* dx = a.xd_tiles;
+    static_assert(kGemmScaleTokens == kTok);
+    if (!dx) {
+      if (s.dx.size() < static_cast<size_t>(n_tiles * nb * kTok)) s.dx.resize(static_cast<size_t>(n_tiles * nb * kTok));
+      for (int64_t i = 0; i < n_tiles; ++i)
+        for (int t = 0; t < kTok; ++t) {
+          const auto* xr = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(i * kTok + t) * a.x_row);
+          float* d = s.dx.data() + i * nb * kTok + t;
+          for (int64_t b = 0; b < nb; ++b) d[b * kTok] = fp16_to_fp32(xr[b].d);
+        }
+      dx = s.dx.data();
+    }
     auto* wq = reinterpret_cast<int8_t*>(s.wq.get(static_cast<size_t>(nb) * kBTile));
     configure_tiles();
     const bool stream = stream_output(a);
-    run_steps<W>(a, n_tiles, s.dx.data(), wq, stream);
+    run_steps<W>(a, n_tiles, dx, wq, stream);
     end_tiles(stream);
   }
   gemm_tail(a, n_tiles * kTok, tail);

@@ -156,11 +156,15 @@ struct GemmArgs {
   const uint8_t* x = nullptr;  // [n_tok] rows of n_blocks activation blocks (F16 / BF16: f32)
   size_t x_row = 0;            // bytes per activation row
   const int32_t* xsum = nullptr;  // Q8_0: [n_tok][n_blocks] sum of each block's 32 values
+  // Q8_0: each block's scale as f32 for whole tiles of kGemmScaleTokens tokens,
+  // [n_tok / 16][n_blocks][16] (what the AMX kernels multiply by); null: they convert them.
+  const float* xd_tiles = nullptr;
   int64_t n_tok = 0;
   float* y = nullptr;
   int64_t y_stride = 0;        // floats between token rows of y
 };
 using GemmFn = void (*)(const GemmArgs& a);
+constexpr int64_t kGemmScaleTokens = 16;  // GemmArgs::xd_tiles' token tile
 
 constexpr int kTypeSlots = 40;  // > every GGML type id used
 inline int type_slot(DType t) { return static_cast<int>(t); }

@@ -42,6 +42,18 @@ void block_sums(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t r0, i
   }
 }
 
+// Rows [r0, r1) of the Q8_0 activations' block scales as f32, in the GEMM's token tiles
+// (GemmArgs::xd_tiles): xd[(r / 16) * n_blocks * 16 + b * 16 + r % 16]; rows past the last whole
+// tile have none (the kernels' token tails read the blocks).
+void block_scales(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t n_rows, int64_t r0, int64_t r1, float* xd) {
+  constexpr int64_t T = kGemmScaleTokens;
+  for (int64_t r = r0; r < std::min(r1, n_rows / T * T); ++r) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(xq + static_cast<size_t>(r) * x_row);
+    float* d = xd + (r / T) * n_blocks * T + r % T;
+    for (int64_t i = 0; i < n_blocks; ++i) d[i * T] = fp16_to_fp32(b[i].d);
+  }
+}
+
 // Fewer activation rows than this stream the weights (ThreadPool::parallel_streams).
 constexpr int64_t kStreamRows = 16;
 
@@ -90,6 +102,7 @@ struct Activations {
   const uint8_t* xq = nullptr;  // [n_rows] rows of the activation type
   size_t x_row = 0;
   const int32_t* xsum = nullptr;  // Q8_0 GEMM: [n_rows][n_blocks] block sums
+  const float* xd_tiles = nullptr;  // Q8_0 GEMM: block scales in token tiles (GemmArgs::xd_tiles)
   const uint8_t* gx = nullptr;    // what a GEMM reads: xq, or (F16 / BF16) the rounded f32 rows
   size_t gx_row = 0;
 };
@@ -105,6 +118,7 @@ Activations convert(const OpContext& c, const Weight& w, const TensorArg& xa) {
   r.xq = static_cast<const uint8_t*>(xa.data);
   const int64_t n_rows = r.n_rows, n_in = r.n_in, n_blocks = w.rw ? w.rw->n_blocks : 0;
   int32_t* xsum = nullptr;
+  float* xd = nullptr;    // Q8_0 GEMM: the block scales in token tiles
   float* xf32 = nullptr;  // F16 / BF16 GEMM: the rounded activations as f32 rows
   if (w.rw && float_gemm_type(w.type)) {
     const size_t at = align64(r.x_row * static_cast<size_t>(n_rows));
@@ -116,7 +130,9 @@ Activations convert(const OpContext& c, const Weight& w, const TensorArg& xa) {
     if (w.rw && act == DType::Q8_0) {
       const size_t offset = align64(r.x_row * static_cast<size_t>(n_rows));
       xsum = reinterpret_cast<int32_t*>(c.work + offset);
-      MINFER_ASSERT(c.work_size >= offset + static_cast<size_t>(n_rows * n_blocks) * 4);
+      const size_t xd_at = align64(offset + static_cast<size_t>(n_rows * n_blocks) * 4);
+      xd = reinterpret_cast<float*>(c.work + xd_at);
+      MINFER_ASSERT(c.work_size >= xd_at + static_cast<size_t>(n_rows * n_blocks) * 4);
     }
     // Activations to the activation type; for a GEMM over Q8_0 also each block's sum, in the
     // same pass over the rows.
@@ -126,11 +142,13 @@ Activations convert(const OpContext& c, const Weight& w, const TensorArg& xa) {
     c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i) quantize(xf + i * n_in, c.work + static_cast<size_t>(i) * x_row, n_in);
       if (xsum) block_sums(c.work, x_row, n_blocks, r0, r1, xsum);
+      if (xd) block_scales(c.work, x_row, n_blocks, n_rows, r0, r1, xd);
       if (xf32) widen_rows(act, c.work, x_row, n_in, r0, r1, xf32);
     }, 4);
     r.xq = c.work;
   }
   r.xsum = xsum;
+  r.xd_tiles = xd;
   r.gx = xf32 ? reinterpret_cast<const uint8_t*>(xf32) : r.xq;
   r.gx_row = xf32 ? static_cast<size_t>(n_in) * sizeof(float) : r.x_row;
   return r;
@@ -156,6 +174,8 @@ void gemm_groups(const OpContext& c, const Weight& w, const Activations& x, int6
   g.x = x.gx + static_cast<size_t>(t0) * x.gx_row;
   g.x_row = x.gx_row;
   g.xsum = x.xsum ? x.xsum + t0 * rw.n_blocks : nullptr;
+  MINFER_ASSERT(t0 % kGemmScaleTokens == 0);
+  g.xd_tiles = x.xd_tiles ? x.xd_tiles + t0 * rw.n_blocks : nullptr;
   g.n_tok = t1 - t0;
   g.y = y;
   g.y_stride = y_stride;
@@ -199,7 +219,9 @@ size_t op_work_size(const Node& n, const Node* src0, const Node* src1) {
   if (act == DType::F32) return 0;
   const auto n_rows = static_cast<size_t>(src1->n_rows());
   size_t bytes = row_bytes(act, src1->ne[0]) * n_rows;
-  if (act == DType::Q8_0) bytes = align64(bytes) + n_rows * static_cast<size_t>(src1->ne[0] / 32) * sizeof(int32_t);  // xsum
+  if (act == DType::Q8_0)  // xsum, then xd_tiles
+    bytes = align64(align64(bytes) + n_rows * static_cast<size_t>(src1->ne[0] / 32) * sizeof(int32_t)) +
+            n_rows * static_cast<size_t>(src1->ne[0] / 32) * sizeof(float);
   if (float_gemm_type(src0->type)) bytes = align64(bytes) + n_rows * static_cast<size_t>(src1->ne[0]) * sizeof(float);
   return bytes;
 }
