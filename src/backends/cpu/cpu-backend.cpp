@@ -195,7 +195,8 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
 }
 
 Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) {
-  OpContext ctx{pool_, *k_, work_.data(), work_.size(), &repacked_, &rope_};
+  WorkActivations held;  // what a matmul left converted in work_ (nothing at the start)
+  OpContext ctx{pool_, *k_, work_.data(), work_.size(), &repacked_, &rope_, &held};
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     OpArgs a;
@@ -232,6 +233,8 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       case Op::kKvCache:
       case Op::kCopy: return make_error("cpu: node '{}' ({}) is not executable here", n.name, op_name(n.op));
     }
+    // The converted activations stay valid while their source bytes and the work buffer do.
+    if (held.overlaps(a.dst.data, n.n_bytes()) || n.op == Op::kMatmulId) held.valid = false;
     if (profile_) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       op_seconds_[static_cast<size_t>(n.op)] += s;

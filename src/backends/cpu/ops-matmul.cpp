@@ -117,6 +117,12 @@ Activations convert(const OpContext& c, const Weight& w, const TensorArg& xa) {
   r.x_row = row_bytes(act, w.n_in);
   r.xq = static_cast<const uint8_t*>(xa.data);
   const int64_t n_rows = r.n_rows, n_in = r.n_in, n_blocks = w.rw ? w.rw->n_blocks : 0;
+  // Already in the work buffer in this form (the previous matmul of the same tensor)?
+  const bool gemm = w.rw && act == DType::Q8_0, f32_rows = w.rw && float_gemm_type(w.type);
+  WorkActivations* held = c.work_acts;
+  const bool reuse = held && held->valid && held->src == &x && held->data == xa.data && held->act == act &&
+                     held->gemm == gemm && held->f32_rows == f32_rows && act != DType::F32;
+  if (held && !reuse && act != DType::F32) *held = {true, &x, xa.data, act, gemm, f32_rows};
   int32_t* xsum = nullptr;
   float* xd = nullptr;    // Q8_0 GEMM: the block scales in token tiles
   float* xf32 = nullptr;  // F16 / BF16 GEMM: the rounded activations as f32 rows
@@ -139,7 +145,7 @@ Activations convert(const OpContext& c, const Weight& w, const TensorArg& xa) {
     const QuantizeFn quantize = c.k.quantize[type_slot(act)];
     const float* xf = xa.f32();
     const size_t x_row = r.x_row;
-    c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) {
+    if (!reuse) c.pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i) quantize(xf + i * n_in, c.work + static_cast<size_t>(i) * x_row, n_in);
       if (xsum) block_sums(c.work, x_row, n_blocks, r0, r1, xsum);
       if (xd) block_scales(c.work, x_row, n_blocks, n_rows, r0, r1, xd);

@@ -36,6 +36,23 @@ struct OpArgs {
 // Repacked copies of matmul weights, by the weight's data address (CpuBackend::prepare).
 using RepackMap = std::unordered_map<const void*, std::shared_ptr<const RepackedWeight>>;
 
+// What the work buffer holds after a matmul converted its activations (ops-matmul.cpp): the
+// next matmul of the same tensor to the same form reads them there instead of converting
+// again (a layer's q, k and v projections). The backend forgets it (valid = false) when a
+// node writes over the source bytes or another op uses the work buffer.
+struct WorkActivations {
+  bool valid = false;
+  const Node* src = nullptr;  // the activation tensor
+  const void* data = nullptr;
+  DType act = DType::F32;     // the form: activation type, with the GEMM's block sums and scales or not,
+  bool gemm = false, f32_rows = false;  // with the F16 / BF16 GEMMs' f32 rows or not
+  bool overlaps(const void* p, size_t n) const {
+    const auto* a = static_cast<const uint8_t*>(data);
+    const auto* b = static_cast<const uint8_t*>(p);
+    return valid && b < a + src->n_bytes() && a < b + n;
+  }
+};
+
 struct OpContext {
   ThreadPool& pool;
   const CpuKernels& k;
@@ -43,6 +60,7 @@ struct OpContext {
   size_t work_size = 0;
   const RepackMap* repacked = nullptr;  // none: every matmul uses the row kernels
   RopeAngles* rope = nullptr;           // none: every rope computes its angles
+  WorkActivations* work_acts = nullptr; // none: every matmul converts its activations
 };
 
 // Scratch bytes the op needs (matmul: the quantized activations). src1: the activations
