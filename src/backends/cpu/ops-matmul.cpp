@@ -50,7 +50,7 @@ void block_scales(const uint8_t* xq, size_t x_row, int64_t n_blocks, int64_t n_r
   for (int64_t r = r0; r < std::min(r1, n_rows / T * T); ++r) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(xq + static_cast<size_t>(r) * x_row);
     float* d = xd + (r / T) * n_blocks * T + r % T;
-    for (int64_t i = 0; i < n_blocks; ++i) d[i * T] = fp16_to_fp32(b[i].d);
+    for (int64_t i = 0; i < n_blocks; ++i) d[i * T] = f16_lookup(b[i].d);
   }
 }
 

@@ -310,10 +310,10 @@ void quantize_q8_blocks(const float* x, Block* b, int64_t n) {
     __m256i p8 = _mm256_packs_epi16(p16a, p16b);
     p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[ib].qs), p8);
-    b[ib].d = fp32_to_fp16(d);
+    b[ib].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);  // d is finite here: fp32_to_fp16's bits
     if constexpr (kWithSum) {
       const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
-      b[ib].s = fp32_to_fp16(static_cast<float>(sum) * d);
+      b[ib].s = _cvtss_sh(static_cast<float>(sum) * d, _MM_FROUND_TO_NEAREST_INT);
     }
   }
 }
