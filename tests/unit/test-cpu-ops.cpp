@@ -527,6 +527,43 @@ TEST(CpuElementwise, NormsAddMulSiluSwigluMatchNaive) {
   }
 }
 
+// rms_norm is llama.cpp's formula to the bit (f32 squares summed in double in element order,
+// the mean rounded to f32) for every row, whatever number of rows the op interleaves (8, 4, 2,
+// 1 at a time, in chunks of either pool size). (A reordered double sum rarely shows after the
+// rounding to f32; a float sum or a row mixed up with its neighbour does.)
+TEST(CpuElementwise, RmsNormIsTheSequentialDoubleSumBitForBit) {
+  const int64_t ne0 = 200;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    const OpContext ctx{pool, cpu_kernels(), nullptr, 0};
+    for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 37, 100}) {
+      const size_t n = static_cast<size_t>(ne0 * rows);
+      std::vector<float> x = randn(n, 31 + static_cast<uint32_t>(rows), 3.0f);
+      for (size_t i = 0; i < n; i += 17) x[i] *= 1e-3f;  // squares across many binades
+      Node xn = make_node(Op::kInput, DType::F32, {ne0, rows, 1, 1});
+      Node yn = make_node(Op::kRmsNorm, DType::F32, {ne0, rows, 1, 1});
+      yn.params.eps = 1e-6f;
+      std::vector<float> y(n);
+      OpArgs a;
+      a.dst = {&yn, y.data()};
+      a.src[0] = {&xn, x.data()};
+      op_rms_norm(ctx, a);
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0.0;
+        for (int64_t i = 0; i < ne0; ++i) {
+          const float v = x[static_cast<size_t>(r * ne0 + i)];
+          sum += static_cast<double>(v * v);
+        }
+        const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(ne0)) + 1e-6f);
+        for (int64_t i = 0; i < ne0; ++i) {
+          const size_t k = static_cast<size_t>(r * ne0 + i);
+          ASSERT_EQ(f32_bits(y[k]), f32_bits(x[k] * scale)) << "row " << r << " of " << rows << ", " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 // gelu (tanh approximation, at f16 precision like llama.cpp's table), geglu = gelu * up exactly,
 // scale, softcap: against the formulas in double.
 TEST(CpuElementwise, GeluGegluScaleSoftcapMatchTheFormulas) {
