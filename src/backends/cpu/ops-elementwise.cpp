@@ -52,6 +52,17 @@ void rms_scales(const float* x, int64_t n, int64_t r0, int64_t r1, float eps, fl
   }
 }
 
+// row(r, scale of row r) for r in [r0, r1) of x ([rows][n]), the scales kNormBatch rows at a time.
+template <class Row>
+void scaled_rows(const float* x, int64_t n, int64_t r0, int64_t r1, float eps, Row&& row) {
+  for (int64_t b0 = r0; b0 < r1; b0 += kNormBatch) {
+    const int64_t b1 = std::min(r1, b0 + kNormBatch);
+    float s[kNormBatch];  // [b1 - b0] the rows' scales
+    rms_scales(x, n, b0, b1, eps, s);
+    for (int64_t r = b0; r < b1; ++r) row(r, s[r - b0]);
+  }
+}
+
 // Rows per task: enough work per chunk that waking a thread pays.
 int64_t min_rows(int64_t row_len) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_len)); }
 
@@ -91,16 +102,11 @@ void op_rms_norm(const OpContext& c, const OpArgs& a) {
   const float* x = a.src[0].f32();
   float* y = a.dst.f32();
   c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
-    for (int64_t b0 = r0; b0 < r1; b0 += kNormBatch) {
-      const int64_t b1 = std::min(r1, b0 + kNormBatch);
-      float s[kNormBatch];  // [b1 - b0] the rows' scales
-      rms_scales(x, ne0, b0, b1, eps, s);
-      for (int64_t r = b0; r < b1; ++r) {
-        const float* xr = x + r * ne0;
-        float* yr = y + r * ne0;
-        for (int64_t i = 0; i < ne0; ++i) yr[i] = xr[i] * s[r - b0];
-      }
-    }
+    scaled_rows(x, ne0, r0, r1, eps, [&](int64_t r, float s) {
+      const float* xr = x + r * ne0;
+      float* yr = y + r * ne0;
+      for (int64_t i = 0; i < ne0; ++i) yr[i] = xr[i] * s;
+    });
   }, min_rows(ne0));
 }
 
@@ -111,19 +117,14 @@ void op_rms_norm_mul(const OpContext& c, const OpArgs& a) {
   const float* w = a.src[1].f32();
   float* y = a.dst.f32();
   c.pool.parallel_for(a.dst.node->n_rows(), [&](int64_t r0, int64_t r1) {
-    for (int64_t b0 = r0; b0 < r1; b0 += kNormBatch) {
-      const int64_t b1 = std::min(r1, b0 + kNormBatch);
-      float s[kNormBatch];  // [b1 - b0] the rows' scales
-      rms_scales(x, ne0, b0, b1, eps, s);
-      for (int64_t r = b0; r < b1; ++r) {
-        const float* xr = x + r * ne0;
-        float* yr = y + r * ne0;
-        for (int64_t i = 0; i < ne0; ++i) {
-          const float normed = xr[i] * s[r - b0];  // = rms_norm's output
-          yr[i] = normed * w[i];                   // = mul's output
-        }
+    scaled_rows(x, ne0, r0, r1, eps, [&](int64_t r, float s) {
+      const float* xr = x + r * ne0;
+      float* yr = y + r * ne0;
+      for (int64_t i = 0; i < ne0; ++i) {
+        const float normed = xr[i] * s;  // = rms_norm's output
+        yr[i] = normed * w[i];           // = mul's output
       }
-    }
+    });
   }, min_rows(ne0));
 }
 
