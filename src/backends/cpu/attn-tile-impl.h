@@ -71,8 +71,8 @@ inline void widen_block(const AttnTileArgs& a, int64_t j0, int64_t nb, int64_t n
   const int64_t hd = a.hd, hd_v = a.hd_v;
   for (int64_t k = 0; k < nbk; ++k) {
     if (k < n_next) {
-      prefetch_lines(a.k + static_cast<size_t>(j0 + kB + k) * a.k_row, a.k_bytes);
-      prefetch_lines(a.v + static_cast<size_t>(j0 + kB + k) * a.v_row, a.v_bytes);
+      prefetch_lines_l2(a.k + static_cast<size_t>(j0 + kB + k) * a.k_row, a.k_bytes);
+      prefetch_lines_l2(a.v + static_cast<size_t>(j0 + kB + k) * a.v_row, a.v_bytes);
     }
     if (k < nb) {
       const uint8_t *kr = a.k + static_cast<size_t>(j0 + k) * a.k_row, *vr = a.v + static_cast<size_t>(j0 + k) * a.v_row;

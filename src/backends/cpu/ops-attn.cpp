@@ -101,8 +101,8 @@ struct KvView {
   [[gnu::always_inline]] void prefetch(int64_t j) const {
     const int64_t e = std::min(n, j + kKvPrefetchKeys + 1);
     for (int64_t i = j == 0 ? 0 : j + kKvPrefetchKeys; i < e; ++i) {
-      prefetch_lines(k_at(i), k_bytes);
-      prefetch_lines(v_at(i), v_bytes);
+      prefetch_lines_l2(k_at(i), k_bytes);
+      prefetch_lines_l2(v_at(i), v_bytes);
     }
   }
   const uint8_t* k_at(int64_t j) const {
