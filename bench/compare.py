@@ -11,7 +11,9 @@ model's vocabulary is 151936). Then runs
 `minfer bench` and `llama-oracle bench` (llama.cpp from node-llama-cpp) interleaved, one
 repetition each per round, so both see the same machine load; reports the median t/s of each
 engine, the ratio, and decode bandwidth (weight bytes read per token x tg t/s) as a fraction of
-the read-bandwidth ceiling measured by minfer-membw with the same thread count. A second table
+the read-bandwidth ceiling measured by minfer-membw with the same thread count, once per round
+beside the engines' runs (the median of the rounds: on a shared machine the bandwidth on offer
+drifts over minutes, and a ceiling taken once would lean on the moment it was taken). A second table
 gives each engine's resident memory (VmRSS right after the tg test, i.e. while decoding, and
 the process peak VmHWM) against the model file + minfer's KV cache for the same context, and
 its load time (load_seconds: from opening the file to the first decoded token, each engine
@@ -148,13 +150,14 @@ def main():
     oracle = os.path.join(a.build, "tests/llama-oracle")
     models = ensure_models(a)
     depths = [int(x) for x in a.d.split(",")]
-    bw = run_json([os.path.join(a.build, "bin/minfer-membw"), "-t", str(a.threads)])
-    ceiling = bw["best_gbps"]
-    log(f"read-bandwidth ceiling {ceiling:.1f} GB/s ({a.threads} threads)")
+    membw = [os.path.join(a.build, "bin/minfer-membw"), "-t", str(a.threads)]
 
     samples = {}  # (label, engine, test) -> [t/s]
     memory = {}   # (label, engine, "rss"|"peak"|"budget") -> [bytes], after the tg test
+    ceilings = []  # [GB/s] minfer-membw's best pass, one per round
     for rnd in range(a.rounds):
+        ceilings.append(run_json(membw)["best_gbps"])
+        log(f"round {rnd + 1}: read-bandwidth ceiling {ceilings[-1]:.1f} GB/s ({a.threads} threads)")
         for label, path in models:
             for depth in depths:
                 for engine, cmd in (("minfer", [minfer, "bench", path, "-o", "json", "--kv-type", a.kv_type]),
@@ -172,6 +175,7 @@ def main():
                                 memory.setdefault((label, "", "budget"), []).append(r["model_file_bytes"] + r["kv_bytes"])
         log(f"round {rnd + 1}/{a.rounds} done")
 
+    ceiling = statistics.median(ceilings)
     rows = []
     for label, path in models:
         wb = weight_bytes_per_token(path)
@@ -192,7 +196,7 @@ def main():
                     row["llama_bw_frac"] = step * l / 1e9 / ceiling
                 rows.append(row)
     print(f"\nminfer vs llama.cpp, {a.threads} threads, KV cache {a.kv_type}, medians of {a.rounds} interleaved rounds; "
-          f"read-bandwidth ceiling {ceiling:.1f} GB/s\n")
+          f"read-bandwidth ceiling {ceiling:.1f} GB/s (median of the rounds' {', '.join(f'{c:.1f}' for c in ceilings)})\n")
     print("| model | test | minfer t/s | llama.cpp t/s | ratio | decode bandwidth (minfer / llama.cpp) |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for r in rows:
@@ -222,7 +226,7 @@ def main():
             print(f"| {r['model']} | {r['budget'] / mib:.1f} | " + " | ".join(cells) + f" | {load} |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"threads": a.threads, "kv_type": a.kv_type, "depths": depths, "ceiling_gbps": ceiling, "rows": rows, "memory": mem_rows,
+            json.dump({"threads": a.threads, "kv_type": a.kv_type, "depths": depths, "ceiling_gbps": ceiling, "ceilings_gbps": ceilings, "rows": rows, "memory": mem_rows,
                        "samples": {"|".join(k): v for k, v in samples.items()}, "time": time.time()}, f, indent=1)
 
 
