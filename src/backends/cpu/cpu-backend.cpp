@@ -197,13 +197,60 @@ Status CpuBackend::prepare(const Graph& g, std::span<const int> nodes) {
 Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) {
   WorkActivations held;  // what a matmul left converted in work_ (nothing at the start)
   OpContext ctx{pool_, *k_, work_.data(), work_.size(), &repacked_, &rope_, &held};
-  for (int id : nodes) {
+  auto args_of = [&](int id) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     OpArgs a;
     a.dst = {&n, addrs[static_cast<size_t>(id)]};
     MINFER_ASSERT(n.src.size() <= 4);
     for (size_t i = 0; i < n.src.size(); ++i)
       a.src[i] = {&g.nodes[static_cast<size_t>(n.src[i])], addrs[static_cast<size_t>(n.src[i])]};
+    return a;
+  };
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const int id = nodes[k];
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    const OpArgs a = args_of(id);
+    // Consecutive decode matmuls of one tensor (a layer's q, k, v) run as one job. They are
+    // independent (each reads the tensor and its weight), and all their outputs are live
+    // together, so running them at once writes nothing another node still needs.
+    if (n.op == Op::kMatmul) {
+      OpArgs run[8] = {a};
+      size_t len = 1;
+      while (len < 8 && k + len < nodes.size()) {
+        const Node& m = g.nodes[static_cast<size_t>(nodes[k + len])];
+        if (m.op != Op::kMatmul || m.src[1] != n.src[1]) break;
+        run[len] = args_of(nodes[k + len]);
+        ++len;
+      }
+      if (len > 1 && can_stream_together(ctx, {run, len})) {
+        const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        op_matmuls_streamed(ctx, {run, len});
+        for (size_t i = 0; i < len; ++i)
+          if (held.overlaps(run[i].dst.data, run[i].dst.node->n_bytes())) held.valid = false;
+        if (profile_) {
+          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          op_seconds_[static_cast<size_t>(Op::kMatmul)] += s;
+          op_calls_[static_cast<size_t>(Op::kMatmul)] += static_cast<int64_t>(len);
+          std::string key = "streamed together:";
+          for (size_t i = 0; i < len; ++i) {
+            const Node& w = *run[i].src[0].node;
+            key += ' ';
+            key += dtype_name(w.type);
+            key += ' ';
+            key += std::to_string(w.ne[0]);
+            key += 'x';
+            key += std::to_string(w.ne[1]);
+          }
+          key += " rows ";
+          key += std::to_string(n.ne[1]);
+          auto& e = matmul_profile_[key];
+          e.first += s;
+          ++e.second;
+        }
+        k += len - 1;
+        continue;
+      }
+    }
     const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     switch (n.op) {
       case Op::kGetRows: op_get_rows(ctx, a); break;

@@ -19,6 +19,7 @@
 // layout: (64-byte aligned) [n_rows][n_in] f32 of the same rounded values | Q8_0 GEMM:
 // [n_rows][n_blocks] int32 block sums.
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -249,6 +250,49 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   }
   c.pool.parallel_for(n_out, [&](int64_t o0, int64_t o1) { dot_rows(c, w, x, o0, o1, y + o0, n_out); },
                       min_dot_rows(w, n_rows));
+}
+
+bool can_stream_together(const OpContext& c, std::span<const OpArgs> ops) {
+  if (ops.size() < 2) return false;
+  const Node* x = ops[0].src[1].node;
+  if (x->n_rows() >= kStreamRows) return false;
+  const Weight w0 = weight_of(c, ops[0].src[0]);
+  for (const OpArgs& a : ops) {
+    const Weight w = weight_of(c, a.src[0]);
+    if (!w.rw || a.src[1].node != x || a.src[1].data != ops[0].src[1].data ||
+        activation_type(w.type) != activation_type(w0.type) || float_gemm_type(w.type) != float_gemm_type(w0.type))
+      return false;
+  }
+  return true;
+}
+
+void op_matmuls_streamed(const OpContext& c, std::span<const OpArgs> ops) {
+  MINFER_ASSERT(can_stream_together(c, ops) && ops.size() <= 8);
+  Weight w[8];
+  int64_t first[9] = {0};  // [ops + 1] each weight's first group in the joint range
+  for (size_t i = 0; i < ops.size(); ++i) {
+    w[i] = weight_of(c, ops[i].src[0]);
+    first[i + 1] = first[i] + w[i].rw->n_groups;
+  }
+  // One form for all (can_stream_together): the first conversion serves every weight.
+  const Activations x = convert(c, w[0], ops[0].src[1]);
+  const int64_t n_rows = x.n_rows;
+  auto part = [&](size_t i, int64_t g0, int64_t g1) {  // groups [g0, g1) of weight i
+    const int64_t n_out = w[i].n_out;
+    gemm_groups(c, w[i], x, g0, g1, 0, n_rows, ops[i].dst.f32() + g0 * kRepackRows, n_out);
+  };
+  c.pool.parallel_streams(first[ops.size()], std::max<int64_t>(1, 65536 / (w[0].n_in * kRepackRows)),
+                          [&](int64_t g0, int64_t g1) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const int64_t lo = std::max(g0, first[i]), hi = std::min(g1, first[i + 1]);
+      if (lo < hi) part(i, lo - first[i], hi - first[i]);
+    }
+  });
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const int64_t done = w[i].rw->n_groups * kRepackRows, n_out = w[i].n_out;
+    float* y = ops[i].dst.f32();
+    dot_rows(c, w[i], x, done, n_out, y + done, n_out);
+  }
 }
 
 namespace {
