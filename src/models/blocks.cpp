@@ -70,9 +70,14 @@ int LlmBuilder::attention(int il, int x, AttnBlock opts) {
   const int64_t n_tokens = p_.n_tokens;
   const int64_t hd = hp_.head_dim_k;
 
-  int q = linear(p + "attn_q", x, l.wq, l.bq);  // [n_head * hd, n_tokens]
-  int k = linear(p + "attn_k", x, l.wk, l.bk);  // [n_head_kv * hd, n_tokens]
-  int v = linear(p + "attn_v", x, l.wv, l.bv);  // [n_head_kv * hd_v, n_tokens]
+  // The three projections, then their biases: consecutive matmuls of x run as one job on the
+  // CPU backend (decode: op_matmuls_streamed), so the biases do not sit between them.
+  int q = b_.matmul(p + "attn_q", weight(l.wq), x);  // [n_head * hd, n_tokens]
+  int k = b_.matmul(p + "attn_k", weight(l.wk), x);  // [n_head_kv * hd, n_tokens]
+  int v = b_.matmul(p + "attn_v", weight(l.wv), x);  // [n_head_kv * hd_v, n_tokens]
+  if (l.bq) q = b_.add(p + "attn_q.bias", q, weight(l.bq));
+  if (l.bk) k = b_.add(p + "attn_k.bias", k, weight(l.bk));
+  if (l.bv) v = b_.add(p + "attn_v.bias", v, weight(l.bv));
   q = b_.reshape(p + "attn_q.heads", q, {hd, hp_.n_head, n_tokens});
   k = b_.reshape(p + "attn_k.heads", k, {hd, hp_.n_head_kv, n_tokens});
   if (l.q_norm) q = norm(il, "attn_q_norm", q, l.q_norm);  // per head, over hd
