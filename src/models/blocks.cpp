@@ -71,7 +71,7 @@ int LlmBuilder::attention(int il, int x, AttnBlock opts) {
   const int64_t hd = hp_.head_dim_k;
 
   // The three projections, then their biases: consecutive matmuls of x run as one job on the
-  // CPU backend (decode: op_matmuls_streamed), so the biases do not sit between them.
+  // CPU backend (decode: op_matmuls_joint), so the biases do not sit between them.
   int q = b_.matmul(p + "attn_q", weight(l.wq), x);  // [n_head * hd, n_tokens]
   int k = b_.matmul(p + "attn_k", weight(l.wk), x);  // [n_head_kv * hd, n_tokens]
   int v = b_.matmul(p + "attn_v", weight(l.wv), x);  // [n_head_kv * hd_v, n_tokens]

@@ -2,9 +2,9 @@
 // the tensor the previous matmul converted, to the same form, takes the work buffer as it is
 // (a layer's q, k and v). Reuse must give the bits of a fresh conversion, and must not happen
 // across a change of form (another activation type, GEMM or row kernels) or once the source
-// bytes were written over. With one row, consecutive matmuls of one form also run as one
-// streamed job (op_matmuls_streamed): the same comparison checks that path (its groups split
-// across weights, each weight's rows past its last group).
+// bytes were written over. With one row, consecutive matmuls of one form also run as one job
+// (op_matmuls_joint): the same comparison checks that path (its groups split across weights,
+// each weight's rows past its last group).
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -222,16 +222,16 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
         run[len] = args_of(nodes[k + len]);
         ++len;
       }
-      if (len > 1 && can_stream_together(ctx, {run, len})) {
+      if (len > 1 && can_join_matmuls(ctx, {run, len})) {
         const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-        op_matmuls_streamed(ctx, {run, len});
+        op_matmuls_joint(ctx, {run, len});
         for (size_t i = 0; i < len; ++i)
           if (held.overlaps(run[i].dst.data, run[i].dst.node->n_bytes())) held.valid = false;
         if (profile_) {
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           op_seconds_[static_cast<size_t>(Op::kMatmul)] += s;
           op_calls_[static_cast<size_t>(Op::kMatmul)] += static_cast<int64_t>(len);
-          std::string key = "streamed together:";
+          std::string key = "joint:";
           for (size_t i = 0; i < len; ++i) {
             const Node& w = *run[i].src[0].node;
             key += ' ';

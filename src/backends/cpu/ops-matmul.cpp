@@ -199,18 +199,17 @@ void dot_rows(const OpContext& c, const Weight& w, const Activations& x, int64_t
   }
 }
 
-// Runs fn(g0, g1) over the weight's row groups in parallel: a few activation rows (decode) are
-// bound by the weight bytes, so each thread streams one contiguous range of groups
-// (parallel_streams; Qwen3-0.6B Q4_0 tg64: 58-59 t/s vs 54 with 8 chunks of a shared
+// Runs fn(g0, g1) over n_groups row groups of n_in weights each in parallel: a few activation
+// rows (decode) are bound by the weight bytes, so each thread streams one contiguous range of
+// groups (parallel_streams; Qwen3-0.6B Q4_0 tg64: 58-59 t/s vs 54 with 8 chunks of a shared
 // counter, and 55-56 with pieces of 4 groups claimed one at a time); more rows take chunks of
 // at least ~64 K weight elements x rows.
 template <class F>
-void over_groups(const OpContext& c, const Weight& w, int64_t n_rows, F&& fn) {
-  const int64_t n_groups = w.rw->n_groups;
+void over_groups(const OpContext& c, int64_t n_groups, int64_t n_in, int64_t n_rows, F&& fn) {
   if (n_rows < kStreamRows)
-    c.pool.parallel_streams(n_groups, std::max<int64_t>(1, 65536 / (w.n_in * kRepackRows)), fn);
+    c.pool.parallel_streams(n_groups, std::max<int64_t>(1, 65536 / (n_in * kRepackRows)), fn);
   else
-    c.pool.parallel_for(n_groups, fn, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, w.n_in * n_rows * kRepackRows)));
+    c.pool.parallel_for(n_groups, fn, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, n_in * n_rows * kRepackRows)));
 }
 
 // At least ~64 K weight elements per task of the row kernels, so small matrices do not pay
@@ -240,7 +239,7 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
   float* y = a.dst.f32();
   if (w.rw) {
     const int64_t tb = token_block(c, x);
-    over_groups(c, w, n_rows, [&](int64_t g0, int64_t g1) {
+    over_groups(c, w.rw->n_groups, w.n_in, n_rows, [&](int64_t g0, int64_t g1) {
       for (int64_t t0 = 0; t0 < n_rows; t0 += tb)
         gemm_groups(c, w, x, g0, g1, t0, std::min(n_rows, t0 + tb), y + t0 * n_out + g0 * kRepackRows, n_out);
     });
@@ -252,9 +251,10 @@ void op_matmul(const OpContext& c, const OpArgs& a) {
                       min_dot_rows(w, n_rows));
 }
 
-bool can_stream_together(const OpContext& c, std::span<const OpArgs> ops) {
+bool can_join_matmuls(const OpContext& c, std::span<const OpArgs> ops) {
   if (ops.size() < 2) return false;
   const Node* x = ops[0].src[1].node;
+  // Decode only: with 512 rows the joint job measured no faster than one job per weight.
   if (x->n_rows() >= kStreamRows) return false;
   const Weight w0 = weight_of(c, ops[0].src[0]);
   for (const OpArgs& a : ops) {
@@ -266,23 +266,26 @@ bool can_stream_together(const OpContext& c, std::span<const OpArgs> ops) {
   return true;
 }
 
-void op_matmuls_streamed(const OpContext& c, std::span<const OpArgs> ops) {
-  MINFER_ASSERT(can_stream_together(c, ops) && ops.size() <= 8);
+void op_matmuls_joint(const OpContext& c, std::span<const OpArgs> ops) {
+  MINFER_ASSERT(can_join_matmuls(c, ops) && ops.size() <= 8);
   Weight w[8];
   int64_t first[9] = {0};  // [ops + 1] each weight's first group in the joint range
   for (size_t i = 0; i < ops.size(); ++i) {
     w[i] = weight_of(c, ops[i].src[0]);
     first[i + 1] = first[i] + w[i].rw->n_groups;
   }
-  // One form for all (can_stream_together): the first conversion serves every weight.
+  // One form for all (can_join_matmuls): the first conversion serves every weight.
   const Activations x = convert(c, w[0], ops[0].src[1]);
   const int64_t n_rows = x.n_rows;
-  auto part = [&](size_t i, int64_t g0, int64_t g1) {  // groups [g0, g1) of weight i
+  const int64_t tb = token_block(c, x);
+  auto part = [&](size_t i, int64_t g0, int64_t g1) {  // groups [g0, g1) of weight i, every token
     const int64_t n_out = w[i].n_out;
-    gemm_groups(c, w[i], x, g0, g1, 0, n_rows, ops[i].dst.f32() + g0 * kRepackRows, n_out);
+    float* y = ops[i].dst.f32();
+    for (int64_t t0 = 0; t0 < n_rows; t0 += tb)
+      gemm_groups(c, w[i], x, g0, g1, t0, std::min(n_rows, t0 + tb), y + t0 * n_out + g0 * kRepackRows, n_out);
   };
-  c.pool.parallel_streams(first[ops.size()], std::max<int64_t>(1, 65536 / (w[0].n_in * kRepackRows)),
-                          [&](int64_t g0, int64_t g1) {
+  // The joint range of groups, as over_groups splits one weight's.
+  over_groups(c, first[ops.size()], w[0].n_in, n_rows, [&](int64_t g0, int64_t g1) {
     for (size_t i = 0; i < ops.size(); ++i) {
       const int64_t lo = std::max(g0, first[i]), hi = std::min(g1, first[i + 1]);
       if (lo < hi) part(i, lo - first[i], hi - first[i]);
@@ -333,7 +336,7 @@ void op_matmul_swiglu(const OpContext& c, const OpArgs& a) {
   float* y = a.dst.f32();
   if (wg.rw && wu.rw && wg.rw->n_groups == wu.rw->n_groups) {
     const int64_t tb = std::min(kSwigluTokens, token_block(c, x));
-    over_groups(c, wg, n_rows, [&](int64_t g0, int64_t g1) {
+    over_groups(c, wg.rw->n_groups, wg.n_in, n_rows, [&](int64_t g0, int64_t g1) {
       float* bg = swiglu_scratch(static_cast<size_t>(2 * std::min(tb, n_rows) * kSwigluStride));
       float* bu = bg + std::min(tb, n_rows) * kSwigluStride;
       for (int64_t t0 = 0; t0 < n_rows; t0 += tb) {

@@ -91,12 +91,12 @@ void op_moe_sum(const OpContext& c, const OpArgs& a);       // ops-moe.cpp
 size_t matmul_id_work_size(const Node& n, const Node& w, const Node& x);  // ops-moe.cpp
 void op_matmul(const OpContext& c, const OpArgs& a);        // ops-matmul.cpp
 // Several decode matmuls of one activation tensor (a layer's q, k and v) as one job: the
-// activations converted once, every weight's row groups streamed as one range split between
-// the threads (one hand-off and one tail instead of one per matmul). The bits of one op_matmul
-// each. can_stream_together says whether ops qualify (2+, all repacked, one activation form,
-// fewer than 16 rows); at most 8.
-bool can_stream_together(const OpContext& c, std::span<const OpArgs> ops);
-void op_matmuls_streamed(const OpContext& c, std::span<const OpArgs> ops);
+// activations converted once, every weight's row groups as one range streamed by the threads
+// (one hand-off and one tail instead of one per matmul). The bits of one op_matmul each.
+// can_join_matmuls says whether ops qualify (2+, all repacked, one activation form, fewer than
+// 16 rows: a 512-row prefill measured no faster joined); at most 8.
+bool can_join_matmuls(const OpContext& c, std::span<const OpArgs> ops);
+void op_matmuls_joint(const OpContext& c, std::span<const OpArgs> ops);
 void op_matmul_swiglu(const OpContext& c, const OpArgs& a); // ops-matmul.cpp
 void op_rope(const OpContext& c, const OpArgs& a);          // ops-rope.cpp
 void op_attn(const OpContext& c, const OpArgs& a);          // ops-attn.cpp
