@@ -146,6 +146,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
     minfer = os.path.join(a.build, "bin/minfer")
     oracle = os.path.join(a.build, "tests/llama-oracle")
     models = ensure_models(a)

@@ -163,6 +163,8 @@ TEST(CpuRope, AngleCacheServesOnlyItsOwnPositionsAndParameters) {
     const auto fresh = run_rope(x, {hd, n_head, n_tok, 1}, c.pos, RopeMode::kNeox, 64, c.base, c.scale, c.factors);
     const auto cached =
         run_rope(x, {hd, n_head, n_tok, 1}, c.pos, RopeMode::kNeox, 64, c.base, c.scale, c.factors, &cache);
+    // The rope left its table in the cache (the next case with these inputs is served from it).
+    EXPECT_NE(cache.find({64, c.base, c.scale, c.factors ? c.factors->data() : nullptr}, c.pos.data(), n_tok), nullptr);
     for (size_t i = 0; i < x.size(); ++i)
       ASSERT_EQ(std::bit_cast<uint32_t>(cached[i]), std::bit_cast<uint32_t>(fresh[i]))
           << "pos " << c.pos[2] << " base " << c.base << " scale " << c.scale << " i " << i;

@@ -531,7 +531,7 @@ TEST(CpuElementwise, NormsAddMulSiluSwigluMatchNaive) {
 // the mean rounded to f32) for every row, whatever number of rows the op interleaves (8, 4, 2,
 // 1 at a time, in chunks of either pool size). (A reordered double sum rarely shows after the
 // rounding to f32; a float sum or a row mixed up with its neighbour does.)
-TEST(CpuElementwise, RmsNormIsTheSequentialDoubleSumBitForBit) {
+TEST(CpuElementwise, RmsNormIsLlamaCppFormulaOnEveryRow) {
   const int64_t ne0 = 200;
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);

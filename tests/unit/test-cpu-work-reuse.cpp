@@ -31,8 +31,10 @@ std::vector<uint8_t> quantized(DType type, int64_t n_in, int64_t n_out, uint32_t
 }
 
 // Each output of `outs` matmuls of one input, computed in one graph (reuse possible) and each
-// in a graph of its own (fresh conversion): the same bits.
-void expect_reuse_exact(const std::vector<DType>& types, int64_t n_rows) {
+// in a graph of its own (fresh conversion): the same bits. `one_form`: the graph of all of them
+// must then have saved work (one row: a joint run; more: reused conversions), so the
+// comparison really covers those paths.
+void expect_reuse_exact(const std::vector<DType>& types, int64_t n_rows, bool one_form) {
   const int64_t n_in = 512, n_out = 16 * 5 + 3;
   std::vector<std::vector<uint8_t>> w;
   for (size_t i = 0; i < types.size(); ++i) w.push_back(quantized(types[i], n_in, n_out, 11 + static_cast<uint32_t>(i)));
@@ -40,6 +42,7 @@ void expect_reuse_exact(const std::vector<DType>& types, int64_t n_rows) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> xin(static_cast<size_t>(n_in * n_rows));
   for (float& v : xin) v = nd(rng);
+  cpu::CpuBackend::Stats saved;
   auto run = [&](const std::vector<size_t>& which) {
     GraphBuilder b;
     const int x = b.input("x", DType::F32, {n_in, n_rows});
@@ -62,12 +65,21 @@ void expect_reuse_exact(const std::vector<DType>& types, int64_t n_rows) {
       ys.emplace_back(static_cast<size_t>(n_out * n_rows));
       EXPECT_TRUE(sched.get_output(**pg, o, ys.back().data(), ys.back().size() * 4));
     }
+    saved = cpu.stats();
     return ys;
   };
   std::vector<size_t> all;
   for (size_t i = 0; i < types.size(); ++i) all.push_back(i);
   const auto together = run(all);
   ASSERT_EQ(together.size(), types.size());
+  if (one_form) {
+    if (n_rows == 1)
+      EXPECT_EQ(saved.joint_runs, 1) << "the matmuls did not run as one job";
+    else
+      EXPECT_EQ(saved.reused_conversions, static_cast<int64_t>(types.size()) - 1) << "a conversion was repeated";
+  } else {
+    EXPECT_EQ(saved.joint_runs + saved.reused_conversions, 0) << "work shared across forms";
+  }
   for (size_t i = 0; i < types.size(); ++i) {
     const auto alone = run({i});
     EXPECT_EQ(std::memcmp(together[i].data(), alone[0].data(), alone[0].size() * 4), 0)
@@ -77,19 +89,20 @@ void expect_reuse_exact(const std::vector<DType>& types, int64_t n_rows) {
 
 TEST(CpuWorkReuse, SameFormGivesTheBitsOfAFreshConversion) {
   for (int64_t rows : {int64_t{1}, int64_t{37}}) {
-    expect_reuse_exact({DType::Q4_0, DType::Q4_0, DType::Q8_0}, rows);  // q, k, v: one form (Q8_0 + sums + scales)
-    expect_reuse_exact({DType::Q4_K, DType::Q6_K}, rows);               // Q8_K
+    expect_reuse_exact({DType::Q4_0, DType::Q4_0, DType::Q8_0}, rows, true);  // q, k, v: one form (Q8_0 + sums + scales)
+    expect_reuse_exact({DType::Q4_K, DType::Q6_K}, rows, true);               // Q8_K
   }
 }
 
 TEST(CpuWorkReuse, AChangeOfFormConvertsAgain) {
   for (int64_t rows : {int64_t{1}, int64_t{37}}) {
-    expect_reuse_exact({DType::Q4_0, DType::Q4_K, DType::Q4_0}, rows);  // Q8_0, Q8_K, Q8_0 again
-    expect_reuse_exact({DType::F16, DType::Q4_0, DType::F16}, rows);    // F16 rows as f32, Q8_0
+    expect_reuse_exact({DType::Q4_0, DType::Q4_K, DType::Q4_0}, rows, false);  // Q8_0, Q8_K, Q8_0 again
+    expect_reuse_exact({DType::F16, DType::Q4_0, DType::F16}, rows, false);    // F16 rows as f32, Q8_0
   }
 }
 
-TEST(CpuWorkReuse, ForgottenWhenTheSourceBytesAreWritten) {
+// The overlap test compute() applies after every matmul: byte ranges, ends exclusive.
+TEST(CpuWorkReuse, OverlapIsTheSourceBytes) {
   Node x;
   x.type = DType::F32;
   x.ne = {64, 4, 1, 1};

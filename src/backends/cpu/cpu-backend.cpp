@@ -225,27 +225,16 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       if (len > 1 && can_join_matmuls(ctx, {run, len})) {
         const auto t0 = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         op_matmuls_joint(ctx, {run, len});
+        ++stats_.joint_runs;
         for (size_t i = 0; i < len; ++i)
           if (held.overlaps(run[i].dst.data, run[i].dst.node->n_bytes())) held.valid = false;
         if (profile_) {
-          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          op_seconds_[static_cast<size_t>(Op::kMatmul)] += s;
-          op_calls_[static_cast<size_t>(Op::kMatmul)] += static_cast<int64_t>(len);
           std::string key = "joint:";
           for (size_t i = 0; i < len; ++i) {
-            const Node& w = *run[i].src[0].node;
             key += ' ';
-            key += dtype_name(w.type);
-            key += ' ';
-            key += std::to_string(w.ne[0]);
-            key += 'x';
-            key += std::to_string(w.ne[1]);
+            key += matmul_key(*run[i].src[0].node);
           }
-          key += " rows ";
-          key += std::to_string(n.ne[1]);
-          auto& e = matmul_profile_[key];
-          e.first += s;
-          ++e.second;
+          record(Op::kMatmul, t0, static_cast<int64_t>(len), key + " rows " + std::to_string(n.ne[1]));
         }
         k += len - 1;
         continue;
@@ -281,22 +270,37 @@ Status CpuBackend::compute(const Graph& g, std::span<const int> nodes, std::span
       case Op::kCopy: return make_error("cpu: node '{}' ({}) is not executable here", n.name, op_name(n.op));
     }
     // The converted activations stay valid while their source bytes and the work buffer do.
-    if (held.overlaps(a.dst.data, n.n_bytes()) || n.op == Op::kMatmulId) held.valid = false;
+    // Matmuls keep `held` themselves (a new conversion replaces it); views write nothing; any
+    // other op might use the work buffer. And nothing may have written over the source.
+    const bool keeps = n.op == Op::kMatmul || n.op == Op::kMatmulSwiglu || op_is_view(n.op);
+    if (!keeps || held.overlaps(a.dst.data, n.n_bytes())) held.valid = false;
     if (profile_) {
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      op_seconds_[static_cast<size_t>(n.op)] += s;
-      ++op_calls_[static_cast<size_t>(n.op)];
+      std::string key;
       if (n.op == Op::kMatmul || n.op == Op::kMatmulSwiglu) {
         const Node& w = g.nodes[static_cast<size_t>(n.src[0])];
-        auto& e = matmul_profile_[std::string(n.op == Op::kMatmulSwiglu ? "swiglu " : "") + std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "x" +
-                                  std::to_string(w.ne[1]) + " rows " + std::to_string(n.ne[1]) +
-                                  (repacked_.count(w.data) ? " repacked" : "")];
-        e.first += s;
-        ++e.second;
+        key = std::string(n.op == Op::kMatmulSwiglu ? "swiglu " : "") + matmul_key(w) + " rows " +
+              std::to_string(n.ne[1]) + (repacked_.count(w.data) ? " repacked" : "");
       }
+      record(n.op, t0, 1, key);
     }
   }
+  stats_.reused_conversions += held.reuses;
   return Status::ok();
+}
+
+std::string CpuBackend::matmul_key(const Node& w) {
+  return std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "x" + std::to_string(w.ne[1]);
+}
+
+void CpuBackend::record(Op op, std::chrono::steady_clock::time_point t0, int64_t calls, const std::string& matmul) {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  op_seconds_[static_cast<size_t>(op)] += s;
+  op_calls_[static_cast<size_t>(op)] += calls;
+  if (!matmul.empty()) {
+    auto& e = matmul_profile_[matmul];
+    e.first += s;
+    ++e.second;
+  }
 }
 
 }  // namespace minfer::cpu

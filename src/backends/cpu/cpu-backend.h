@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <map>
 #include <string>
 #include <cstdint>
@@ -43,6 +44,11 @@ class CpuBackend final : public Backend {
   Status compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) override;
 
   int n_threads() const { return pool_.n_threads(); }
+  // What compute() saved so far: activation conversions reused, matmul runs joined (tests).
+  struct Stats {
+    int64_t reused_conversions = 0, joint_runs = 0;
+  };
+  const Stats& stats() const { return stats_; }
   const CpuKernels& kernels() const { return *k_; }
 
  private:
@@ -51,6 +57,11 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> work_;  // scratch shared by the ops, sized in prepare()
   RepackMap repacked_;         // matmul weights repacked for the GEMM kernels (prepare())
   RopeAngles rope_;            // the rope ops' angles, reused across a graph's layers
+  // MINFER_CPU_PROFILE: one op's (or a joint run's) time since t0, and its matmul key.
+  static std::string matmul_key(const Node& weight);  // "Q4_0 1024x2048"
+  void record(Op op, std::chrono::steady_clock::time_point t0, int64_t calls, const std::string& matmul);
+
+  Stats stats_;
   bool profile_ = false;
   std::array<double, kOpCount> op_seconds_{};
   std::array<int64_t, kOpCount> op_calls_{};

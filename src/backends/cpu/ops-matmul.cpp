@@ -17,7 +17,9 @@
 //
 // Work buffer: [n_rows] activation rows of the activation type | F16 / BF16 with a repacked
 // layout: (64-byte aligned) [n_rows][n_in] f32 of the same rounded values | Q8_0 GEMM:
-// [n_rows][n_blocks] int32 block sums.
+// [n_rows][n_blocks] int32 block sums, then (64-byte aligned) the block scales as f32 in token
+// tiles (GemmArgs::xd_tiles). It outlives the op: the next matmul of the same tensor in the same
+// form reads it as it is (WorkActivations, ops.h).
 #include <algorithm>
 #include <span>
 #include <vector>
@@ -123,7 +125,15 @@ Activations convert(const OpContext& c, const Weight& w, const TensorArg& xa) {
   WorkActivations* held = c.work_acts;
   const bool reuse = held && held->valid && held->src == &x && held->data == xa.data && held->act == act &&
                      held->gemm == gemm && held->f32_rows == f32_rows && act != DType::F32;
-  if (held && !reuse && act != DType::F32) *held = {true, &x, xa.data, act, gemm, f32_rows};
+  if (reuse) ++held->reuses;
+  if (held && !reuse && act != DType::F32) {
+    held->valid = true;
+    held->src = &x;
+    held->data = xa.data;
+    held->act = act;
+    held->gemm = gemm;
+    held->f32_rows = f32_rows;
+  }
   int32_t* xsum = nullptr;
   float* xd = nullptr;    // Q8_0 GEMM: the block scales in token tiles
   float* xf32 = nullptr;  // F16 / BF16 GEMM: the rounded activations as f32 rows
@@ -257,11 +267,22 @@ bool can_join_matmuls(const OpContext& c, std::span<const OpArgs> ops) {
   // Decode only: with 512 rows the joint job measured no faster than one job per weight.
   if (x->n_rows() >= kStreamRows) return false;
   const Weight w0 = weight_of(c, ops[0].src[0]);
-  for (const OpArgs& a : ops) {
+  // Disjoint bytes: a matmul whose output nobody reads may share its buffer with the next one's
+  // (the allocator frees it at once); run in turn that is harmless, run together it is not.
+  auto apart = [](const TensorArg& a, const TensorArg& b) {
+    const auto* pa = static_cast<const uint8_t*>(a.data);
+    const auto* pb = static_cast<const uint8_t*>(b.data);
+    return pa + a.node->n_bytes() <= pb || pb + b.node->n_bytes() <= pa;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpArgs& a = ops[i];
     const Weight w = weight_of(c, a.src[0]);
     if (!w.rw || a.src[1].node != x || a.src[1].data != ops[0].src[1].data ||
-        activation_type(w.type) != activation_type(w0.type) || float_gemm_type(w.type) != float_gemm_type(w0.type))
+        activation_type(w.type) != activation_type(w0.type) || float_gemm_type(w.type) != float_gemm_type(w0.type) ||
+        !apart(a.dst, a.src[1]))
       return false;
+    for (size_t j = 0; j < i; ++j)
+      if (!apart(a.dst, ops[j].dst)) return false;
   }
   return true;
 }

@@ -40,13 +40,15 @@ using RepackMap = std::unordered_map<const void*, std::shared_ptr<const Repacked
 // What the work buffer holds after a matmul converted its activations (ops-matmul.cpp): the
 // next matmul of the same tensor to the same form reads them there instead of converting
 // again (a layer's q, k and v projections). The backend forgets it (valid = false) when a
-// node writes over the source bytes or another op uses the work buffer.
+// matmul writes over the source bytes and after any op other than a matmul or a view (which
+// might use the work buffer or write anywhere).
 struct WorkActivations {
   bool valid = false;
   const Node* src = nullptr;  // the activation tensor
   const void* data = nullptr;
   DType act = DType::F32;     // the form: activation type, with the GEMM's block sums and scales or not,
   bool gemm = false, f32_rows = false;  // with the F16 / BF16 GEMMs' f32 rows or not
+  int64_t reuses = 0;  // conversions saved (the backend's stats)
   bool overlaps(const void* p, size_t n) const {
     const auto* a = static_cast<const uint8_t*>(data);
     const auto* b = static_cast<const uint8_t*>(p);
@@ -94,7 +96,8 @@ void op_matmul(const OpContext& c, const OpArgs& a);        // ops-matmul.cpp
 // activations converted once, every weight's row groups as one range streamed by the threads
 // (one hand-off and one tail instead of one per matmul). The bits of one op_matmul each.
 // can_join_matmuls says whether ops qualify (2+, all repacked, one activation form, fewer than
-// 16 rows: a 512-row prefill measured no faster joined); at most 8.
+// 16 rows: a 512-row prefill measured no faster joined; outputs apart from one another and
+// from the tensor); op_matmuls_joint takes at most 8.
 bool can_join_matmuls(const OpContext& c, std::span<const OpArgs> ops);
 void op_matmuls_joint(const OpContext& c, std::span<const OpArgs> ops);
 void op_matmul_swiglu(const OpContext& c, const OpArgs& a); // ops-matmul.cpp

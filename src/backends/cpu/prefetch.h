@@ -1,5 +1,7 @@
-// Software prefetch of a span of bytes, one request per 64-byte line, into every cache level:
-//   prefetch_lines(kv.k_at(j + kKvPrefetchKeys), k_bytes);  // a cache row a few keys ahead
+// Software prefetch of a span of bytes, one request per 64-byte line, into every cache level
+// (prefetch_lines) or into L2 (prefetch_lines_l2):
+//   prefetch_lines(blk + 2048, block_bytes);                   // decode weights, 2 KiB ahead
+//   prefetch_lines_l2(kv.k_at(j + kKvPrefetchKeys), k_bytes);  // a KV row a few keys ahead
 // Always inlined, and called directly rather than from a lambda: GCC's IPA pure-const pass
 // judges a non-inlined function whose only effect is a prefetch side-effect free and deletes
 // the call (it silently did so to a lambda in the narrow attention loop, whose first
