@@ -19,12 +19,13 @@ inline void widen_row(const uint8_t* row, int64_t n, bool f16, float* out) {
   }
 }
 
-// exp_poly (kernels.h) on 16 lanes of x in [-87, 0] (or any x whose n = round(x / ln 2) has
-// |n| <= 126), where its 2^n is a normal number (the scalar form's other cases are not needed).
-inline __m512 exp_poly16_nonpositive(__m512 x) {
+// exp_poly (kernels.h)'s n = round(x / ln 2) on 16 lanes, and its result from x and that n
+// where |n| <= 126 (its 2^n then a normal number: the scalar form's other cases are not needed).
+inline __m512 exp_poly16_n(__m512 x) {
   const __m512 shift = _mm512_set1_ps(0x1.8p23f);
-  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift);
-  const __m512 n = _mm512_sub_ps(z, shift);
+  return _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift), shift);
+}
+inline __m512 exp_poly16_normal(__m512 x, __m512 n) {
   const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
   const __m512 u = _mm512_mul_ps(r, r);
   const __m512 p = _mm512_fmadd_ps(
@@ -35,18 +36,20 @@ inline __m512 exp_poly16_nonpositive(__m512 x) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(e));  // p * 2^n, exact scaling
 }
 
+// exp_poly on 16 lanes of x in [-87, 0].
+inline __m512 exp_poly16_nonpositive(__m512 x) { return exp_poly16_normal(x, exp_poly16_n(x)); }
+
 // exp_poly (kernels.h) on 16 lanes; a vector with some |n| > 126 (|x| > ~87) goes lane by lane
 // through the scalar form, whose 2^n may leave the normal range (exp_poly8's rule).
 inline __m512 exp_poly16(__m512 x) {
-  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), _mm512_set1_ps(0x1.8p23f)),
-                                 _mm512_set1_ps(0x1.8p23f));
+  const __m512 n = exp_poly16_n(x);
   if (_mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(126.0f), _CMP_NLE_UQ)) {
     alignas(64) float v[16];
     _mm512_store_ps(v, x);
     for (float& e : v) e = exp_poly(e);
     return _mm512_load_ps(v);
   }
-  return exp_poly16_nonpositive(x);  // the same steps; valid for any x with |n| <= 126
+  return exp_poly16_normal(x, n);
 }
 
 // The four chunks (4 consecutive elements x 16 rows) of unsigned 6-bit Q6_K weights of one
