@@ -342,6 +342,8 @@ TEST(CpuAttention, SmallBatchesAreBitIdenticalAcrossIsas) {
       {36, 4, 1, 64, {63, 10}, DType::F16, 8.0f},  // only a tail
       {64, 4, 2, 300, {0, 5, 17, 200, 299}, DType::F16, 2.0f, 16},  // sliding window
       {256, 4, 1, 60, {40, 59}, DType::F16, 8.0f, 0, 5.0f},          // soft-capped
+      {128, 16, 2, 91, {70, 90}, DType::F16, 4.0f},  // 8 rows per item, keys in blocks and a partial one
+      {64, 14, 2, 21, {20}, DType::F16, 3.0f},       // Qwen2.5-0.5B's 7:1 decode (items of 4 and 3 rows)
       {64, 4, 2, 60, {40, 59}, DType::F32, 8.0f, 20, 5.0f},          // both, f32 cache
       {64, 9, 3, 50, {0, 17, 49}, DType::Q8_0, 2.0f},                 // quantized caches
       {128, 14, 2, 80, iota_pos(10, 66), DType::Q4_0, 1.0f},          // a wide batch

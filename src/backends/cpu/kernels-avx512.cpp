@@ -23,6 +23,7 @@ void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
 void attn_tile(const AttnTileArgs& a);  // attn-tile-avx512.cpp
 void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows, float* s);  // attn-rows-avx512.cpp
 void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows);
+void attn_rows_f16(const AttnWideArgs& a);
 void silu_row(int64_t n, float* y, const float* x);  // silu-avx512.cpp
 }  // namespace avx512
 
@@ -57,6 +58,7 @@ CpuKernels make_avx512(const CpuKernels& base) {
   k.attn_tile_rows = kAttnTileMaxRows;
   k.dot_w64_rows_f16 = avx512::dot_w64_rows_f16;
   k.mad_rows_f16 = avx512::mad_rows_f16;
+  k.attn_rows_f16 = avx512::attn_rows_f16;
   k.silu_row = avx512::silu_row;
   return k;
 }

@@ -89,6 +89,20 @@ struct AttnWideArgs {
 };
 using AttnWideFn = void (*)(const AttnWideArgs& a);
 
+// The small-batch arithmetic over an f16 cache (ops-attn.cpp attn_rows_narrow_f16) as one
+// kernel, for the G <= kAttnRowsMax query rows of one KV head, with attn_wide's arguments (q
+// rows hold values already rounded to f16; scratch unused): per key, s_r = dot_w64_rows_f16,
+// online_step (attn-online.h) per row, acc_r = f16(acc_r * ms) on a new maximum, then
+// acc_r = f16(fma(v, p_r, acc_r)); y_r = acc_r / l_r. Keys go in blocks whose scores are taken
+// before their V rows are summed: the same float steps as the composed loop, bit for bit, with
+// the dependency chains of a block's keys apart. Shapes: attn_rows_f16_fits.
+using AttnRowsF16Fn = void (*)(const AttnWideArgs& a);
+constexpr int64_t kAttnRowsMax = 8;
+constexpr int64_t kAttnRowsMaxDim = 256;
+inline bool attn_rows_f16_fits(int64_t hd, int64_t hd_v) {
+  return hd % 64 == 0 && hd <= kAttnRowsMaxDim && hd_v % 16 == 0 && hd_v <= kAttnRowsMaxDim;
+}
+
 // Attention of a tile of query rows (ops-attn.cpp: wide batches of layers without a sliding
 // window): the G query heads of one KV head for T consecutive tokens, R = T * G <= the table's
 // attn_tile_rows rows; token t sees keys 0 .. n_kv[t] - 1. The rows sit in vector lanes: q is
@@ -186,6 +200,7 @@ struct CpuKernels {
   RopeRowFn rope_row = nullptr;
   AttnWideFn attn_wide = nullptr;
   AttnTileFn attn_tile = nullptr;
+  AttnRowsF16Fn attn_rows_f16 = nullptr;  // null: ops-attn.cpp composes the row kernels
   int64_t attn_tile_rows = 0;  // the most rows attn_tile takes (<= kAttnTileMaxRows)
 };
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cpu/attn-online.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/prefetch.h"
 #include "core/fp16.h"
@@ -120,9 +121,30 @@ KvView kv_view(const AttnShape& sh, const uint8_t* kc, const uint8_t* vc, int64_
           sh.k_row, sh.v_row, sh.k_head, sh.v_head, r.n, r.n_first};
 }
 
-inline float score(const AttnShape& sh, float dot) {
-  const float s = dot * sh.scale;
-  return sh.softcap > 0.0f ? sh.softcap * std::tanh(s) : s;
+inline float score(const AttnShape& sh, float dot) { return narrow_score(dot, sh.scale, sh.softcap); }
+
+// attn_wide's (and attn_rows_f16's) arguments for G query rows (q_stride floats apart) of one
+// KV head's keys; y rows hd_v apart.
+AttnWideArgs row_args(const AttnShape& sh, const KvView& kv, const float* q, int64_t q_stride, int64_t G, float* y) {
+  AttnWideArgs w;
+  w.q = q;
+  w.q_stride = q_stride;
+  w.G = G;
+  w.hd = sh.hd;
+  w.hd_v = sh.hd_v;
+  w.k = kv.k;
+  w.v = kv.v;
+  w.k_row = kv.k_row;
+  w.v_row = kv.v_row;
+  w.n_kv = kv.n;
+  w.n_first = kv.n_first;
+  w.k_wrap = kv.k_wrap;
+  w.v_wrap = kv.v_wrap;
+  w.scale = sh.scale;
+  w.softcap = sh.softcap;
+  w.y = y;
+  w.y_stride = sh.hd_v;
+  return w;
 }
 
 // One (token, head) row of the small-batch arithmetic over an f32 cache.
@@ -134,17 +156,10 @@ void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* 
     kv.prefetch(j);
     const auto* kr = reinterpret_cast<const float*>(kv.k_at(j));
     const auto* v = reinterpret_cast<const float*>(kv.v_at(j));
-    const float s = score(sh, k.dot_w64_f32(sh.hd, kr, qr));
-    float ms = 1.0f, p = 1.0f;
-    if (s > m) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
-      ms = std::exp(m - s);
-      m = s;
-      for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] *= ms;
-    } else {
-      p = std::exp(s - m);
-    }
-    for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = std::fma(v[i], p, acc[i]);
-    l = l * ms + p;
+    const OnlineStep st = online_step(score(sh, k.dot_w64_f32(sh.hd, kr, qr)), m, l);
+    if (st.ms != 1.0f)  // a new maximum: rescale what was summed (ms = 0 on the first row)
+      for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] *= st.ms;
+    for (int64_t i = 0; i < sh.hd_v; ++i) acc[i] = std::fma(v[i], st.p, acc[i]);
   }
   const float inv = l == 0.0f ? 0.0f : 1.0f / l;
   for (int64_t i = 0; i < sh.hd_v; ++i) yr[i] = acc[i] * inv;
@@ -154,7 +169,7 @@ void attn_row_narrow_f32(const CpuKernels& k, const AttnShape& sh, const float* 
 // same cache rows: attn_row_narrow_f32's float steps for each row, with q rounded to f16 and
 // the V sum kept in f16 (llama.cpp's VKQ16); each K and V cache row is widened once for all
 // rows (k.dot_w64_rows_f16, k.mad_rows_f16).
-constexpr int64_t kRowsMax = 8;
+constexpr int64_t kRowsMax = kAttnRowsMax;  // kernels.h: attn_rows_f16 takes as many
 
 void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float* q, int64_t n_rows, const KvView& kv,
                           float* y) {
@@ -163,8 +178,13 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
   uint16_t acc16[kRowsMax][kMaxHeadDim];   // [n_rows][hd_v] f16 V sums
   float m[kRowsMax], l[kRowsMax], s[kRowsMax], p[kRowsMax];  // [n_rows] running max, sum; score, weight
   const QuantizeFn to_f16 = k.quantize[type_slot(DType::F16)];
-  for (int64_t r = 0; r < n_rows; ++r) {
+  for (int64_t r = 0; r < n_rows; ++r)
     for (int64_t i = 0; i < sh.hd; ++i) qf[r][i] = fp16_to_fp32(fp32_to_fp16(q[r * sh.hd + i]));
+  if (k.attn_rows_f16 && attn_rows_f16_fits(sh.hd, sh.hd_v)) {  // the same steps as one kernel
+    k.attn_rows_f16(row_args(sh, kv, qf[0], kMaxHeadDim, n_rows, y));
+    return;
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
     for (int64_t i = 0; i < sh.hd_v; ++i) acc16[r][i] = 0;
     m[r] = -INFINITY;
     l[r] = 0.0f;
@@ -175,23 +195,16 @@ void attn_rows_narrow_f16(const CpuKernels& k, const AttnShape& sh, const float*
     const auto* vr = reinterpret_cast<const uint16_t*>(kv.v_at(j));
     k.dot_w64_rows_f16(sh.hd, kr, qf[0], kMaxHeadDim, n_rows, s);
     for (int64_t r = 0; r < n_rows; ++r) {
-      const float sr = score(sh, s[r]);
-      float ms = 1.0f, pr = 1.0f;
-      if (sr > m[r]) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
-        ms = std::exp(m[r] - sr);
-        // f16(f32(acc) * ms), the f16 rounding by the table's vector converter (the same bits
-        // as fp32_to_fp16); nothing to do before the first row, when acc is all +0.
-        if (m[r] != -INFINITY) {
-          float t[kMaxHeadDim];
-          for (int64_t i = 0; i < sh.hd_v; ++i) t[i] = fp16_to_fp32(acc16[r][i]) * ms;
-          to_f16(t, acc16[r], sh.hd_v);
-        }
-        m[r] = sr;
-      } else {
-        pr = std::exp(sr - m[r]);
+      const OnlineStep st = online_step(score(sh, s[r]), m[r], l[r]);
+      // A new maximum: f16(f32(acc) * ms), the f16 rounding by the table's vector converter
+      // (the same bits as fp32_to_fp16); acc * 1 would change nothing, nor acc (all +0) * 0 on
+      // the first key.
+      if (st.ms != 1.0f) {
+        float t[kMaxHeadDim];
+        for (int64_t i = 0; i < sh.hd_v; ++i) t[i] = fp16_to_fp32(acc16[r][i]) * st.ms;
+        to_f16(t, acc16[r], sh.hd_v);
       }
-      p[r] = pr;
-      l[r] = l[r] * ms + pr;
+      p[r] = st.p;
     }
     k.mad_rows_f16(sh.hd_v, acc16[0], kMaxHeadDim, vr, p, n_rows);
   }
@@ -227,17 +240,10 @@ void attn_rows_narrow_quant(const CpuKernels& k, const AttnShape& sh, DType type
     kv.prefetch(j);
     const uint8_t* kr = kv.k_at(j);
     for (int64_t r = 0; r < n_rows; ++r) {
-      const float sr = score(sh, dot(sh.hd, kr, qq[r]));
-      float ms = 1.0f, pr = 1.0f;
-      if (sr > m[r]) {  // a new maximum: rescale what was summed (ms = 0 on the first row)
-        ms = std::exp(m[r] - sr);
-        m[r] = sr;
-        for (int64_t i = 0; i < sh.hd_v; ++i) acc[r][i] *= ms;
-      } else {
-        pr = std::exp(sr - m[r]);
-      }
-      p[r] = pr;
-      l[r] = l[r] * ms + pr;
+      const OnlineStep st = online_step(score(sh, dot(sh.hd, kr, qq[r])), m[r], l[r]);
+      if (st.ms != 1.0f)  // a new maximum: rescale what was summed (ms = 0 on the first row)
+        for (int64_t i = 0; i < sh.hd_v; ++i) acc[r][i] *= st.ms;
+      p[r] = st.p;
     }
     to_f32(sh.hd_v, kv.v_at(j), vf);
     k.mad_rows_f32(sh.hd_v, acc[0], kMaxHeadDim, vf, p, n_rows);
@@ -448,25 +454,8 @@ void op_attn(const OpContext& c, const OpArgs& a) {
         }
         continue;
       }
-      AttnWideArgs w;
-      w.q = qg;
-      w.q_stride = sh.hd;
-      w.G = sh.group;
-      w.hd = sh.hd;
-      w.hd_v = sh.hd_v;
-      w.k = kv.k;
-      w.v = kv.v;
-      w.k_row = sh.k_row;
-      w.v_row = sh.v_row;
+      AttnWideArgs w = row_args(sh, kv, qg, sh.hd, sh.group, yg);
       w.f16 = k_f16;
-      w.n_kv = kv.n;
-      w.n_first = kv.n_first;
-      w.k_wrap = kv.k_wrap;
-      w.v_wrap = kv.v_wrap;
-      w.scale = sh.scale;
-      w.softcap = sh.softcap;
-      w.y = yg;
-      w.y_stride = sh.hd_v;
       w.scratch = scratch.data();
       c.k.attn_wide(w);
     }
