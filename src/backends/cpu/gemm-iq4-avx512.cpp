@@ -47,17 +47,18 @@ inline void unpack_iq4(const uint8_t* q, __m512i table, __m512i& lo, __m512i& hi
 // weight vectors of a block are shared by the T tokens of the tile.
 template <int T>
 void tile_iq4_nl(const GemmArgs& a, int64_t g, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::IQ4_NL);  // a.block_bytes
   __m512 acc[T];
   #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_0* xr[T];
   #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_0*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m512i table = iq4_table_u8();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
+    prefetch_ahead<T>(blk, kBytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512i w[8];  // w[k]: elements 4k..4k+3, w[4 + k]: 16+4k..16+4k+3 (k = 0..3)
     #pragma GCC unroll 8
@@ -87,17 +88,18 @@ void tile_iq4_nl(const GemmArgs& a, int64_t g, int64_t t0) {
 // unpacked weights.
 template <int T>
 void tile_iq4_xs(const GemmArgs& a, int64_t g, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::IQ4_XS);  // a.block_bytes
   __m512 acc[T];
   #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   #pragma GCC unroll 8
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m512i table = iq4_table_u8();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
+    prefetch_ahead<T>(blk, kBytes);
     __m512i sum[T];
     #pragma GCC unroll 8
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();

@@ -62,15 +62,16 @@ inline void unpack_low2(const uint8_t* q, __m512i u[4]) {
 // vpdpwssd of (m_j, m_j) with (bsums[2j], bsums[2j+1]).
 template <int T>
 void tile_q5_k(const GemmArgs& a, int64_t g, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q5_K);  // a.block_bytes
   __m512 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
+    prefetch_ahead<T>(blk, kBytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
@@ -115,15 +116,16 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int64_t t0) {
 // the low int16 of each dword, high int16 0) times the sum by vpdpwssd; s += (d_x * d) * sum.
 template <int T>
 void tile_q3_k(const GemmArgs& a, int64_t g, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q3_K);  // a.block_bytes
   __m512 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m512i four = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
+    prefetch_ahead<T>(blk, kBytes);
     __m512i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
@@ -153,15 +155,16 @@ void tile_q3_k(const GemmArgs& a, int64_t g, int64_t t0) {
 // (bsums[2k], bsums[2k+1]); s += d_x * (d * sum_q - dmin * sum_m).
 template <int T>
 void tile_q2_k(const GemmArgs& a, int64_t g, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q2_K);  // a.block_bytes
   __m512 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm512_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m512i m4 = _mm512_set1_epi32(0x0f), m4h = _mm512_set1_epi32(0xf0);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
+    prefetch_ahead<T>(blk, kBytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {

@@ -497,26 +497,6 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
 static_assert(kQ6KRepackedQuants + 16 * 192 == kRepackRows * sizeof(BlockQ6_K), "Q6_K repacks to the GGUF size");
 static_assert(320 + 1024 == kRepackRows * sizeof(BlockQ2_K), "Q2_K repacks to the GGUF size");
 
-size_t repack_block_bytes(DType t) {
-  switch (t) {
-    case DType::Q4_0: return 288;
-    case DType::Q5_0: return 352;
-    case DType::Q5_1: return 384;
-    case DType::Q4_1: return 320;
-    case DType::Q8_0: return 544;
-    case DType::Q4_K: return 64 + 256 + 2048;
-    case DType::Q5_K: return 320 + 4 * 640;
-    case DType::Q3_K: return 288 + 8 * 192;
-    case DType::Q2_K: return 320 + 1024;
-    case DType::Q6_K: return kQ6KRepackedQuants + 16 * 192;
-    case DType::F16:
-    case DType::BF16: return 32 * kRepackRows * 2;
-    case DType::IQ4_NL: return 288;
-    case DType::IQ4_XS: return kIQ4XSRepackedQuants + 2048;
-    default: return 0;
-  }
-}
-
 int64_t repack_block_elems(DType t) {
   switch (t) {
     case DType::Q2_K:

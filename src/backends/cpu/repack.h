@@ -78,7 +78,6 @@ struct RepackedWeight {
 };
 
 bool repack_supported(DType t);
-size_t repack_block_bytes(DType t);  // 0 when unsupported
 int64_t repack_block_elems(DType t); // elements per row in one block: 256 (super-block types) or 32
 bool repack_enabled();               // MINFER_REPACK != 0
 
@@ -128,5 +127,27 @@ inline int k_repacked_bit(const uint8_t* hm, int r, int i) { return (hm[4 * r + 
 
 // Repacks without the cache and without releasing the source (tests).
 std::unique_ptr<RepackedWeight> repack_weight_uncached(DType type, const void* data, int64_t n_in, int64_t n_out);
+
+// Bytes of one repacked block of a group (the layouts above; 0 when unsupported). Constant, so
+// a kernel that names its type streams blocks of a compile-time size (its prefetch unrolled).
+constexpr size_t repack_block_bytes(DType t) {
+  switch (t) {
+    case DType::Q4_0: return 288;
+    case DType::Q5_0: return 352;
+    case DType::Q5_1: return 384;
+    case DType::Q4_1: return 320;
+    case DType::Q8_0: return 544;
+    case DType::Q4_K: return 64 + 256 + 2048;
+    case DType::Q5_K: return 320 + 4 * 640;
+    case DType::Q3_K: return 288 + 8 * 192;
+    case DType::Q2_K: return 320 + 1024;
+    case DType::Q6_K: return kQ6KRepackedQuants + 16 * 192;
+    case DType::F16:
+    case DType::BF16: return 32 * kRepackRows * 2;
+    case DType::IQ4_NL: return 288;
+    case DType::IQ4_XS: return kIQ4XSRepackedQuants + 2048;
+    default: return 0;
+  }
+}
 
 }  // namespace minfer::cpu
