@@ -156,10 +156,10 @@ void tile_q4_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), m4h = _mm512_set1_epi8(static_cast<char>(0xf0));
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
-    prefetch_ahead<T>(blk, kBytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
+      prefetch_part<T, kBytes, 4>(blk, p);
       // hi: the high nibbles in place, 16 times their value (one AND, no shift); their exact
       // sum is divided by 16 before the scale.
       __m512i lo[8], hi[8];
@@ -174,11 +174,8 @@ void tile_q4_k(const GemmArgs& a, int64_t g, int64_t t0) {
         const int8_t* xq = xr[i][b].qs;
         __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
         for (int c = 0; c < 8; ++c) {
-          int32_t xl, xh;
-          std::memcpy(&xl, xq + 32 * (2 * p) + 4 * c, 4);
-          std::memcpy(&xh, xq + 32 * (2 * p + 1) + 4 * c, 4);
-          s_lo = _mm512_dpbusd_epi32(s_lo, lo[c], _mm512_set1_epi32(xl));
-          s_hi = _mm512_dpbusd_epi32(s_hi, hi[c], _mm512_set1_epi32(xh));
+          s_lo = dpbusd_x4(s_lo, lo[c], xq + 32 * (2 * p) + 4 * c);
+          s_hi = dpbusd_x4(s_hi, hi[c], xq + 32 * (2 * p + 1) + 4 * c);
         }
         sum_q[i] = _mm512_add_epi32(sum_q[i], _mm512_add_epi32(_mm512_mullo_epi32(s_lo, sc_lo),
                                                                _mm512_mullo_epi32(_mm512_srai_epi32(s_hi, 4), sc_hi)));
@@ -213,17 +210,17 @@ void tile_q6_k(const GemmArgs& a, int64_t g, int64_t t0) {
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
-    prefetch_ahead<T>(blk, kBytes);
     __m512i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
+      prefetch_part<T, kBytes, 16>(blk, j);
       __m512i u[4];
       unpack_q6_k(blk + kQ6KRepackedQuants + 192 * j, u);
       const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * j)));
       for (int i = 0; i < T; ++i) {
         const BlockQ8_K& xb = xr[i][b];
         __m512i s = _mm512_set1_epi32(-32 * xb.bsums[j]);
-        for (int c = 0; c < 4; ++c) s = _mm512_dpbusd_epi32(s, u[c], bcast_x4(xb.qs + 16 * j + 4 * c));
+        for (int c = 0; c < 4; ++c) s = dpbusd_x4(s, u[c], xb.qs + 16 * j + 4 * c);
         sum[i] = _mm512_add_epi32(sum[i], _mm512_mullo_epi32(s, sc));
       }
     }

@@ -99,11 +99,11 @@ void tile_iq4_xs(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i table = iq4_table_u8();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
-    prefetch_ahead<T>(blk, kBytes);
     __m512i sum[T];
     #pragma GCC unroll 8
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
+      prefetch_part<T, kBytes, 8>(blk, s);
       __m512i w[8];  // w[k]: elements 32s+4k.., w[4 + k]: 32s+16+4k.. (k = 0..3)
       #pragma GCC unroll 8
       for (int k = 0; k < 4; ++k) unpack_iq4(blk + kIQ4XSRepackedQuants + 64 * (4 * s + k), table, w[k], w[4 + k]);

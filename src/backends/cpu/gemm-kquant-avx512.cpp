@@ -71,10 +71,10 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
-    prefetch_ahead<T>(blk, kBytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
+      prefetch_part<T, kBytes, 4>(blk, p);
       __m512i lo[8], hi[8];
       const __m512i h_lo = _mm512_loadu_si512(blk + q5_k_hm_offset(2 * p)), h_hi = _mm512_loadu_si512(blk + q5_k_hm_offset(2 * p + 1));
       for (int c = 0; c < 8; ++c) {
@@ -125,10 +125,10 @@ void tile_q3_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i four = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
-    prefetch_ahead<T>(blk, kBytes);
     __m512i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
+      prefetch_part<T, kBytes, 16>(blk, j);
       __m512i u[4];
       unpack_low2(blk + q3_k_q2_offset(j), u);
       const __m512i h = _mm512_loadu_si512(blk + q3_k_hm_offset(j / 2));
@@ -164,10 +164,10 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int64_t t0) {
   const __m512i m4 = _mm512_set1_epi32(0x0f), m4h = _mm512_set1_epi32(0xf0);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
-    prefetch_ahead<T>(blk, kBytes);
     __m512i sum_q[T];
     for (int i = 0; i < T; ++i) sum_q[i] = _mm512_setzero_si512();
     for (int j = 0; j < 16; ++j) {
+      prefetch_part<T, kBytes, 16>(blk, j);
       __m512i u[4];
       unpack_low2(blk + q2_k_q2_offset(j), u);
       const __m512i sc = _mm512_and_si512(load_u8_epi32(blk + 64 + 16 * j), m4);
