@@ -84,18 +84,19 @@ void tile_iq4_nl(const GemmArgs& a, int64_t g, int h, int64_t t0) {
 // exact, then s += (d_x * d_w) * float(sum) per super-block.
 template <int T>
 void tile_iq4_xs(const GemmArgs& a, int64_t g, int h, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::IQ4_XS);  // a.block_bytes
   __m256 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm256_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m256i table = iq4_table();
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     __m256i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
+      if (h == 0) prefetch_part<T, kBytes, 8>(blk, s);
       // ls of the 8 rows, each in both 16-bit halves of its dword.
       const __m128i l = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 32 + 16 * s + 8 * h));
       const __m256i ls16 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(l, l));

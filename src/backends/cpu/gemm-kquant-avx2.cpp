@@ -60,18 +60,19 @@ inline __m256i dot(__m256i p, const __m256i* w, const int8_t* xq) {
 
 template <int T>
 void tile_q3_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q3_K);  // a.block_bytes
   __m256 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm256_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m256i four = _mm256_set1_epi8(4);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     __m256i sum[T];
     for (int i = 0; i < T; ++i) sum[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
+      if (h == 0) prefetch_part<T, kBytes, 16>(blk, j);
       __m256i u[4];
       unpack_low2(blk + q3_k_q2_offset(j), h, u);
       const __m256i hb = load32(blk + q3_k_hm_offset(j / 2) + 32 * h);
@@ -94,18 +95,19 @@ void tile_q3_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
 
 template <int T>
 void tile_q2_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q2_K);  // a.block_bytes
   __m256 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm256_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m256i m4 = _mm256_set1_epi32(0x0f), m4h = _mm256_set1_epi32(0xf0);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     __m256i sum_q[T], sum_m[T];
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
+      if (h == 0) prefetch_part<T, kBytes, 16>(blk, j);
       __m256i u[4];
       unpack_low2(blk + q2_k_q2_offset(j), h, u);
       const __m256i scp = pair16(_mm256_and_si256(load_u8_epi32(blk + 64 + 16 * j + 8 * h), m4));
@@ -131,18 +133,19 @@ void tile_q2_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
 // of hm[j] moved to bit 4), in two int16 sums of 4 chunks each.
 template <int T>
 void tile_q5_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q5_K);  // a.block_bytes
   __m256 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm256_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     __m256i sum_q[T], sum_m[T];
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
+      if (h == 0) prefetch_part<T, kBytes, 8>(blk, j);
       __m256i w[8];
       const __m256i hb = load32(blk + q5_k_hm_offset(j) + 32 * h);
       for (int c = 0; c < 8; ++c) {
@@ -170,18 +173,19 @@ void tile_q5_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
 // Q4_K: sub-block j of 32 = nibble j % 2 of qs[j / 2][c] (c = 0..7, at 320 + 64 (8p + c)).
 template <int T>
 void tile_q4_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q4_K);  // a.block_bytes
   __m256 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm256_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     __m256i sum_q[T], sum_m[T];
     for (int i = 0; i < T; ++i) sum_q[i] = sum_m[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
+      if (h == 0) prefetch_part<T, kBytes, 8>(blk, j);
       __m256i w[8];
       for (int c = 0; c < 8; ++c)
         w[c] = _mm256_and_si256(_mm256_srli_epi16(load32(blk + 320 + 64 * (8 * (j / 2) + c) + 32 * h), 4 * (j % 2)), m4);
@@ -221,17 +225,18 @@ inline void unpack_q6_k(const uint8_t* q, int h, __m256i u[4]) {
 // sum_j sc_j * bsum_j (times -32) from dwords (sc_2k, sc_2k+1) . (bsum_2k, bsum_2k+1).
 template <int T>
 void tile_q6_k(const GemmArgs& a, int64_t g, int h, int64_t t0) {
+  constexpr size_t kBytes = repack_block_bytes(DType::Q6_K);  // a.block_bytes
   __m256 acc[T];
   for (int i = 0; i < T; ++i) acc[i] = _mm256_setzero_ps();
-  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * a.block_bytes;
+  const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_K* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_K*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
   for (int64_t b = 0; b < a.n_blocks; ++b) {
-    const uint8_t* blk = wg + static_cast<size_t>(b) * a.block_bytes;
-    if (h == 0) prefetch_ahead<T>(blk, a.block_bytes);
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     __m256i sum_u[T], sum_b[T];
     for (int i = 0; i < T; ++i) sum_u[i] = sum_b[i] = _mm256_setzero_si256();
     for (int j = 0; j < 16; ++j) {
+      if (h == 0) prefetch_part<T, kBytes, 16>(blk, j);
       __m256i u[4];
       unpack_q6_k(blk + kQ6KRepackedQuants + 192 * j, h, u);
       const __m256i scp = pair16(load_i8_epi32(blk + 32 + 16 * j + 8 * h));
