@@ -2,7 +2,8 @@
 // [g0, g1), the tokens in register tiles of kTiles[0] while enough are left, then kTiles[1],
 // and so on (the last size should be 1). `tile` is a templated callable:
 //   gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q2_k<T>(a, g, t0); });
-// and prefetch_ahead<T>(block, bytes) at the start of each weight block (decode streams).
+// and prefetch_ahead<T>(block, bytes) at the start of each weight block (decode streams), or
+// for the large K-quant blocks prefetch_part<T, bytes, parts>(block, i) in each of its parts.
 // Plain C++ (no intrinsics), so every ISA's kernel file includes it.
 #pragma once
 
