@@ -3,7 +3,9 @@
 // read between layers so the cache rows come from memory as they do in a real step. Prints
 // the median time per call and the KV bytes it read per second. Used to tune ops-attn.cpp:
 //   attn-decode [--hd 128 --heads 16 --kv-heads 8] [--depth 448] [--kv f16|q8_0|q4_0] [--layers 28]
+// (from depth 511 on, a decode takes the tiles, ops-attn.cpp kTileFromKeys, not the narrow rows)
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +41,10 @@ int main(int argc, char** argv) {
   int64_t hd = 128, n_head = 16, n_head_kv = 8, depth = 448, layers = 28, reps = 20, threads = 2;
   int64_t between = 12 << 20;  // bytes of "weights" streamed between two layers' attention
   DType type = DType::F16;
+  if (argc % 2 == 0) {
+    fprintf(stderr, "%s: flags take a value each (flag value ...)\n", argv[0]);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
     const char* v = argv[i + 1];
@@ -50,7 +56,14 @@ int main(int argc, char** argv) {
     else if (f == "--reps") reps = atoll(v);
     else if (f == "--threads") threads = atoll(v);
     else if (f == "--between-mib") between = atoll(v) << 20;
-    else if (f == "--kv") type = std::string(v) == "q8_0" ? DType::Q8_0 : std::string(v) == "q4_0" ? DType::Q4_0 : DType::F16;
+    else if (f == "--kv") {
+      const std::string t = v;
+      if (t != "f16" && t != "q8_0" && t != "q4_0") {
+        fprintf(stderr, "attn-decode: --kv %s: f16, q8_0 or q4_0\n", v);
+        return 2;
+      }
+      type = t == "q8_0" ? DType::Q8_0 : t == "q4_0" ? DType::Q4_0 : DType::F16;
+    }
     else {
       fprintf(stderr, "attn-decode: unknown flag %s\n", f.c_str());
       return 2;
@@ -83,7 +96,7 @@ int main(int argc, char** argv) {
   yn.params.attn_scale = 1.0f;
   const int32_t pos = static_cast<int32_t>(depth);
   std::vector<double> per_call;
-  volatile uint64_t sink = 0;
+  std::atomic<uint64_t> sink{0};  // the weights' sum, so the reads stay
   for (int64_t rep = 0; rep < reps + 1; ++rep) {
     double t = 0.0;
     for (int64_t l = 0; l < layers; ++l) {
@@ -91,7 +104,7 @@ int main(int argc, char** argv) {
       pool.parallel_for(static_cast<int64_t>(weights.size() / 4096), [&](int64_t i0, int64_t i1) {
         uint64_t s = 0;
         for (int64_t i = i0 * 4096; i < i1 * 4096; i += 64) s += weights[static_cast<size_t>(i)];
-        sink = sink + s;
+        sink.fetch_add(s, std::memory_order_relaxed);
       });
       OpArgs a;
       a.dst = {&yn, y.data()};
@@ -104,6 +117,10 @@ int main(int argc, char** argv) {
       t += now_s() - t0;
     }
     if (rep > 0) per_call.push_back(t / static_cast<double>(layers));
+  }
+  if (per_call.empty()) {
+    fprintf(stderr, "%s: --reps must be at least 1\n", argv[0]);
+    return 2;
   }
   std::sort(per_call.begin(), per_call.end());
   const double med = per_call[per_call.size() / 2];

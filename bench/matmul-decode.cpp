@@ -39,6 +39,10 @@ DType parse_type(const std::string& s) {
 int main(int argc, char** argv) {
   int64_t n_in = 1024, n_out = 2048, total_mib = 360, reps = 5, threads = 2;
   DType type = DType::Q4_0;
+  if (argc % 2 == 0) {
+    fprintf(stderr, "%s: flags take a value each (flag value ...)\n", argv[0]);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
     const char* v = argv[i + 1];
@@ -102,6 +106,10 @@ int main(int argc, char** argv) {
       t += now_s() - t0;
     }
     if (rep > 0) per_call.push_back(t / static_cast<double>(count));
+  }
+  if (per_call.empty()) {
+    fprintf(stderr, "%s: --reps must be at least 1\n", argv[0]);
+    return 2;
   }
   std::sort(per_call.begin(), per_call.end());
   const double med = per_call[per_call.size() / 2];

@@ -10,8 +10,11 @@
 
 namespace minfer::cpu {
 
+// Both are static: this header is compiled with baseline flags (ops-attn.cpp) and with AVX-512
+// ones (attn-rows-avx512.cpp); a shared out-of-line copy could hand one the other's code.
+
 // The scaled score; with a soft-cap, softcap * tanh(s) (scale already divided by softcap).
-inline float narrow_score(float dot, float scale, float softcap) {
+static inline float narrow_score(float dot, float scale, float softcap) {
   const float s = dot * scale;
   return softcap > 0.0f ? softcap * std::tanh(s) : s;
 }
@@ -23,7 +26,7 @@ struct OnlineStep {
 
 // s > m (a new maximum): ms = e^(m - s), m = s, p = 1; else ms = 1, p = e^(s - m); then
 // l = l * ms + p. e^x is libm's expf, as llama.cpp's.
-inline OnlineStep online_step(float s, float& m, float& l) {
+static inline OnlineStep online_step(float s, float& m, float& l) {
   OnlineStep st{1.0f, 1.0f};
   if (s > m) {
     st.ms = std::exp(m - s);

@@ -14,7 +14,7 @@
 // that both engines round the same way (docs/design-cpu-numerics.md):
 //  - fewer than kWideBatch query rows (decode, short prompts): q is rounded to the cache type,
 //    scores are W64-order dot products (kernels.h), the V sum of an f16 cache is kept in f16
-//    (y = f16(fma(v, p, y))), the softmax sum as S = fma(S, ms, p); with a q8_0 / q4_0 cache
+//    (y = f16(fma(v, p, y))), the softmax sum as S = S * ms + p (two roundings); with a q8_0 / q4_0 cache
 //    q is quantized to q8_0, scores are the K type's integer dot products and the V sum is f32
 //    (attn_rows_narrow_quant: llama.cpp's arithmetic, which it keeps at every batch size; here
 //    wide batches with a window or a ring keep it too);
