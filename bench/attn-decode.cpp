@@ -6,68 +6,36 @@
 // (from depth 511 on, a decode takes the tiles, ops-attn.cpp kTileFromKeys, not the narrow rows)
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
-#include <string>
 #include <vector>
 
 #include "backends/cpu/ops.h"
+#include "op-bench.h"
 #include "core/fp16.h"
 #include "quant/quant.h"
 
 using namespace minfer;
+using namespace minfer::bench;
 using namespace minfer::cpu;
-
-namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-Node make_node(Op op, DType t, Shape ne) {
-  Node n;
-  n.op = op;
-  n.type = t;
-  n.ne = ne;
-  return n;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int64_t hd = 128, n_head = 16, n_head_kv = 8, depth = 448, layers = 28, reps = 20, threads = 2;
   int64_t between = 12 << 20;  // bytes of "weights" streamed between two layers' attention
   DType type = DType::F16;
-  if (argc % 2 == 0) {
-    fprintf(stderr, "%s: flags take a value each (flag value ...)\n", argv[0]);
+  if (!parse_flags(argc, argv, {{"--hd", int_flag(hd)}, {"--heads", int_flag(n_head)}, {"--kv-heads", int_flag(n_head_kv)},
+                                {"--depth", int_flag(depth)}, {"--layers", int_flag(layers)}, {"--reps", int_flag(reps)},
+                                {"--threads", int_flag(threads)}, {"--between-mib", int_flag(between, 20)},
+                                {"--kv", type_flag(type)}}))
+    return 2;
+  if (type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0) {
+    fprintf(stderr, "attn-decode: --kv takes f16, q8_0 or q4_0\n");
     return 2;
   }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string f = argv[i];
-    const char* v = argv[i + 1];
-    if (f == "--hd") hd = atoll(v);
-    else if (f == "--heads") n_head = atoll(v);
-    else if (f == "--kv-heads") n_head_kv = atoll(v);
-    else if (f == "--depth") depth = atoll(v);
-    else if (f == "--layers") layers = atoll(v);
-    else if (f == "--reps") reps = atoll(v);
-    else if (f == "--threads") threads = atoll(v);
-    else if (f == "--between-mib") between = atoll(v) << 20;
-    else if (f == "--kv") {
-      const std::string t = v;
-      if (t != "f16" && t != "q8_0" && t != "q4_0") {
-        fprintf(stderr, "attn-decode: --kv %s: f16, q8_0 or q4_0\n", v);
-        return 2;
-      }
-      type = t == "q8_0" ? DType::Q8_0 : t == "q4_0" ? DType::Q4_0 : DType::F16;
-    }
-    else {
-      fprintf(stderr, "attn-decode: unknown flag %s\n", f.c_str());
-      return 2;
-    }
+  if (reps < 1) {
+    fprintf(stderr, "attn-decode: --reps must be at least 1\n");
+    return 2;
   }
   const int64_t n_ctx = depth + 1, row = n_head_kv * hd;
   const size_t rb = row_bytes(type, row);
@@ -118,12 +86,7 @@ int main(int argc, char** argv) {
     }
     if (rep > 0) per_call.push_back(t / static_cast<double>(layers));
   }
-  if (per_call.empty()) {
-    fprintf(stderr, "%s: --reps must be at least 1\n", argv[0]);
-    return 2;
-  }
-  std::sort(per_call.begin(), per_call.end());
-  const double med = per_call[per_call.size() / 2];
+  const double med = median(per_call);
   const double bytes = 2.0 * static_cast<double>(rb) * static_cast<double>(n_ctx);
   printf("{\"hd\":%lld,\"heads\":%lld,\"kv_heads\":%lld,\"depth\":%lld,\"us_per_call\":%.2f,\"kv_gbps\":%.2f}\n",
          static_cast<long long>(hd), static_cast<long long>(n_head), static_cast<long long>(n_head_kv),

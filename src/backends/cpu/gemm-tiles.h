@@ -22,6 +22,9 @@ namespace minfer::cpu {
 // vs 55).
 constexpr size_t kPrefetchBytes = 2048;
 constexpr size_t kPrefetchBytesLarge = 1024;
+constexpr size_t prefetch_distance(size_t block_bytes) {
+  return block_bytes >= 1024 ? kPrefetchBytesLarge : kPrefetchBytes;
+}
 
 // A GEMM tile of T tokens at the start of one weight block of `bytes` bytes. Decode (one
 // token) reads each weight byte once, and the hardware prefetchers alone keep too few lines in
@@ -30,7 +33,7 @@ constexpr size_t kPrefetchBytesLarge = 1024;
 template <int T>
 [[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* blk, size_t bytes) {
   if constexpr (T == 1) {
-    prefetch_lines(blk + (bytes >= 1024 ? kPrefetchBytesLarge : kPrefetchBytes), bytes);
+    prefetch_lines(blk + prefetch_distance(bytes), bytes);
   }
 }
 
@@ -41,8 +44,7 @@ template <int T>
 template <int T, size_t kBytes, int kParts>
 [[gnu::always_inline]] inline void prefetch_part(const uint8_t* blk, int part) {
   if constexpr (T == 1) {
-    constexpr size_t kDist = kBytes >= 1024 ? kPrefetchBytesLarge : kPrefetchBytes;
-    const uintptr_t base = reinterpret_cast<uintptr_t>(blk) + kDist;
+    const uintptr_t base = reinterpret_cast<uintptr_t>(blk) + prefetch_distance(kBytes);
     const uintptr_t lo = (base + static_cast<size_t>(part) * kBytes / kParts + 63) & ~uintptr_t{63};
     const uintptr_t hi = base + static_cast<size_t>(part + 1) * kBytes / kParts;
     for (uintptr_t p = lo; p < hi; p += 64) __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 3);
