@@ -275,15 +275,16 @@ void tile_q5_1(const GemmArgs& a, int64_t g, int64_t t0) {
 }
 
 // Q4_1 x Q8_1 in the Lanes8 order (gemm-ref.cpp): one float accumulator per lane and row, so
-// chunk c's vpdpbusd result is lane c's integer sum for 16 rows.
+// chunk c's vpdpbusd result is lane c's integer sum for 16 rows. A block is taken a lane at a
+// time (one unpacked weight vector live, not eight) and the mins in a second pass over the
+// group's blocks, so that 3 tokens' 24 accumulators stay in registers (with all eight weight
+// vectors and the mins live, 2 tokens spilled to the stack).
 template <int T>
 void tile_q4_1(const GemmArgs& a, int64_t g, int64_t t0) {
   constexpr size_t kBytes = repack_block_bytes(DType::Q4_1);  // a.block_bytes
-  __m512 acc[T][8], mins[T];
-  for (int i = 0; i < T; ++i) {
+  __m512 acc[T][8];
+  for (int i = 0; i < T; ++i)
     for (int l = 0; l < 8; ++l) acc[i][l] = _mm512_setzero_ps();
-    mins[i] = _mm512_setzero_ps();
-  }
   const uint8_t* wg = a.w + static_cast<size_t>(g * a.n_blocks) * kBytes;
   const BlockQ8_1* xr[T];
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const BlockQ8_1*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
@@ -292,24 +293,26 @@ void tile_q4_1(const GemmArgs& a, int64_t g, int64_t t0) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     prefetch_ahead<T>(blk, kBytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
-    __m512i w[8];
-    for (int k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(blk + 64 + 64 * k);
-      w[k] = _mm512_and_si512(v, m);
-      w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-    }
-    for (int i = 0; i < T; ++i) {
-      const BlockQ8_1& xb = xr[i][b];
-      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xb.d)));
-      for (int l = 0; l < 8; ++l) {
+    __m512 dd[T];
+    for (int i = 0; i < T; ++i) dd[i] = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xr[i][b].d)));
+    #pragma GCC unroll 8
+    for (int l = 0; l < 8; ++l) {
+      const __m512i v = _mm512_loadu_si512(blk + 64 + 64 * (l % 4));
+      const __m512i w = _mm512_and_si512(l < 4 ? v : _mm512_srli_epi16(v, 4), m);
+      for (int i = 0; i < T; ++i) {
         int32_t xv;
-        std::memcpy(&xv, xb.qs + 4 * l, 4);
-        const __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[l], _mm512_set1_epi32(xv));
-        acc[i][l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(lane), acc[i][l]);
+        std::memcpy(&xv, xr[i][b].qs + 4 * l, 4);
+        const __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_set1_epi32(xv));
+        acc[i][l] = _mm512_fmadd_ps(dd[i], _mm512_cvtepi32_ps(lane), acc[i][l]);
       }
-      mins[i] = _mm512_add_ps(mins[i], _mm512_mul_ps(mw, _mm512_set1_ps(_cvtsh_ss(xb.s))));
     }
+  }
+  __m512 mins[T];  // m_w * s_x summed in block order, each product rounded
+  for (int i = 0; i < T; ++i) mins[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < a.n_blocks; ++b) {
+    const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
+    const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
+    for (int i = 0; i < T; ++i) mins[i] = _mm512_add_ps(mins[i], _mm512_mul_ps(mw, _mm512_set1_ps(_cvtsh_ss(xr[i][b].s))));
   }
   for (int i = 0; i < T; ++i) {
     const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][4]), _mm512_add_ps(acc[i][2], acc[i][6])),
@@ -321,7 +324,7 @@ void tile_q4_1(const GemmArgs& a, int64_t g, int64_t t0) {
 }  // namespace
 
 void gemm_q4_1(const GemmArgs& a) {
-  gemm_tiles<2, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q4_1<T>(a, g, t0); });
+  gemm_tiles<3, 2, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q4_1<T>(a, g, t0); });
 }
 
 void gemm_q5_1(const GemmArgs& a) {
