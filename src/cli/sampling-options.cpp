@@ -18,6 +18,9 @@ void add_sampling_options(CLI::App& app, SamplingOptions& o) {
   const char* g = "Sampling";
   app.add_option("--temp,--temperature", p.temp, "temperature; 0 = greedy (argmax)")->capture_default_str()->group(g);
   app.add_flag("--greedy", o.greedy, "same as --temp 0")->group(g);
+  app.add_option("--dynatemp-range", p.dynatemp_range, "dynamic temperature: temp +- RANGE by the entropy; 0 = off")->capture_default_str()->group(g);
+  app.add_option("--dynatemp-exp", p.dynatemp_exponent, "dynamic temperature: entropy exponent")->capture_default_str()->group(g);
+  app.add_option("--top-nsigma,--top-n-sigma", p.top_n_sigma, "keep logits >= max - N x their std deviation; <= 0 = off")->capture_default_str()->group(g);
   app.add_option("--top-k", p.top_k, "keep the K most likely tokens; 0 = off")->capture_default_str()->group(g);
   app.add_option("--top-p", p.top_p, "nucleus sampling mass; 1 = off")->capture_default_str()->group(g);
   app.add_option("--min-p", p.min_p, "drop tokens below P x the top probability; 0 = off")->capture_default_str()->group(g);

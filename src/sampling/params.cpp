@@ -24,6 +24,15 @@ Status validate(const SamplerParams& p, int32_t n_vocab) {
     return make_error("sampling: temp {} must be a finite value >= 0 (0 = greedy)", p.temp);
   }
   if (p.top_k < 0) return make_error("sampling: top_k {} must be >= 0 (0 = off)", p.top_k);
+  if (!(p.dynatemp_range >= 0.0f) || !std::isfinite(p.dynatemp_range)) {
+    return make_error("sampling: dynatemp_range {} must be a finite value >= 0 (0 = off)", p.dynatemp_range);
+  }
+  if (!(p.dynatemp_exponent >= 0.0f) || !std::isfinite(p.dynatemp_exponent)) {
+    return make_error("sampling: dynatemp_exponent {} must be a finite value >= 0", p.dynatemp_exponent);
+  }
+  if (!std::isfinite(p.top_n_sigma)) {
+    return make_error("sampling: top_n_sigma {} must be finite (<= 0 = off)", p.top_n_sigma);
+  }
   if (!in_closed(p.typical_p, 0.0f, 1.0f)) {
     return make_error("sampling: typical_p {} is outside [0, 1] (1 = off)", p.typical_p);
   }

@@ -24,6 +24,16 @@ inline constexpr float kGreedyTemp = 1e-6f;
 struct SamplerParams {
   // 11. temperature; <= kGreedyTemp means greedy (argmax, no RNG draw). Must be >= 0.
   float temp = 0.8f;
+  // 11. dynamic temperature: with range > 0 the draw's temperature is
+  //     lo + (hi - lo) * (H / ln n)^exponent, lo = max(0, temp - range), hi = temp + range, H the
+  //     entropy of the n survivors' distribution at temperature 1 (flat -> hi, one sure token
+  //     -> lo); 0 disables. range >= 0, exponent >= 0, both finite.
+  float dynatemp_range = 0.0f;
+  float dynatemp_exponent = 1.0f;
+  // 6a. top-n-sigma: keep tokens whose logit is >= max - top_n_sigma * sigma (sigma: the
+  //     standard deviation of the survivors' logits); <= 0 disables (-1, llama.cpp's default).
+  //     Must be finite.
+  float top_n_sigma = -1.0f;
   // 6. keep the k highest logits; 0 (or k >= n_vocab) disables. Must be >= 0.
   int32_t top_k = 40;
   // 7. locally typical sampling; 1 disables. Range [0, 1].

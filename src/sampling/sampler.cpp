@@ -116,14 +116,26 @@ Expected<int32_t> Sampler::sample(std::span<const float> logits) {
   if (cand_.ids.empty()) {
     return make_error(kAllMasked, n_vocab_);
   }
+  sampling::top_n_sigma(cand_, p.top_n_sigma);
   sampling::top_k(cand_, p.top_k);
   sampling::typical(cand_, p.typical_p);
   sampling::top_p(cand_, p.top_p);
   sampling::min_p(cand_, p.min_p);
   sampling::xtc(cand_, p.xtc_probability, p.xtc_threshold, s.rng);
   last_ = Drew::kDraw;
-  last_temp_ = p.mirostat == 0 ? p.temp : 1.0f;
-  if (p.mirostat == 0) return sampling::draw(cand_, p.temp, s.rng);
+  if (p.mirostat == 0) {
+    last_temp_ = p.dynatemp_range > 0.0f ? sampling::dynamic_temperature(cand_, p.temp, p.dynatemp_range, p.dynatemp_exponent)
+                                          : p.temp;
+    if (last_temp_ >= kGreedyTemp) return sampling::draw(cand_, last_temp_, s.rng);
+    // A dynamic temperature of 0 (temp <= range and one sure token): the top survivor.
+    int32_t best = cand_.ids[0];
+    for (int32_t id : cand_.ids)
+      if (cand_.logits[id] > cand_.logits[best]) best = id;
+    last_ = Drew::kGreedy;
+    last_greedy_ = best;
+    return best;
+  }
+  last_temp_ = 1.0f;
 
   // Mirostat ignores the temperature: truncate by surprise, draw at temperature 1, and keep the
   // distribution so accept() can measure the surprise of the token actually kept.
@@ -185,6 +197,7 @@ std::string Sampler::describe() const {
     stage("greedy");
     return out;
   }
+  if (p.top_n_sigma > 0.0f) stage(fmt::format("top-n-sigma {}", p.top_n_sigma));
   if (p.top_k > 0 && p.top_k < n_vocab_) stage(fmt::format("top-k {}", p.top_k));
   if (p.typical_p < 1.0f) stage(fmt::format("typical {}", p.typical_p));
   if (p.top_p < 1.0f) stage(fmt::format("top-p {}", p.top_p));
@@ -192,7 +205,9 @@ std::string Sampler::describe() const {
   if (p.xtc_probability > 0.0f) {
     stage(fmt::format("xtc(probability {}, threshold {})", p.xtc_probability, p.xtc_threshold));
   }
-  if (p.mirostat == 0) {
+  if (p.mirostat == 0 && p.dynatemp_range > 0.0f) {
+    stage(fmt::format("dynatemp(temp {}, range {}, exponent {})", p.temp, p.dynatemp_range, p.dynatemp_exponent));
+  } else if (p.mirostat == 0) {
     stage(fmt::format("temp {}", p.temp));
   } else {
     stage(fmt::format("mirostat v{}(tau {}, eta {}{})", p.mirostat, p.mirostat_tau,

@@ -193,6 +193,26 @@ std::vector<double> probabilities(const Candidates& c, float temp) {
   return p;
 }
 
+void top_n_sigma(Candidates& c, float n) {
+  if (n <= 0.0f || c.ids.size() <= 1) return;
+  // Mean and spread in double (the survivors can be a whole vocabulary of similar logits).
+  float max = kNegInf;
+  double sum = 0.0;
+  for (int32_t id : c.ids) {
+    max = std::max(max, c.logits[id]);
+    sum += c.logits[id];
+  }
+  const double mean = sum / static_cast<double>(c.ids.size());
+  double sq = 0.0;
+  for (int32_t id : c.ids) sq += (c.logits[id] - mean) * (c.logits[id] - mean);
+  const double sigma = std::sqrt(sq / static_cast<double>(c.ids.size()));
+  const double threshold = max - static_cast<double>(n) * sigma;
+  std::vector<uint8_t>& keep = c.scratch.keep;
+  keep.resize(c.ids.size());
+  for (size_t i = 0; i < c.ids.size(); ++i) keep[i] = c.logits[c.ids[i]] >= threshold;
+  keep_marked(c, keep);
+}
+
 void top_k(Candidates& c, int32_t k) {
   if (k <= 0 || static_cast<size_t>(k) >= c.ids.size()) return;
   // A heap of the best k so far with the worst on top; most tokens lose one comparison with
@@ -335,6 +355,18 @@ void mirostat_v2(Candidates& c, float mu) {
 
 float mirostat_update(float mu, float surprise, float tau, float eta) {
   return mu - eta * (surprise - tau);
+}
+
+float dynamic_temperature(const Candidates& c, float temp, float range, float exponent) {
+  if (range <= 0.0f || c.ids.size() <= 1) return temp;
+  std::vector<double>& p = c.scratch.prob;
+  probabilities_into(c, 1.0f, p);
+  double entropy = 0.0;
+  for (double v : p)
+    if (v > 0.0) entropy -= v * std::log(v);
+  const double spread = std::clamp(entropy / std::log(static_cast<double>(p.size())), 0.0, 1.0);
+  const double lo = std::max(0.0, static_cast<double>(temp) - range), hi = static_cast<double>(temp) + range;
+  return static_cast<float>(lo + (hi - lo) * std::pow(spread, static_cast<double>(exponent)));
 }
 
 int32_t draw(const Candidates& c, float temp, Rng& rng) {

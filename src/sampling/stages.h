@@ -70,6 +70,11 @@ int32_t argmax(std::span<const float> logits);
 // Probabilities of c.ids (same order) at temperature `temp` > 0: softmax of logit / temp.
 std::vector<double> probabilities(const Candidates& c, float temp = 1.0f);
 
+// 6a. Top-n-sigma: with m the highest logit and sigma the standard deviation of the survivors'
+//     logits (population: divided by their count), keeps ids whose logit is >= m - n * sigma
+//     (so the top token always survives). n <= 0 or a single survivor does nothing.
+void top_n_sigma(Candidates& c, float n);
+
 // 6. Keeps the k highest logits (exactly k; equal logits rank by id). k <= 0 or k >= the
 //    number of survivors does nothing. O(n): a selection, not a sort.
 void top_k(Candidates& c, int32_t k);
@@ -102,6 +107,11 @@ void mirostat_v1(Candidates& c, float mu, int32_t m, int32_t n_vocab);
 void mirostat_v2(Candidates& c, float mu);
 // mu <- mu - eta * (surprise - tau)
 float mirostat_update(float mu, float surprise, float tau, float eta);
+
+// 11. Dynamic temperature: lo + (hi - lo) * (H / ln n)^exponent with lo = max(0, temp - range),
+//     hi = temp + range, H the entropy (nats) of the survivors' distribution at temperature 1
+//     and n their count. A single survivor gives temp. range <= 0 returns temp.
+float dynamic_temperature(const Candidates& c, float temp, float range, float exponent);
 
 // 11. One inverse-CDF draw: u from `rng`, then the first id (ascending) whose cumulative
 //     probability at `temp` exceeds u. c.ids must not be empty.

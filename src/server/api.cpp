@@ -407,6 +407,9 @@ json sampling_json(const SamplerParams& p) {
           {"typical_p", p.typical_p},
           {"xtc_probability", p.xtc_probability},
           {"xtc_threshold", p.xtc_threshold},
+          {"top_n_sigma", p.top_n_sigma},
+          {"dynatemp_range", p.dynatemp_range},
+          {"dynatemp_exponent", p.dynatemp_exponent},
           {"repeat_last_n", p.repeat_last_n},
           {"repeat_penalty", p.repeat_penalty},
           {"presence_penalty", p.presence_penalty},
@@ -507,7 +510,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   // llama-server's other samplers (validate() below checks the combination).
   for (auto [name, out] : {std::pair{"typical_p", &sp.typical_p}, {"dry_multiplier", &sp.dry_multiplier}, {"dry_base", &sp.dry_base},
                            {"xtc_probability", &sp.xtc_probability}, {"xtc_threshold", &sp.xtc_threshold},
-                           {"mirostat_tau", &sp.mirostat_tau}, {"mirostat_eta", &sp.mirostat_eta}}) {
+                           {"mirostat_tau", &sp.mirostat_tau}, {"mirostat_eta", &sp.mirostat_eta}, {"top_n_sigma", &sp.top_n_sigma},
+                           {"dynatemp_range", &sp.dynatemp_range}, {"dynatemp_exponent", &sp.dynatemp_exponent}}) {
     if (auto e = number(body, name, -1e9, 1e9, d)) return *e;
     if (field(body, name)) *out = static_cast<float>(d);
   }

@@ -169,18 +169,21 @@ def test_sampler_fields_verbose_and_timings_per_token(srv):
     "verbose", and streamed timings that grow token by token."""
     body = {"prompt": "Once upon a time", "n_predict": 6, "temperature": 0.7, "typical_p": 0.9, "repeat_last_n": 32,
             "dry_multiplier": 0.8, "dry_base": 1.5, "dry_allowed_length": 3, "dry_penalty_last_n": -1,
-            "dry_sequence_breakers": ["\n", ":"], "xtc_probability": 0.2, "xtc_threshold": 0.3, "mirostat": 0, "seed": 5}
+            "dry_sequence_breakers": ["\n", ":"], "xtc_probability": 0.2, "xtc_threshold": 0.3, "mirostat": 0, "seed": 5,
+            "top_n_sigma": 2.5, "dynatemp_range": 0.3, "dynatemp_exponent": 1.5}
     st, r, _ = call(srv.url, "/completion", body)
     assert st == 200, r
     g = r["generation_settings"]
     for k in ("repeat_last_n", "dry_allowed_length", "dry_penalty_last_n", "mirostat"):
         assert g[k] == body[k], k
-    for k in ("typical_p", "dry_multiplier", "dry_base", "xtc_probability", "xtc_threshold"):
+    for k in ("typical_p", "dry_multiplier", "dry_base", "xtc_probability", "xtc_threshold", "top_n_sigma", "dynatemp_range",
+              "dynatemp_exponent"):
         assert abs(g[k] - body[k]) < 1e-6, k
     st, again, _ = call(srv.url, "/completion", body)
     assert again["content"] == r["content"]  # the same seed, the same samplers
     for bad, needle in [({"logit_bias": {"99999999999999999999": 100}}, "logit_bias"), ({"typical_p": 2}, "typical_p"), ({"mirostat": 3}, "mirostat"), ({"xtc_threshold": 0.9}, "xtc_threshold"),
-                        ({"dry_sequence_breakers": "x"}, "dry_sequence_breakers"), ({"dry_base": 0.5}, "dry_base")]:
+                        ({"dry_sequence_breakers": "x"}, "dry_sequence_breakers"), ({"dry_base": 0.5}, "dry_base"),
+                        ({"dynatemp_range": -1}, "dynatemp_range"), ({"dynatemp_exponent": -2}, "dynatemp_exponent")]:
         st, e, _ = call(srv.url, "/completion", {"prompt": "x", "n_predict": 1, **bad})
         assert st == 400 and needle in e["error"]["message"], (bad, e)
     st, v, _ = call(srv.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Book"}], "max_tokens": 2, "verbose": True})

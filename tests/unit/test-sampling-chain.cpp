@@ -96,6 +96,9 @@ TEST(sampling, validate_names_field_value_and_range) {
       {[](SamplerParams& p) { p.xtc_probability = 2.0f; }, "xtc_probability 2 is outside"},
       {[](SamplerParams& p) { p.xtc_threshold = 0.6f; }, "xtc_threshold 0.6 is outside [0, 0.5]"},
       {[](SamplerParams& p) { p.mirostat = 3; }, "mirostat 3 must be 0 (off), 1 or 2"},
+      {[](SamplerParams& p) { p.top_n_sigma = kInf; }, "top_n_sigma inf must be finite"},
+      {[](SamplerParams& p) { p.dynatemp_range = -0.5f; }, "dynatemp_range -0.5 must be a finite value >= 0"},
+      {[](SamplerParams& p) { p.dynatemp_exponent = -1.0f; }, "dynatemp_exponent -1 must be a finite value >= 0"},
       {[](SamplerParams& p) { p.mirostat_tau = 0.0f; }, "mirostat_tau 0 must be"},
       {[](SamplerParams& p) { p.mirostat_eta = -1.0f; }, "mirostat_eta -1 must be"},
       {[](SamplerParams& p) { p.mirostat_m = 0; }, "mirostat_m 0 must be >= 1"},
@@ -122,6 +125,8 @@ TEST(sampling, validate_names_field_value_and_range) {
   ok.logit_bias[9] = -kInf;
   ok.logit_bias[0] = -100.0f;
   ok.xtc_threshold = 0.5f;
+  ok.top_n_sigma = -1.0f;  // llama.cpp's "off"
+  ok.dynatemp_exponent = 0.0f;
   ok.seed = 0;
   EXPECT_EQ(error_of(ok), "");
 }
@@ -137,6 +142,33 @@ TEST(sampling, greedy_at_temperature_zero) {
   Sampler b = make(p, 4);
   EXPECT_EQ(*b.sample(std::vector<float>{0.1f, 2, 2, -1}), 2);
   EXPECT_EQ(*s.sample(std::vector<float>{std::nanf(""), 0, -1, -2}), 1);  // NaN is masked
+}
+
+TEST(sampling, top_n_sigma_and_dynamic_temperature_in_the_chain) {
+  // top-n-sigma runs before top-k: logits {4, 2, 0, -2, -4} (sigma 2.83) with n = 1 leave
+  // {0, 1}, so a draw never returns 2..4 whatever the seed; the chain names both stages.
+  SamplerParams p = plain();
+  p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f;
+  p.top_n_sigma = 1.0f;
+  p.dynatemp_range = 0.5f;
+  Sampler s = make(p, 5);
+  EXPECT_NE(s.describe().find("top-n-sigma 1"), std::string::npos) << s.describe();
+  EXPECT_NE(s.describe().find("dynatemp(temp 1, range 0.5, exponent 1)"), std::string::npos) << s.describe();
+  const std::vector<float> l = {4, 2, 0, -2, -4};
+  for (int i = 0; i < 200; ++i) {
+    const int32_t t = *s.sample(l);
+    EXPECT_TRUE(t == 0 || t == 1) << t;
+  }
+  // The draw's temperature is the dynamic one: survivors {0, 1} at temperature 1 have
+  // p = {0.881, 0.119}, H / ln 2 = 0.527; temp 1 +- 0.5 spans [0.5, 1.5], so T = 0.5 + 1.0 *
+  // 0.527 = 1.027 and p(1) at T is 1 / (1 + e^(2 / T)) = 0.1248 (0.119 at T = 1).
+  EXPECT_NEAR(s.last_probability(1), 1.0 / (1.0 + std::exp(2.0 / 1.0271)), 2e-4);
+  // temp <= range and one sure survivor: the dynamic temperature is 0, the top token is taken.
+  p.top_n_sigma = -1.0f;
+  p.temp = 0.5f;
+  Sampler z = make(p, 3);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(*z.sample(std::vector<float>{-1000, 0, -1000}), 1);
+  EXPECT_EQ(z.last_probability(1), 1.0f);
 }
 
 TEST(sampling, greedy_sees_penalties) {

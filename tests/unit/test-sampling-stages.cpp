@@ -338,6 +338,67 @@ TEST(sampling, min_p_relative_to_top) {
   EXPECT_EQ(c.ids.size(), 4u);
 }
 
+// ---- 6a. top-n-sigma -----------------------------------------------------------------------
+
+TEST(sampling, top_n_sigma_keeps_logits_within_n_deviations_of_the_top) {
+  // Logits {4, 2, 0, -2, -4}: mean 0, population variance (16 + 4 + 0 + 4 + 16) / 5 = 8,
+  // sigma = 2.828. n = 1: threshold 4 - 2.828 = 1.17 keeps {0, 1}; n = 2: 4 - 5.66 = -1.66
+  // keeps {0, 1, 2}; n = 3: -4.49 keeps all five.
+  const std::vector<float> l = {4, 2, 0, -2, -4};
+  Candidates c = make(l);
+  sampling::top_n_sigma(c, 1.0f);
+  EXPECT_EQ(c.ids, (Ids{0, 1}));
+  c = make(l);
+  sampling::top_n_sigma(c, 2.0f);
+  EXPECT_EQ(c.ids, (Ids{0, 1, 2}));
+  c = make(l);
+  sampling::top_n_sigma(c, 3.0f);
+  EXPECT_EQ(c.ids.size(), 5u);
+  for (float off : {0.0f, -1.0f}) {  // <= 0 is off
+    c = make(l);
+    sampling::top_n_sigma(c, off);
+    EXPECT_EQ(c.ids.size(), 5u);
+  }
+}
+
+TEST(sampling, top_n_sigma_counts_only_the_survivors) {
+  // Token 4 masked (-inf) and token 3 filtered out before: the statistics are over {6, 4, 2}
+  // (mean 4, sigma sqrt(8 / 3) = 1.633), so n = 1 keeps logits >= 4.37: only token 0. Over all
+  // five finite logits it would have kept {0, 1}.
+  Candidates c;
+  c.load(std::vector<float>{6, 4, 2, -20, -kInf});
+  c.collect();
+  c.ids = {0, 1, 2};  // as if an earlier stage had removed token 3
+  sampling::top_n_sigma(c, 1.0f);
+  EXPECT_EQ(c.ids, (Ids{0}));
+  c = make(std::vector<float>{1, 1, 1});  // sigma 0: every token equals the top and stays
+  sampling::top_n_sigma(c, 1.0f);
+  EXPECT_EQ(c.ids.size(), 3u);
+}
+
+// ---- 11. dynamic temperature --------------------------------------------------------------
+
+TEST(sampling, dynamic_temperature_follows_the_entropy) {
+  // Flat over 4 tokens: H = ln 4, H / ln n = 1 -> the top of the range, temp + range.
+  Candidates flat = make(std::vector<float>{0, 0, 0, 0});
+  EXPECT_FLOAT_EQ(sampling::dynamic_temperature(flat, 1.0f, 0.5f, 1.0f), 1.5f);
+  // p = {1/2, 1/4, 1/8, 1/8}: H = (1/2) ln 2 + (1/4) ln 4 + 2 (1/8) ln 8 = 1.75 ln 2, ln 4 =
+  // 2 ln 2, so H / ln n = 0.875; temp 1, range 0.5: 0.5 + 1.0 * 0.875 = 1.375; with exponent
+  // 2: 0.5 + 0.765625 = 1.265625.
+  Candidates c = make(ln({0.5, 0.25, 0.125, 0.125}));
+  EXPECT_NEAR(sampling::dynamic_temperature(c, 1.0f, 0.5f, 1.0f), 1.375f, 1e-5f);
+  EXPECT_NEAR(sampling::dynamic_temperature(c, 1.0f, 0.5f, 2.0f), 1.265625f, 1e-5f);
+  // The low end never goes below 0: temp 0.3, range 0.5 spans [0, 0.8]: 0.8 * 0.875 = 0.7.
+  EXPECT_NEAR(sampling::dynamic_temperature(c, 0.3f, 0.5f, 1.0f), 0.7f, 1e-5f);
+  // Off (range 0) and a single survivor give the plain temperature.
+  EXPECT_EQ(sampling::dynamic_temperature(c, 0.8f, 0.0f, 1.0f), 0.8f);
+  Candidates one = make(std::vector<float>{-kInf, 3, -kInf});
+  EXPECT_EQ(sampling::dynamic_temperature(one, 0.8f, 0.5f, 1.0f), 0.8f);
+  // One token holding all the mass (the others underflow): H = 0 -> the low end.
+  Candidates sure = make(std::vector<float>{0, -1000, -1000});
+  EXPECT_NEAR(sampling::dynamic_temperature(sure, 1.0f, 0.25f, 1.0f), 0.75f, 1e-6f);
+}
+
 // ---- 10. XTC ------------------------------------------------------------------------------
 
 TEST(sampling, xtc_removes_top_choices_but_the_least_likely) {

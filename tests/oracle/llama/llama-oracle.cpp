@@ -24,6 +24,11 @@
 //        stdin: one text per line, hex-encoded bytes -> stdout: one JSON array of ids per line
 //   llama-oracle tokenize-bench MODEL FILE [--special] [-n REPEATS]
 //        -> {"bytes":N,"n_tokens":T,"seconds":[...]}  (each repeat times llama_tokenize only)
+//   llama-oracle sampler-lines    (no model) stdin: one case per line, "sigma N L0 L1 ..." or
+//        "dynatemp TEMP RANGE EXPONENT L0 L1 ..." (logits, "-inf" allowed) -> stdout per line:
+//        sigma: {"kept":[ids]} after llama.cpp's top-n-sigma sampler (ids whose logit stays
+//        finite); dynatemp: {"logits":[...]} after its temp-ext sampler (the logits divided by
+//        the dynamic temperature)
 //   llama-oracle vocab-info MODEL
 //        -> {"n_vocab":N,"bos":B,"eos":E,"eot":T,"add_bos":b,"add_eos":b,"fim":[pre,suf,mid,pad,rep,sep],"eog":[ids...]}
 //   llama-oracle dump MODEL --tokens 1,2,3 --out DIR [--steps N] [-t N]
@@ -76,6 +81,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "llama.h"
+#include "sampling/sampler-case.h"  // tests/oracle
 
 #ifndef MINFER_LLAMA_BINS_DEFAULT
 #define MINFER_LLAMA_BINS_DEFAULT ""
@@ -789,6 +795,49 @@ int cmd_tokenize_lines(const Args& a) {
   return 0;
 }
 
+// llama.cpp's top-n-sigma and temp-ext samplers on logits given on stdin (no model needed).
+int cmd_sampler_lines(const Args& a) {
+  if (!a.pos.empty()) die("usage: llama-oracle sampler-lines < CASES");
+  std::string line;
+  size_t line_no = 0;
+  while (std::getline(std::cin, line)) {
+    ++line_no;
+    SamplerCase c;
+    if (const std::string err = parse_sampler_case(line, c); !err.empty()) die("stdin line " + std::to_string(line_no) + ": " + err);
+    const std::string& kind = c.kind;
+    const std::vector<float>& param = c.params;
+    const std::vector<float>& logits = c.logits;
+    std::vector<llama_token_data> data(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) data[i] = {static_cast<llama_token>(i), logits[i], 0.0f};
+    llama_token_data_array cur{data.data(), data.size(), -1, false};
+    llama_sampler* smpl = kind == "sigma" ? llama_sampler_init_top_n_sigma(param[0])
+                                          : llama_sampler_init_temp_ext(param[0], param[1], param[2]);
+    llama_sampler_apply(smpl, &cur);
+    llama_sampler_free(smpl);
+    std::string out;
+    if (kind == "sigma") {
+      std::vector<int> kept;
+      for (size_t i = 0; i < cur.size; ++i)
+        if (std::isfinite(cur.data[i].logit)) kept.push_back(cur.data[i].id);
+      std::sort(kept.begin(), kept.end());
+      out = "{\"kept\":[";
+      for (size_t i = 0; i < kept.size(); ++i) out.append(i ? "," : "").append(std::to_string(kept[i]));
+    } else {
+      std::vector<float> by_id(logits.size(), -INFINITY);
+      for (size_t i = 0; i < cur.size; ++i) by_id[static_cast<size_t>(cur.data[i].id)] = cur.data[i].logit;
+      out = "{\"logits\":[";
+      char buf[32];
+      for (size_t i = 0; i < by_id.size(); ++i) {
+        if (std::isfinite(by_id[i])) std::snprintf(buf, sizeof buf, "%.9g", by_id[i]);
+        else std::snprintf(buf, sizeof buf, "null");
+        out.append(i ? "," : "").append(buf);
+      }
+    }
+    std::printf("%s]}\n", out.c_str());
+  }
+  return 0;
+}
+
 int cmd_tokenize_bench(const Args& a) {
   if (a.pos.size() != 2) die("usage: llama-oracle tokenize-bench MODEL FILE [--special] [-n REPEATS]");
   std::ifstream in(a.pos[1], std::ios::binary);
@@ -834,6 +883,7 @@ void usage() {
                "       llama-oracle logits MODEL --tokens 1,2,3 --out FILE.f32 [-t N] [-c N]\n"
                "       llama-oracle greedy MODEL --tokens 1,2,3 -n N [-t N] [-c N]\n"
                "       llama-oracle tokenize MODEL TEXT [--special] [--bos]\n"
+               "       llama-oracle sampler-lines < CASES\n"
                "       llama-oracle tokenize-lines MODEL [--special] [--bos] < HEX_LINES\n"
                "       llama-oracle tokenize-bench MODEL FILE [--special] [-n REPEATS]\n"
                "       llama-oracle vocab-info MODEL\n"
@@ -866,6 +916,7 @@ int main(int argc, char** argv) {
   else if (cmd == "tokenize-lines") rc = cmd_tokenize_lines(a);
   else if (cmd == "tokenize-bench") rc = cmd_tokenize_bench(a);
   else if (cmd == "vocab-info") rc = cmd_vocab_info(a);
+  else if (cmd == "sampler-lines") rc = cmd_sampler_lines(a);
   else if (cmd == "perplexity") rc = cmd_perplexity(a);
   else {
     usage();
