@@ -27,6 +27,9 @@ Status validate(const SamplerParams& p, int32_t n_vocab) {
   if (!(p.dynatemp_range >= 0.0f) || !std::isfinite(p.dynatemp_range)) {
     return make_error("sampling: dynatemp_range {} must be a finite value >= 0 (0 = off)", p.dynatemp_range);
   }
+  if (!std::isfinite(p.temp + p.dynatemp_range)) {
+    return make_error("sampling: temp {} + dynatemp_range {} is not a finite temperature", p.temp, p.dynatemp_range);
+  }
   if (!(p.dynatemp_exponent >= 0.0f) || !std::isfinite(p.dynatemp_exponent)) {
     return make_error("sampling: dynatemp_exponent {} must be a finite value >= 0", p.dynatemp_exponent);
   }

@@ -1,7 +1,7 @@
 // Sampler: turns one row of logits into a token with the reference's chain (docs/sampling.md):
 //
-//   1 logit bias -> 2 penalties -> 3 DRY -> [greedy if temp < 1e-6] -> 6 top-k -> 7 typical
-//   -> 8 top-p -> 9 min-p -> 10 XTC -> 11 temperature + draw | mirostat v1/v2
+//   1 logit bias -> 2 penalties -> 3 DRY -> [greedy if temp < 1e-6] -> 6a top-n-sigma -> 6 top-k
+//   -> 7 typical -> 8 top-p -> 9 min-p -> 10 XTC -> 11 (dynamic) temperature + draw | mirostat v1/v2
 //
 // It owns the state the chain needs between steps: the window of accepted tokens (penalties,
 // DRY), mirostat's mu and the seeded RNG. The caller decides end of generation (the
@@ -52,7 +52,8 @@ class Sampler {
   static Expected<Sampler> create(const SamplerParams& params, int32_t n_vocab);
 
   // One token from `logits` ([n_vocab]). Advances the RNG (one draw, plus one for XTC when it
-  // applies; none when greedy) but not the window: call accept() with the token you keep.
+  // applies; none when greedy; no final draw when a dynamic temperature comes out below 1e-6)
+  // but not the window: call accept() with the token you keep.
   // Fails only when every token is masked (-inf), e.g. by logit_bias.
   Expected<int32_t> sample(std::span<const float> logits);
   // Appends `token` to the window and, after a mirostat sample(), updates mu with the token's

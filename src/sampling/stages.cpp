@@ -194,7 +194,7 @@ std::vector<double> probabilities(const Candidates& c, float temp) {
 }
 
 void top_n_sigma(Candidates& c, float n) {
-  if (n <= 0.0f || c.ids.size() <= 1) return;
+  if (!(n > 0.0f) || c.ids.size() <= 1) return;  // NaN n: off too
   // Mean and spread in double (the survivors can be a whole vocabulary of similar logits).
   float max = kNegInf;
   double sum = 0.0;
@@ -359,12 +359,17 @@ float mirostat_update(float mu, float surprise, float tau, float eta) {
 
 float dynamic_temperature(const Candidates& c, float temp, float range, float exponent) {
   if (range <= 0.0f || c.ids.size() <= 1) return temp;
-  std::vector<double>& p = c.scratch.prob;
-  probabilities_into(c, 1.0f, p);
-  double entropy = 0.0;
-  for (double v : p)
-    if (v > 0.0) entropy -= v * std::log(v);
-  const double spread = std::clamp(entropy / std::log(static_cast<double>(p.size())), 0.0, 1.0);
+  // With w_i = exp(l_i - max) and Z their sum, p_i = w_i / Z and -ln p_i = ln Z - (l_i - max):
+  // H = ln Z - sum w_i (l_i - max) / Z, one log per row instead of one per survivor.
+  std::vector<double>& w = c.scratch.prob;
+  const double z = weights(c, 1.0f, w);
+  float max = kNegInf;
+  for (int32_t id : c.ids) max = std::max(max, c.logits[id]);
+  double dot = 0.0;
+  for (size_t i = 0; i < w.size(); ++i)
+    if (w[i] > 0.0) dot += w[i] * (static_cast<double>(c.logits[c.ids[i]]) - max);
+  const double entropy = std::log(z) - dot / z;
+  const double spread = std::clamp(entropy / std::log(static_cast<double>(w.size())), 0.0, 1.0);
   const double lo = std::max(0.0, static_cast<double>(temp) - range), hi = static_cast<double>(temp) + range;
   return static_cast<float>(lo + (hi - lo) * std::pow(spread, static_cast<double>(exponent)));
 }

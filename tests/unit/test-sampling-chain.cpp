@@ -99,6 +99,7 @@ TEST(sampling, validate_names_field_value_and_range) {
       {[](SamplerParams& p) { p.top_n_sigma = kInf; }, "top_n_sigma inf must be finite"},
       {[](SamplerParams& p) { p.dynatemp_range = -0.5f; }, "dynatemp_range -0.5 must be a finite value >= 0"},
       {[](SamplerParams& p) { p.dynatemp_exponent = -1.0f; }, "dynatemp_exponent -1 must be a finite value >= 0"},
+      {[](SamplerParams& p) { p.temp = 3e38f, p.dynatemp_range = 3e38f; }, "is not a finite temperature"},
       {[](SamplerParams& p) { p.mirostat_tau = 0.0f; }, "mirostat_tau 0 must be"},
       {[](SamplerParams& p) { p.mirostat_eta = -1.0f; }, "mirostat_eta -1 must be"},
       {[](SamplerParams& p) { p.mirostat_m = 0; }, "mirostat_m 0 must be >= 1"},
@@ -163,12 +164,38 @@ TEST(sampling, top_n_sigma_and_dynamic_temperature_in_the_chain) {
   // p = {0.881, 0.119}, H / ln 2 = 0.527; temp 1 +- 0.5 spans [0.5, 1.5], so T = 0.5 + 1.0 *
   // 0.527 = 1.027 and p(1) at T is 1 / (1 + e^(2 / T)) = 0.1248 (0.119 at T = 1).
   EXPECT_NEAR(s.last_probability(1), 1.0 / (1.0 + std::exp(2.0 / 1.0271)), 2e-4);
-  // temp <= range and one sure survivor: the dynamic temperature is 0, the top token is taken.
+  // temp <= range and one sure survivor: the dynamic temperature is 0, the top token is taken
+  // with no draw (a plain draw at 0.5 would pick the same token but advance the RNG).
   p.top_n_sigma = -1.0f;
   p.temp = 0.5f;
   Sampler z = make(p, 3);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(*z.sample(std::vector<float>{-1000, 0, -1000}), 1);
+  for (int i = 0; i < 20; ++i) {
+    const Rng before = z.checkpoint().rng;
+    EXPECT_EQ(*z.sample(std::vector<float>{-1000, 0, -1000}), 1);
+    EXPECT_EQ(z.checkpoint().rng, before);
+  }
   EXPECT_EQ(z.last_probability(1), 1.0f);
+  // Mirostat ignores the dynamic temperature as it ignores temp.
+  p.mirostat = 2;
+  EXPECT_EQ(make(p, 3).describe().find("dynatemp"), std::string::npos);
+}
+
+TEST(sampling, top_n_sigma_runs_before_top_k) {
+  // Logits {4, 3.9, 0, 0, 0}: over all five sigma = 1.94, so n = 1 keeps {0, 1} and top-k 2
+  // keeps both. Had top-k run first, sigma over {4, 3.9} would be 0.05 and only token 0 would
+  // stay. At temperature 1, p(1) = 0.475: it must come up in 200 draws.
+  SamplerParams p = plain();
+  p.top_k = 2, p.top_p = 1.0f, p.min_p = 0.0f;
+  p.top_n_sigma = 1.0f;
+  Sampler s = make(p, 5);
+  const std::vector<float> l = {4, 3.9f, 0, 0, 0};
+  int ones = 0;
+  for (int i = 0; i < 200; ++i) {
+    const int32_t t = *s.sample(l);
+    EXPECT_TRUE(t == 0 || t == 1) << t;
+    ones += t == 1;
+  }
+  EXPECT_GT(ones, 40);
 }
 
 TEST(sampling, greedy_sees_penalties) {

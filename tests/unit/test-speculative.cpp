@@ -277,6 +277,11 @@ std::map<std::string, SamplerParams> sampler_table() {
   SamplerParams miro;
   miro.mirostat = 2;
   t["mirostat-v2"] = miro;
+  SamplerParams dyn;
+  dyn.top_n_sigma = 1.5f;
+  dyn.dynatemp_range = 0.5f;
+  dyn.dynatemp_exponent = 1.5f;
+  t["top-n-sigma+dynatemp"] = dyn;
   return t;
 }
 
