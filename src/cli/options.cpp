@@ -66,7 +66,6 @@ const Unsupported kUnsupported[] = {
     {{"--rerank", "--reranking"}, "reranking models (/rerank) are not supported yet"},
     {{"--numa"}, "NUMA placement is not supported"},
     {{"--override-kv"}, "metadata overrides are not supported"},
-    {{"--samplers", "--sampler-seq", "--sampling-seq"}, "the sampler order is fixed (docs/sampling.md)"},
     {{"--prompt-cache", "--prompt-cache-all", "--prompt-cache-ro"}, "use --cnv --session FILE to keep a conversation's cache"},
     {{"--in-prefix", "--in-suffix", "--in-prefix-bos", "-sp", "--special", "-e", "--escape", "--keep"},
      "not supported (the model's chat template frames every turn and its special tokens)"},

@@ -10,6 +10,7 @@
 
 #include "grammar/gbnf.h"
 #include "grammar/json-schema.h"
+#include "sampling/order.h"
 
 namespace minfer::cli {
 
@@ -40,6 +41,8 @@ void add_sampling_options(CLI::App& app, SamplingOptions& o) {
   app.add_option("--mirostat-tau,--mirostat-ent", p.mirostat_tau, "mirostat target surprise")->capture_default_str()->group(g);
   app.add_option("--mirostat-eta,--mirostat-lr", p.mirostat_eta, "mirostat learning rate")->capture_default_str()->group(g);
   app.add_option("--mirostat-m", p.mirostat_m, "mirostat v1 tokens for the Zipf estimate")->capture_default_str()->group(g);
+  auto* so = app.add_option("--samplers", o.samplers, "stages to run, ';'-separated, in the fixed order (penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature); the others are off")->group(g);
+  app.add_option("--sampling-seq,--sampler-seq", o.sampling_seq, "the same as one char per stage (edskypmxt)")->group(g)->excludes(so);
   app.add_option("-l,--logit-bias", o.logit_bias, "ID:BIAS[,ID:BIAS...] (or llama.cpp's ID+BIAS / ID-BIAS), repeatable; BIAS -inf bans")->group(g);
   app.add_option("-s,--seed", p.seed, "RNG seed; -1 = random (the default; -v prints the seed drawn)")->group(g);
   auto* gr = app.add_option("--grammar", o.grammar, "GBNF grammar the output must match")->group("Grammar");
@@ -113,6 +116,14 @@ Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
       q.dry_sequence_breakers.push_back(std::move(ids));
     }
   }
+  // Last: a stage the list leaves out is off whatever its own option says.
+  if (!samplers.empty()) {
+    std::vector<std::string> names;
+    for (std::string_view s : split(samplers, ';')) names.emplace_back(s);
+    if (Status st = apply_sampler_names(q, names); !st) return make_error("--samplers: {}", st.error().message);
+  }
+  if (!sampling_seq.empty())
+    if (Status st = apply_sampler_chars(q, sampling_seq); !st) return make_error("--sampling-seq: {}", st.error().message);
   if (Status st = validate(q, n_vocab); !st) return st.error();
   return q;
 }

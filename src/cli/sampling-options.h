@@ -25,6 +25,7 @@ struct SamplingOptions {
   bool greedy = false;
   std::vector<std::string> logit_bias;      // "ID:BIAS,ID:BIAS"
   std::string dry_sequence_breakers;        // "198;13,2": ';' between sequences, ',' between ids
+  std::string samplers, sampling_seq;       // llama.cpp's stage lists: "top_k;min_p;temperature", "kmt"
   std::string grammar, grammar_file;        // GBNF text, or a file of it
   std::string json_schema, json_schema_file;  // JSON Schema text, or a file of it (at most one of the four)
   Expected<SamplerParams> to_params(int32_t n_vocab) const;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "grammar/json-schema.h"
+#include "sampling/order.h"
 #include "server/api-tools.h"
 #include "runtime/chat-prompt.h"
 #include "template/chat.h"
@@ -528,6 +529,19 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
       std::vector<int32_t> ids = ctx.tok->encode(x.get<std::string>(), false, false);
       if (!ids.empty()) sp.dry_sequence_breakers.push_back(std::move(ids));
     }
+  }
+  // llama-server's stage list, after every sampler field (a stage it leaves out is off): an
+  // array of names or a string of chars; out of minfer's fixed order -> 400 (order.h).
+  if (const json* s = field(body, "samplers")) {
+    Status st = Status::ok();
+    if (s->is_string()) {
+      st = apply_sampler_chars(sp, s->get<std::string>());
+    } else if (s->is_array() && std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
+      st = apply_sampler_names(sp, s->get<std::vector<std::string>>());
+    } else {
+      return invalid_param("samplers", "'samplers' must be an array of sampler names or a string of sampler chars");
+    }
+    if (!st) return invalid_param("samplers", st.error().message);
   }
   if (auto e = integer(body, "seed", INT64_MIN / 2, INT64_MAX / 2, i)) return *e;
   if (field(body, "seed")) sp.seed = i < 0 ? kSeedRandom : i;

@@ -181,9 +181,16 @@ def test_sampler_fields_verbose_and_timings_per_token(srv):
         assert abs(g[k] - body[k]) < 1e-6, k
     st, again, _ = call(srv.url, "/completion", body)
     assert again["content"] == r["content"]  # the same seed, the same samplers
+    # llama-server's "samplers" (names or chars) in minfer's order: the stages left out are off.
+    for samplers in (["top_k", "min_p", "temperature"], "kmt"):
+        st, s, _ = call(srv.url, "/completion", {"prompt": "Hi", "n_predict": 2, "top_p": 0.5, "samplers": samplers})
+        g = s["generation_settings"]
+        assert st == 200 and g["top_p"] == 1.0 and g["typical_p"] == 1.0 and g["top_k"] == 40, (samplers, g)
     for bad, needle in [({"logit_bias": {"99999999999999999999": 100}}, "logit_bias"), ({"typical_p": 2}, "typical_p"), ({"mirostat": 3}, "mirostat"), ({"xtc_threshold": 0.9}, "xtc_threshold"),
                         ({"dry_sequence_breakers": "x"}, "dry_sequence_breakers"), ({"dry_base": 0.5}, "dry_base"),
-                        ({"dynatemp_range": -1}, "dynatemp_range"), ({"dynatemp_exponent": -2}, "dynatemp_exponent")]:
+                        ({"dynatemp_range": -1}, "dynatemp_range"), ({"dynatemp_exponent": -2}, "dynatemp_exponent"),
+                        ({"samplers": ["temperature", "top_k"]}, "sampler order is fixed"), ({"samplers": "kq"}, "samplers"),
+                        ({"samplers": 5}, "samplers")]:
         st, e, _ = call(srv.url, "/completion", {"prompt": "x", "n_predict": 1, **bad})
         assert st == 400 and needle in e["error"]["message"], (bad, e)
     st, v, _ = call(srv.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Book"}], "max_tokens": 2, "verbose": True})
