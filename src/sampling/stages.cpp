@@ -69,19 +69,31 @@ void keep_marked(Candidates& c, const std::vector<uint8_t>& keep) {
   c.ids.resize(out);
 }
 
-// w[i] = exp((logit - max) / temp) for each survivor; returns their sum. The exponential is
-// taken in float: glibc's expf is several times faster than exp, and its error (< 1 ulp) is far
-// below anything sampling can resolve; the sum is kept in double.
-double weights(const Candidates& c, float temp, std::vector<double>& w) {
-  w.resize(c.ids.size());
+// The survivors' highest logit.
+float survivor_max(const Candidates& c) {
   float max = kNegInf;
   for (int32_t id : c.ids) max = std::max(max, c.logits[id]);
+  return max;
+}
+
+// w[i] = exp((logit - max) / temp) for each survivor, max the highest (also handed back);
+// returns their sum. The exponential is taken in float: glibc's expf is several times faster
+// than exp, and its error (< 1 ulp) is far below anything sampling can resolve; the sum is kept
+// in double.
+double weights(const Candidates& c, float temp, std::vector<double>& w, float& max) {
+  w.resize(c.ids.size());
+  max = survivor_max(c);
   double total = 0.0;
   for (size_t i = 0; i < w.size(); ++i) {
     w[i] = std::exp((c.logits[c.ids[i]] - max) / temp);
     total += w[i];
   }
   return total;
+}
+
+double weights(const Candidates& c, float temp, std::vector<double>& w) {
+  float max;
+  return weights(c, temp, w, max);
 }
 
 void probabilities_into(const Candidates& c, float temp, std::vector<double>& p) {
@@ -271,9 +283,7 @@ void top_p(Candidates& c, float p) {
 
 void min_p(Candidates& c, float p) {
   if (p <= 0.0f || c.ids.size() <= 1) return;
-  float max = kNegInf;
-  for (int32_t id : c.ids) max = std::max(max, c.logits[id]);
-  const float threshold = max + std::log(p);
+  const float threshold = survivor_max(c) + std::log(p);
   std::vector<uint8_t>& keep = c.scratch.keep;
   keep.resize(c.ids.size());
   for (size_t i = 0; i < c.ids.size(); ++i) keep[i] = c.logits[c.ids[i]] >= threshold;
@@ -362,9 +372,8 @@ float dynamic_temperature(const Candidates& c, float temp, float range, float ex
   // With w_i = exp(l_i - max) and Z their sum, p_i = w_i / Z and -ln p_i = ln Z - (l_i - max):
   // H = ln Z - sum w_i (l_i - max) / Z, one log per row instead of one per survivor.
   std::vector<double>& w = c.scratch.prob;
-  const double z = weights(c, 1.0f, w);
-  float max = kNegInf;
-  for (int32_t id : c.ids) max = std::max(max, c.logits[id]);
+  float max;
+  const double z = weights(c, 1.0f, w, max);
   double dot = 0.0;
   for (size_t i = 0; i < w.size(); ++i)
     if (w[i] > 0.0) dot += w[i] * (static_cast<double>(c.logits[c.ids[i]]) - max);
