@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The threaded parts under sanitizers: builds the asan (ASan + UBSan) and tsan presets (only the
-# targets needed) and runs the thread-pool stress test, the engine test and the server's chaos,
+# targets needed), scans them for ISA code outside the dispatch (tests/isa/isa_scan.py), and runs
+# the thread-pool stress test, the engine test and the server's chaos,
 # lifecycle, speculative-decoding and between-steps (embeddings, slot files) tests on each, and the download and command-line tests
 # (tests/hub, tests/e2e/test_cli_compat.py) under ASan. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
 # the process exit 66, and every server test checks the exit code after SIGTERM and each CLI
@@ -28,9 +29,15 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   LOGDIR=$dir/sanitizer-logs
   if [ ! -f "$dir/build.ninja" ]; then cmake --preset "$preset" -DMINFER_TESTS=ON >/dev/null || { failed=$((failed + 1)); continue; }; fi
   mkdir -p "$LOGDIR"
+  t_build=$SECONDS
   if ! cmake --build "$dir" -- minfer test-thread-pool test-server-engine > "$LOGDIR/build.log" 2>&1; then
     echo "[sanitizers] FAIL build $preset"; tail -30 "$LOGDIR/build.log"; failed=$((failed + 1)); continue
   fi
+  echo "[sanitizers] time: $(printf '%-26s %5d s' "$preset build" $((SECONDS - t_build)))"
+  t_runs=$SECONDS
+  # The sanitizer builds compile at -O1, where std templates stay out of line: the tree where an
+  # ISA file's copy of one reached the tokenizer (tests/isa/isa_scan.py, docs/recipes.md).
+  run "$preset.isa-scan" python3 tests/isa/isa_scan.py "$dir/bin/minfer" "$dir/tests/test-thread-pool" "$dir/tests/test-server-engine"
   rm -f /tmp/minfer-serve-*.log
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$ROOT/tests/server/tsan.supp"
@@ -62,6 +69,7 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
     run "$preset.cli" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" MINFER_GEMMA3="$GEMMA3" \
       python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cli_compat.py -k "not greedy_text"
   fi
+  echo "[sanitizers] time: $(printf '%-26s %5d s' "$preset tests" $((SECONDS - t_runs)))"
 done
 echo "sanitizers: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

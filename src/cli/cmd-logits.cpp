@@ -1,6 +1,6 @@
 // `minfer logits MODEL --tokens ID,ID,... --out FILE [--greedy N] [-t N] [-b N] [-c N]
 //                [--kv-type f16|f32] [--dump-graph F.dot] [--dump-graph-json F.json] [--no-fuse]
-//                [--dump-tensors DIR]`
+//                [--dump-tensors DIR] [-v]`
 //
 // Writes float32 logits for every position, [n_tokens][n_vocab] row-major, to FILE. With
 // --greedy N, prints {"greedy": [ids...]} on stdout: N argmax tokens after the given ones (the
@@ -106,7 +106,7 @@ int cmd_logits(int argc, char** argv) {
   std::string model, tokens, out, dump_dot, dump_json, dump_tensors;
   KvTypeOptions kv;
   int greedy = 0, n_threads = 0, n_batch = 512, n_ctx = 0;
-  bool no_fuse = false;
+  bool no_fuse = false, verbose = false;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
   app.add_option("--tokens", tokens, "token ids, comma-separated")->required();
   app.add_option("--out", out, "float32 logits file [n_tokens][n_vocab]");
@@ -120,6 +120,7 @@ int cmd_logits(int argc, char** argv) {
   app.add_option("--dump-tensors", dump_tensors,
                  "write every node's result of each decode call as DIR/<call>/<name>.f32 (slow; for debugging)");
   app.add_flag("--no-fuse", no_fuse, "skip the fusion pass");
+  app.add_flag("-v,--verbose", verbose, "name each backend and what it chose (the CPU's kernel table) on stderr");
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   auto kv_type = kv.dtype();
   if (!kv_type) return usage_fail("logits", kv_type.error().message);
@@ -144,6 +145,8 @@ int cmd_logits(int argc, char** argv) {
   auto s = Session::create(*m, sp);
   if (!s) return fail("logits", s.error().message);
   Session& session = **s;
+  if (verbose)
+    for (const std::string& d : session.context().backend_descriptions()) std::fprintf(stderr, "[backend] %s\n", d.c_str());
 
   if (!dump_dot.empty() || !dump_json.empty()) {
     const int first = std::min(n, session.n_batch());

@@ -52,8 +52,8 @@ inline uint16_t fp32_to_fp16(float f) {
     const uint32_t shift = 126 - e;  // 14..24+
     uint32_t q = m >> shift;
     const uint32_t rem = m & ((1u << shift) - 1);
-    const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1))) q++;
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (q & 1))) q++;
     return static_cast<uint16_t>(sign | q);
   }
   // Normal: rebias the exponent, round the mantissa to 10 bits (nearest even).

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -32,6 +33,9 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual std::string_view name() const = 0;
+  // One line for -v: the backend and what it chose at run time ("cpu: kernels avx2 (this CPU:
+  // ref, avx2)"). The name alone by default.
+  virtual std::string describe() const { return std::string(name()); }
   // Higher wins when several backends accept a node (a GPU would say 200, the CPU says 100).
   virtual int priority() const = 0;
   // Whether this backend can execute n (its op, types, shapes) in graph g. Also asked for

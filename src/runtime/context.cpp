@@ -199,6 +199,12 @@ std::vector<std::string> Context::backend_names() const {
   return v;
 }
 
+std::vector<std::string> Context::backend_descriptions() const {
+  std::vector<std::string> v;
+  for (const auto& b : impl_->backends) v.push_back(b->describe());
+  return v;
+}
+
 size_t Context::kv_bytes() const { return impl_->sched->persistent_bytes(); }
 
 void Context::set_observer(NodeObserver obs) { impl_->sched->set_observer(std::move(obs)); }

@@ -145,6 +145,8 @@ class Context {
   const ContextParams& params() const { return p_; }
   const ContextStats& stats() const { return stats_; }
   std::vector<std::string> backend_names() const;
+  // Backend::describe() of each backend, in priority order (for -v).
+  std::vector<std::string> backend_descriptions() const;
 
   // For dumps, tests and tracing (graph/ headers needed to look inside): the prepared graph a
   // batch of n_tokens with n_out flagged rows runs, and an observer of every computed node.

@@ -1,10 +1,14 @@
-// Helpers shared by the AMX kernel files (compiled with the AMX + AVX-512 flags only). Internal.
+// Helpers shared by the AMX kernel files: an ISA header, included inside their region
+// (isa-begin.h). Internal.
 //
 //   amx::configure({{16, 64}, {16, 64}, {}, {}, {16, 32}, ...});  // tmm0..7: rows, bytes per row
 //   ... _tile_loadd / _tile_dpbssd / _tile_stored ...
 //   _tile_release();
 //   amx::gemm_tail(a, done, avx512::gemm_q4_0);          // the tokens past the last tile
 #pragma once
+#ifndef MINFER_ISA_REGION
+#error "amx-common.h: include it inside an ISA region (isa-begin.h), after every other header"
+#endif
 
 #include <immintrin.h>
 
@@ -14,10 +18,10 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
-#include "core/fp16.h"  // before quant/blocks.h: its global `half` would shadow a local
+#include "core/fp16.h"
 #include "quant/blocks.h"
 
-namespace minfer::cpu::amx {
+namespace minfer::cpu::MINFER_ISA {
 
 struct TileShape {
   uint8_t rows = 0;
@@ -151,4 +155,4 @@ void gemm_super_blocks(const GemmArgs& a, GemmFn tail) {
   gemm_tail(a, n_tiles * kTileTokens, tail);
 }
 
-}  // namespace minfer::cpu::amx
+}  // namespace minfer::cpu::MINFER_ISA

@@ -10,8 +10,9 @@
 
 namespace minfer::cpu {
 
-// Both are static: this header is compiled with baseline flags (ops-attn.cpp) and with AVX-512
-// ones (attn-rows-avx512.cpp); a shared out-of-line copy could hand one the other's code.
+// Both are static, and the kernels include this header before their ISA region (isa-begin.h):
+// baseline code, inlined into ops-attn.cpp and attn-rows-avx512.cpp alike, never a shared
+// out-of-line copy compiled for an ISA.
 
 // The scaled score; with a soft-cap, softcap * tanh(s) (scale already divided by softcap).
 static inline float narrow_score(float dot, float scale, float softcap) {

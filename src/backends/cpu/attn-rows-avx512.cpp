@@ -4,7 +4,7 @@
 // forms (vec-dot-avx2.cpp), whose 16 lanes are two ymm halves here one zmm: lane l of
 // accumulator g sums elements 64i + 16g + l, the groups add as (g0 + g2) + (g1 + g3), the lanes
 // halve 16 -> 8 -> 4 -> 2 -> 1, the n % 64 tail in double.
-// Compiled alone with the AVX-512 flags; called only after cpuid says so (kernels-avx512.cpp).
+// An AVX-512 region (isa-begin.h); called only after cpuid says so (kernels-avx512.cpp).
 #include <immintrin.h>
 
 #include <cmath>
@@ -17,6 +17,9 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/prefetch.h"
 #include "core/fp16.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
@@ -151,3 +154,5 @@ void attn_rows_f16(const AttnWideArgs& a) {
 }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

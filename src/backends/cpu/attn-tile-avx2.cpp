@@ -1,12 +1,15 @@
 // AVX2 tiled attention (kernels.h, AttnTileFn; the algorithm: attn-tile-impl.h): up to 32 query
 // rows in 4 vectors of 8 lanes, 2 keys x 4 row vectors of scores and 2 dimensions x 4 row
-// vectors of V sums in the 16 registers. Compiled alone with -mavx2 -mfma -mf16c.
+// vectors of V sums in the 16 registers. An AVX2 region (isa-begin.h).
 #include <immintrin.h>
 
-#include "backends/cpu/attn-tile-impl.h"
-#include "backends/cpu/avx2-common.h"
 #include "backends/cpu/kernels-avx2.h"
 #include "backends/cpu/kernels-ref.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/attn-tile-impl.h"
+#include "backends/cpu/avx2-common.h"
 
 namespace minfer::cpu::avx2 {
 namespace {
@@ -32,7 +35,7 @@ struct Vec8 {
   static F exp_clamped(F x) {
     return exp_poly8(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_setzero_ps()));
   }
-  static void widen(const uint8_t* row, int64_t n, bool f16, float* out) { widen_row(row, n, f16, out); }
+  static void widen(const uint8_t* row, int64_t n, bool f16, float* out) { widen_row8(row, n, f16, out); }
 };
 
 }  // namespace
@@ -40,3 +43,5 @@ struct Vec8 {
 void attn_tile(const AttnTileArgs& a) { tile::run<Vec8>(a, ref::attn_tile); }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

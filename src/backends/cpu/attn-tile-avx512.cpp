@@ -2,15 +2,18 @@
 // query rows in 4 vectors of 16 lanes, 4 keys x 4 row vectors of scores and 4 dimensions x 4
 // row vectors of V sums in registers. A tile of few rows (decode: the G heads of one token)
 // would leave most lanes empty, so up to kKeyLaneRows rows take the keys-in-lanes form below
-// instead, with the same float steps per (row, key). Compiled alone with the AVX-512 flags.
+// instead, with the same float steps per (row, key). An AVX-512 region (isa-begin.h).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/kernels-ref.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
 #include "backends/cpu/attn-tile-impl.h"
 #include "backends/cpu/avx512-common.h"
-#include "backends/cpu/kernels-ref.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
@@ -36,7 +39,7 @@ struct Vec16 {
   static F exp_clamped(F x) {
     return exp_poly16_nonpositive(_mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_setzero_ps()));
   }
-  static void widen(const uint8_t* row, int64_t n, bool f16, float* out) { widen_row(row, n, f16, out); }
+  static void widen(const uint8_t* row, int64_t n, bool f16, float* out) { widen_row16(row, n, f16, out); }
 };
 
 constexpr int64_t kKeyLaneRows = 4;
@@ -88,7 +91,6 @@ void attn_keys(const AttnTileArgs& a) {
   std::fill(m, m + R, -INFINITY);
   std::fill(l, l + R, 0.0f);
   const __m512 scale = _mm512_set1_ps(a.scale);
-  auto exp_clamped = [](__m512 x) { return Vec16::exp_clamped(x); };
   for (int64_t j0 = 0; j0 < n_max; j0 += kAttnTileKeys) {
     const int64_t nb = std::min(kAttnTileKeys, n_max - j0);
     tile::widen_block<Vec16>(a, j0, nb, kAttnTileKeys, std::min(kAttnTileKeys, n_max - j0 - kAttnTileKeys), kf, vf);
@@ -114,14 +116,14 @@ void attn_keys(const AttnTileArgs& a) {
         if (j0 + k < n_kv) bm = _mm_max_ss(bm, _mm_set_ss(p[k]));
       const __m512 mo = _mm512_set1_ps(m[r]);
       const __m512 nm = _mm512_max_ps(mo, _mm512_broadcastss_ps(bm));
-      const float cv = _mm512_cvtss_f32(exp_clamped(_mm512_sub_ps(mo, nm)));
+      const float cv = _mm512_cvtss_f32(Vec16::exp_clamped(_mm512_sub_ps(mo, nm)));
       // Key j0 + k is visible while j0 + k < n_kv.
       const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
       const __m512i lim = _mm512_set1_epi32(static_cast<int32_t>(std::min<int64_t>(n_kv - j0, nb)));
       const __mmask16 v0 = _mm512_cmplt_epi32_mask(lane, lim);
       const __mmask16 v1 = _mm512_cmplt_epi32_mask(_mm512_add_epi32(lane, _mm512_set1_epi32(16)), lim);
-      _mm512_store_ps(p, _mm512_maskz_mov_ps(v0, exp_clamped(_mm512_sub_ps(_mm512_load_ps(p), nm))));
-      _mm512_store_ps(p + 16, _mm512_maskz_mov_ps(v1, exp_clamped(_mm512_sub_ps(_mm512_load_ps(p + 16), nm))));
+      _mm512_store_ps(p, _mm512_maskz_mov_ps(v0, Vec16::exp_clamped(_mm512_sub_ps(_mm512_load_ps(p), nm))));
+      _mm512_store_ps(p + 16, _mm512_maskz_mov_ps(v1, Vec16::exp_clamped(_mm512_sub_ps(_mm512_load_ps(p + 16), nm))));
       float sum = 0.0f;
       for (int64_t k = 0; k < nb; ++k) sum += p[k];
       l[r] = std::fma(l[r], cv, sum);
@@ -157,3 +159,5 @@ void attn_tile(const AttnTileArgs& a) {
 }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

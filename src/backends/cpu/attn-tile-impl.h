@@ -1,5 +1,5 @@
 // The tiled attention of kernels.h (AttnTileFn) written once over a vector type: included by
-// attn-tile-avx2.cpp and attn-tile-avx512.cpp, each compiled with its ISA's flags, with a
+// attn-tile-avx2.cpp and attn-tile-avx512.cpp inside their ISA regions (isa-begin.h), with a
 // traits struct V giving the lane count and the handful of operations below. Internal.
 //
 //   struct V { using F = __m256; using I = __m256i; static constexpr int kLanes = 8;
@@ -11,6 +11,9 @@
 // Per lane (query row) the steps are attn-tile-ref.cpp's in the same order, so every ISA's
 // result is the reference's bit for bit.
 #pragma once
+#ifndef MINFER_ISA_REGION
+#error "attn-tile-impl.h: include it inside an ISA region (isa-begin.h), after every other header"
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +22,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/prefetch.h"
 
-namespace minfer::cpu::tile {
+namespace minfer::cpu::MINFER_ISA::tile {
 
 constexpr int64_t kL = kAttnTileMaxRows, kB = kAttnTileKeys;
 
@@ -163,4 +166,4 @@ void run(const AttnTileArgs& a, void (*fallback)(const AttnTileArgs&)) {
   }
 }
 
-}  // namespace minfer::cpu::tile
+}  // namespace minfer::cpu::MINFER_ISA::tile

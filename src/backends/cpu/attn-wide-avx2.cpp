@@ -1,15 +1,18 @@
 // AVX2 wide-batch attention (kernels.h, AttnWideFn): per block of 8 keys, the 8 scores of a
 // query row in one vector (8 dot products, then a transposing horizontal add), the block's
 // softmax terms by exp_poly8, and the V sum as 8 fused multiply-adds per 8 output values.
-// Compiled alone with -mavx2 -mfma -mf16c.
+// An AVX2 region (isa-begin.h).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cpu/avx2-common.h"
 #include "backends/cpu/kernels-avx2.h"
 #include "backends/cpu/kernels-ref.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx2-common.h"
 
 namespace minfer::cpu::avx2 {
 
@@ -31,8 +34,8 @@ void attn_wide(const AttnWideArgs& a) {
     const int nb = static_cast<int>(std::min<int64_t>(8, a.n_kv - j0));
     for (int k = 0; k < 8; ++k) {
       if (k < nb) {
-        widen_row(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
-        widen_row(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
+        widen_row8(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
+        widen_row8(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
       } else {
         std::fill(kf + k * a.hd, kf + (k + 1) * a.hd, 0.0f);
         std::fill(vf + k * a.hd_v, vf + (k + 1) * a.hd_v, 0.0f);
@@ -74,3 +77,5 @@ void attn_wide(const AttnWideArgs& a) {
 }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

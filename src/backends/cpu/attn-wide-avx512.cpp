@@ -3,15 +3,18 @@
 // block of 8 keys the 16 dot products are 16-lane fused multiply-add chains reduced by a
 // transposing horizontal add, the softmax terms come from exp_poly8, and the V sums of the two
 // rows are fused multiply-adds over 16-lane chunks. Other shapes go to the AVX2 kernel.
-// Compiled alone with the AVX-512 flags.
+// An AVX-512 region (isa-begin.h).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/kernels-avx2.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
 #include "backends/cpu/avx2-common.h"
 #include "backends/cpu/avx512-common.h"
-#include "backends/cpu/kernels-avx2.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
@@ -31,10 +34,10 @@ struct RowState {
 
 // The softmax update of one row for a block: returns the 8 weights and the rescale factor.
 inline __m256 block_weights(__m256 s, RowState& st, float* corr) {
-  const float nm = std::max(st.m, avx2::hmax8(s));
+  const float nm = std::max(st.m, hmax8(s));
   *corr = exp_poly(st.m - nm);
-  const __m256 p = avx2::exp_poly8(_mm256_sub_ps(s, _mm256_set1_ps(nm)));
-  st.l = st.l * *corr + avx2::hsum_f32(p);
+  const __m256 p = exp_poly8(_mm256_sub_ps(s, _mm256_set1_ps(nm)));
+  st.l = st.l * *corr + hsum_f32(p);
   st.m = nm;
   return p;
 }
@@ -55,8 +58,8 @@ void attn_wide(const AttnWideArgs& a) {
     const int nb = static_cast<int>(std::min<int64_t>(8, a.n_kv - j0));
     for (int k = 0; k < 8; ++k) {
       if (k < nb) {
-        widen_row(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
-        widen_row(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
+        widen_row16(a.k_at(j0 + k), a.hd, a.f16, kf + k * a.hd);
+        widen_row16(a.v_at(j0 + k), a.hd_v, a.f16, vf + k * a.hd_v);
       } else {
         std::fill(kf + k * a.hd, kf + (k + 1) * a.hd, 0.0f);
         std::fill(vf + k * a.hd_v, vf + (k + 1) * a.hd_v, 0.0f);
@@ -85,8 +88,8 @@ void attn_wide(const AttnWideArgs& a) {
       const __m256 ninf = _mm256_set1_ps(-INFINITY);
       float ca, cb;
       auto scores = [&](__m256* f) {
-        __m256 s = _mm256_mul_ps(avx2::hsum8x8(f), scale);
-        if (a.softcap > 0.0f) s = avx2::softcap8(s, a.softcap);
+        __m256 s = _mm256_mul_ps(hsum8x8(f), scale);
+        if (a.softcap > 0.0f) s = softcap8(s, a.softcap);
         return _mm256_blendv_ps(ninf, s, valid);
       };
       const __m256 pa = block_weights(scores(fa), st[r], &ca);
@@ -127,3 +130,5 @@ void attn_wide(const AttnWideArgs& a) {
 }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

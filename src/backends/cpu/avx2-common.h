@@ -1,5 +1,10 @@
-// Helpers shared by the AVX2 kernel files (compiled with -mavx2 -mfma -mf16c only). Internal.
+// 256-bit helpers shared by the AVX2 kernel files (and the AVX-512 ones, which use a few):
+// an ISA header, its functions compiled into the including region's namespace (isa-begin.h).
+// Internal.
 #pragma once
+#ifndef MINFER_ISA_REGION
+#error "avx2-common.h: include it inside an ISA region (isa-begin.h), after every other header"
+#endif
 
 #include <immintrin.h>
 
@@ -9,7 +14,7 @@
 
 #include "backends/cpu/kernels.h"
 
-namespace minfer::cpu::avx2 {
+namespace minfer::cpu::MINFER_ISA {
 
 inline float hsum_f32(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -85,7 +90,7 @@ inline __m256i dot_u8_i32(__m256i u, __m256i s) {
 }
 
 // A cache row of n values (n % 8 == 0), f16 or f32, widened to f32.
-inline void widen_row(const uint8_t* row, int64_t n, bool f16, float* out) {
+inline void widen_row8(const uint8_t* row, int64_t n, bool f16, float* out) {
   if (f16) {
     for (int64_t i = 0; i < n; i += 8)
       _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i))));
@@ -117,4 +122,4 @@ inline __m256 exp_poly8(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));  // p * 2^n, exact scaling
 }
 
-}  // namespace minfer::cpu::avx2
+}  // namespace minfer::cpu::MINFER_ISA

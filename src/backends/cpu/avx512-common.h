@@ -1,5 +1,9 @@
-// Helpers shared by the AVX-512 kernel files (compiled with the AVX-512 flags only). Internal.
+// Helpers shared by the AVX-512 and AMX kernel files: an ISA header, its functions compiled
+// into the including region's namespace (isa-begin.h). Internal.
 #pragma once
+#ifndef MINFER_ISA_REGION
+#error "avx512-common.h: include it inside an ISA region (isa-begin.h), after every other header"
+#endif
 
 #include <immintrin.h>
 
@@ -7,10 +11,10 @@
 
 #include "backends/cpu/kernels.h"
 
-namespace minfer::cpu::avx512 {
+namespace minfer::cpu::MINFER_ISA {
 
 // A cache row of n values (n % 16 == 0), f16 or f32, widened to f32.
-inline void widen_row(const uint8_t* row, int64_t n, bool f16, float* out) {
+inline void widen_row16(const uint8_t* row, int64_t n, bool f16, float* out) {
   if (f16) {
     for (int64_t i = 0; i < n; i += 16)
       _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i))));
@@ -67,4 +71,4 @@ inline void unpack_q6_k(const uint8_t* q, __m512i u[4]) {
   u[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, lo, _mm512_srli_epi16(v2, 2), kSelect), m6);
 }
 
-}  // namespace minfer::cpu::avx512
+}  // namespace minfer::cpu::MINFER_ISA

@@ -23,6 +23,15 @@ CpuBackend::CpuBackend(int n_threads, const CpuKernels* kernels)
   profile_ = p && *p && std::strcmp(p, "0") != 0;
 }
 
+std::string CpuBackend::describe() const {
+  const CpuKernels* all[8];
+  const int n = cpu_kernel_variants(all, 8);
+  std::string have;
+  for (int i = 0; i < n; ++i) have += (i ? ", " : "") + std::string(all[i]->isa);
+  return "cpu: kernels " + std::string(k_->isa) + " (this CPU: " + have + "), " + std::to_string(pool_.n_threads()) +
+         " threads";
+}
+
 CpuBackend::~CpuBackend() {
   if (!profile_) return;
   double total = 0;

@@ -32,6 +32,7 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   int priority() const override { return 100; }
+  std::string describe() const override;  // "cpu: kernels avx2 (this CPU: ref, avx2), 2 threads"
   bool supports_op(const Graph& g, const Node& n) const override;
 
   Expected<BackendBuffer> alloc(size_t bytes) override;

@@ -13,22 +13,21 @@
 // Tiles: tmm0 Q_l, tmm1 Q_h [16 tokens][16 rows] int32; tmm2, tmm3 A [16 tokens][64] int8 (the
 // activation quants in place, stride x_row); tmm4/tmm5 and tmm6/tmm7 B pairs (l, h)
 // [16][16 rows x 4] int8, alternating between the four 64-element chunks of a super-block.
-// Compiled alone with the AMX + AVX-512 flags; called only after cpuid and the kernel say so.
+// An AMX region (isa-begin.h); called only after cpuid and the kernel say so.
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/amx-common.h"
+#include "backends/cpu/kernels-avx512.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
 
-namespace minfer::cpu {
-namespace avx512 {
-void gemm_q4_k(const GemmArgs& a);  // gemm-avx512.cpp: the token tails
-}  // namespace avx512
+#define MINFER_ISA amx
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/amx-common.h"
 
-namespace amx {
+namespace minfer::cpu::amx {
 namespace {
 
 // One super-block of a group, unpacked: B tiles [4 chunks][l, h][16][64] int8, then the mins
@@ -149,5 +148,6 @@ struct Kernel {
 
 void gemm_q4_k(const GemmArgs& a) { gemm_super_blocks<Kernel>(a, avx512::gemm_q4_k); }
 
-}  // namespace amx
-}  // namespace minfer::cpu
+}  // namespace minfer::cpu::amx
+
+#include "backends/cpu/isa-end.h"

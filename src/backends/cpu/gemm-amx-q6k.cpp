@@ -15,23 +15,22 @@
 //
 // Tiles: tmm0-3 Q1..Q4 [16 tokens][16 rows] int32; tmm4 A [16 tokens][64] int8 (the activation
 // quants in place, stride x_row); tmm5-7 B [16][16 rows x 4] int8, the brackets in turn.
-// Compiled alone with the AMX + AVX-512 flags; called only after cpuid and the kernel say so.
+// An AMX region (isa-begin.h); called only after cpuid and the kernel say so.
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/amx-common.h"
-#include "backends/cpu/avx512-common.h"
+#include "backends/cpu/kernels-avx512.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
 
-namespace minfer::cpu {
-namespace avx512 {
-void gemm_q6_k(const GemmArgs& a);  // gemm-avx512.cpp: the token tails
-}  // namespace avx512
+#define MINFER_ISA amx
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/amx-common.h"
+#include "backends/cpu/avx512-common.h"
 
-namespace amx {
+namespace minfer::cpu::amx {
 namespace {
 
 // One super-block of a group, unpacked: B tiles [4 chunks][4 brackets][16][64] int8, then the
@@ -64,7 +63,7 @@ inline void unpack(const uint8_t* blk, uint8_t* out) {
     const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kScales + 16 * s)));
     const __m512i sh = row_words(_mm512_srai_epi32(sc, 4)), sl = row_words(_mm512_and_si512(sc, _mm512_set1_epi32(15)));
     __m512i u[4];
-    avx512::unpack_q6_k(blk + kQ6KRepackedQuants + 192 * s, u);
+    unpack_q6_k(blk + kQ6KRepackedQuants + 192 * s, u);
     uint8_t* b = out + (s / 4) * 4 * kBTile + 64 * (4 * (s % 4));
     for (int v = 0; v < 4; ++v) {
       const __m512i ul = _mm512_and_si512(u[v], m7), uh = _mm512_and_si512(_mm512_srli_epi16(u[v], 3), m7);
@@ -154,5 +153,6 @@ struct Kernel {
 
 void gemm_q6_k(const GemmArgs& a) { gemm_super_blocks<Kernel>(a, avx512::gemm_q6_k); }
 
-}  // namespace amx
-}  // namespace minfer::cpu
+}  // namespace minfer::cpu::amx
+
+#include "backends/cpu/isa-end.h"

@@ -15,28 +15,24 @@
 //                  unpacked once per group into a per-thread buffer for all its token tiles
 // tdpbssd: C[t][r] += sum over k of A[t][k] * B[k / 4][4 r + k % 4], signed x signed.
 // Token counts that are not a multiple of 16 leave a tail for the VNNI kernels (same bits).
-// Compiled alone with the AMX + AVX-512 flags; called only after cpuid and the kernel say so
+// An AMX region (isa-begin.h); called only after cpuid and the kernel say so
 // (kernels-amx.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/amx-common.h"
+#include "backends/cpu/kernels-avx512.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 
-namespace minfer::cpu {
-namespace avx512 {
-void gemm_q4_0(const GemmArgs& a);  // gemm-avx512.cpp: the token tails
-void gemm_q5_0(const GemmArgs& a);
-void gemm_q8_0(const GemmArgs& a);
-void gemm_iq4_nl(const GemmArgs& a);  // gemm-iq4-avx512.cpp
-}  // namespace avx512
+#define MINFER_ISA amx
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/amx-common.h"
 
-namespace amx {
+namespace minfer::cpu::amx {
 namespace {
 
 constexpr int kTok = kTileTokens;
@@ -242,5 +238,6 @@ void gemm_q5_0(const GemmArgs& a) { gemm<Q5>(a, avx512::gemm_q5_0); }
 void gemm_q8_0(const GemmArgs& a) { gemm<Q8>(a, avx512::gemm_q8_0); }
 void gemm_iq4_nl(const GemmArgs& a) { gemm<Iq4nl>(a, avx512::gemm_iq4_nl); }
 
-}  // namespace amx
-}  // namespace minfer::cpu
+}  // namespace minfer::cpu::amx
+
+#include "backends/cpu/isa-end.h"

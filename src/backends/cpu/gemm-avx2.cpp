@@ -4,16 +4,19 @@
 // sign trick). Per block and row: s = fma(d_w * d_x, float(isum), s), the Seq order of
 // vec-dot-ref.cpp, so the results equal the reference and AVX-512 kernels bit for bit.
 // Q4_1 / Q5_1 (unsigned weights, Q8_1 activations): the float orders of gemm-ref.cpp below.
-// Compiled alone with -mavx2 -mfma -mf16c.
+// An AVX2 region (isa-begin.h).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/avx2-common.h"
-#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx2-common.h"
+#include "backends/cpu/gemm-tiles.h"
 
 namespace minfer::cpu::avx2 {
 namespace {
@@ -206,3 +209,5 @@ void gemm_q5_0(const GemmArgs& a) { gemm<Q5Block>(a); }
 void gemm_q8_0(const GemmArgs& a) { gemm<Q8Block>(a); }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

@@ -3,16 +3,19 @@
 // per row and adds them to the row's exact integer block sum; the sum starts at
 // -offset * sum(x block) for the unsigned encodings (Q4_0: 8, Q5_0: 16, Q8_0: 128). Then per
 // block and row: s = fma(d_w * d_x, float(isum), s), the Seq order of vec-dot-ref.cpp.
-// Compiled alone with the AVX-512 flags; called only after cpuid says so (kernels-avx512.cpp).
+// An AVX-512 region (isa-begin.h); called only after cpuid says so (kernels-avx512.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/avx512-common.h"
-#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx512-common.h"
+#include "backends/cpu/gemm-tiles.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
@@ -345,3 +348,5 @@ void gemm_q5_0(const GemmArgs& a) { gemm<Q5Block>(a); }
 void gemm_q8_0(const GemmArgs& a) { gemm<Q8Block>(a); }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

@@ -11,7 +11,7 @@
 // GFLOP/s a Zen 4 core, 2.6x the row kernels); decode (1-2 tokens) 2 groups x T tokens (4 T
 // independent chains). With one 2-D accumulator array over both halves GCC 12 stored every
 // accumulator to the stack each element (~42 GFLOP/s): hence lo and hi.
-// Compiled alone with -mavx2 -mfma -mf16c.
+// An AVX2 region (isa-begin.h).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -19,6 +19,9 @@
 #include "backends/cpu/kernels-avx2.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
 
 namespace minfer::cpu::avx2 {
 namespace {
@@ -96,3 +99,5 @@ void gemm_f16(const GemmArgs& a) { gemm<F16Load>(a); }
 void gemm_bf16(const GemmArgs& a) { gemm<BF16Load>(a); }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

@@ -12,13 +12,16 @@
 // Decode (1-3 tokens): 4 groups at once, so 4 x T independent fma chains hide the fma latency
 // while the weights stream from memory (2 groups: ~20% slower; 8 groups: no faster). Group
 // counts left over: 2 x 8, then 1 x 8.
-// Compiled alone with the AVX-512 flags; called only after cpuid says so (kernels-avx512.cpp).
+// An AVX-512 region (isa-begin.h); called only after cpuid says so (kernels-avx512.cpp).
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
@@ -94,3 +97,5 @@ void gemm_f16(const GemmArgs& a) { gemm<F16Load>(a); }
 void gemm_bf16(const GemmArgs& a) { gemm<BF16Load>(a); }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

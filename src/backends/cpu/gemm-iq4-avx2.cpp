@@ -6,16 +6,19 @@
 // every pair is <= 2 * 127 * 127 (both activation types quantize to -127..127). Then madd
 // with 1 (IQ4_NL) or with the row's sub-block scale in both 16-bit halves (IQ4_XS), so the
 // integer sums are exact and the float steps those of the reference: bit-identical results.
-// Compiled alone with -mavx2 -mfma -mf16c.
+// An AVX2 region (isa-begin.h).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/avx2-common.h"
-#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx2-common.h"
+#include "backends/cpu/gemm-tiles.h"
 
 namespace minfer::cpu::avx2 {
 namespace {
@@ -133,3 +136,5 @@ void gemm_iq4_nl(const GemmArgs& a) { gemm<tile_iq4_nl<4>, tile_iq4_nl<1>>(a); }
 void gemm_iq4_xs(const GemmArgs& a) { gemm<tile_iq4_xs<4>, tile_iq4_xs<1>>(a); }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

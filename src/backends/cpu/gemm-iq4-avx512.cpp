@@ -3,16 +3,19 @@
 // bytes of 16 rows; a nibble becomes its table value + 128 (kIq4nlValues -127..113 -> 1..241,
 // an unsigned byte) by one vpshufb with the 16-entry table in every 128-bit lane, so vpdpbusd
 // multiplies it by 4 broadcast activation bytes (signed) and adds the products to the row's
-// exact integer sum, which starts at -128 * (sum of those activation bytes). Compiled alone
-// with the AVX-512 flags; called only after cpuid says so (kernels-avx512.cpp).
+// exact integer sum, which starts at -128 * (sum of those activation bytes). An AVX-512
+// region (isa-begin.h); called only after cpuid says so (kernels-avx512.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/gemm-tiles.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
@@ -144,3 +147,5 @@ void gemm_iq4_xs(const GemmArgs& a) {
 }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

@@ -11,16 +11,19 @@
 //   Q6_K        2 chunks of a sub-block of 16 per sum: 4 * 63 * 128 = 32256 (weights u - 32:
 //               the -32 * sc_j * bsum_j terms summed apart, vpmaddwd of scale and bsum pairs)
 // all below 32767. The int32 sums are in the ranges of gemm-kquant-avx512.cpp (no overflow);
-// then the float expression of the row kernel per super-block. Compiled with -mavx2 -mfma -mf16c.
+// then the float expression of the row kernel per super-block. An AVX2 region (isa-begin.h).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/avx2-common.h"
-#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx2-common.h"
+#include "backends/cpu/gemm-tiles.h"
 
 namespace minfer::cpu::avx2 {
 namespace {
@@ -280,3 +283,5 @@ void gemm_q4_k(const GemmArgs& a) { gemm<4, tile_q4_k<4>, tile_q4_k<1>>(a); }
 void gemm_q6_k(const GemmArgs& a) { gemm<4, tile_q6_k<4>, tile_q6_k<1>>(a); }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

@@ -15,15 +15,18 @@
 // modulo 2^32 and the final one is in range, hence exact. The sub-block sums of Q3_K and Q2_K
 // fit in int16, so vpdpwssd with the scale in the low half of a dword (high half 0) adds
 // scale * sum exactly (one uop instead of vpmulld + vpaddd).
-// Compiled alone with the AVX-512 flags; called only after cpuid says so (kernels-avx512.cpp).
+// An AVX-512 region (isa-begin.h); called only after cpuid says so (kernels-avx512.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "backends/cpu/gemm-tiles.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/repack.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/gemm-tiles.h"
 
 namespace minfer::cpu::avx512 {
 namespace {
@@ -213,3 +216,5 @@ void gemm_q2_k(const GemmArgs& a) {
 }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

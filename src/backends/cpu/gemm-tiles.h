@@ -4,8 +4,12 @@
 //   gemm_tiles<8, 4, 1>(a, [&]<int T>(int64_t g, int64_t t0) { tile_q2_k<T>(a, g, t0); });
 // and prefetch_ahead<T>(block, bytes) at the start of each weight block (decode streams), or
 // for the large K-quant blocks prefetch_part<T, bytes, parts>(block, i) in each of its parts.
-// Plain C++ (no intrinsics), so every ISA's kernel file includes it.
+// Plain C++ (no intrinsics), so every ISA's kernel file includes it: an ISA header, compiled
+// into the including region's namespace (isa-begin.h).
 #pragma once
+#ifndef MINFER_ISA_REGION
+#error "gemm-tiles.h: include it inside an ISA region (isa-begin.h), after every other header"
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +17,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/prefetch.h"
 
-namespace minfer::cpu {
+namespace minfer::cpu::MINFER_ISA {
 
 // How far ahead of the block being read a decode step asks for the weights (bytes): 2 KiB
 // for the 32-element types (288-544 bytes a block: of 1, 2, 3 and 4 KiB, 2 was fastest on
@@ -63,4 +67,4 @@ inline void gemm_tiles(const GemmArgs& a, Tile tile) {
   }
 }
 
-}  // namespace minfer::cpu
+}  // namespace minfer::cpu::MINFER_ISA

@@ -1,5 +1,5 @@
 // The AVX2 + FMA + F16C kernels (namespace cpu::avx2), gathered into the "avx2" table by
-// kernels-avx2.cpp. Defined in files compiled with those flags; call only after cpuid says so.
+// kernels-avx2.cpp. Defined in ISA regions (isa-begin.h); call only after cpuid says so.
 #pragma once
 
 #include <cstdint>

@@ -1,32 +1,10 @@
 // The "avx512" table: the AVX2 table plus AVX-512 GEMM kernels over repacked weights (VNNI for
 // the quantized types, f32 fma for F16 / BF16), attention tiles and the narrow attention's
 // per-key row kernels.
+#include "backends/cpu/kernels-avx512.h"
 #include "backends/cpu/kernels.h"
 
 namespace minfer::cpu {
-namespace avx512 {
-void gemm_q4_0(const GemmArgs& a);  // gemm-avx512.cpp
-void gemm_q5_0(const GemmArgs& a);
-void gemm_q8_0(const GemmArgs& a);
-void gemm_q4_k(const GemmArgs& a);
-void gemm_q6_k(const GemmArgs& a);
-void gemm_q5_1(const GemmArgs& a);
-void gemm_q4_1(const GemmArgs& a);
-void gemm_f16(const GemmArgs& a);  // gemm-float-avx512.cpp
-void gemm_bf16(const GemmArgs& a);
-void gemm_iq4_nl(const GemmArgs& a);  // gemm-iq4-avx512.cpp
-void gemm_iq4_xs(const GemmArgs& a);
-void gemm_q5_k(const GemmArgs& a);  // gemm-kquant-avx512.cpp
-void gemm_q3_k(const GemmArgs& a);
-void gemm_q2_k(const GemmArgs& a);
-void attn_wide(const AttnWideArgs& a);  // attn-wide-avx512.cpp
-void attn_tile(const AttnTileArgs& a);  // attn-tile-avx512.cpp
-void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows, float* s);  // attn-rows-avx512.cpp
-void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows);
-void attn_rows_f16(const AttnWideArgs& a);
-void silu_row(int64_t n, float* y, const float* x);  // silu-avx512.cpp
-}  // namespace avx512
-
 namespace {
 
 bool cpu_has_avx512() {

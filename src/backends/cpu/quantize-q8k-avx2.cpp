@@ -15,6 +15,9 @@
 #include "backends/cpu/kernels-ref.h"
 #include "quant/blocks.h"
 
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+
 namespace minfer::cpu::avx2 {
 namespace {
 
@@ -86,3 +89,5 @@ void quantize_q8_k(const float* x, void* y, int64_t n) {
 }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

@@ -1,14 +1,17 @@
 // AVX2 + FMA form of kernels.h's RopeRowFn, 8 outputs per step with rope-row.cpp's roundings:
 // fma(a, c, -(b s)) is fmsub(a, c, b s). NEOX pairs are two contiguous runs; NORM pairs sit
 // side by side, so a step takes 4 pairs, their cos and sin duplicated into both lanes of a
-// pair, and blends the even lanes' results (a's) with the odd lanes' (b's). Compiled alone with
-// the AVX2 flags; called only after cpuid says so (kernels-avx2.cpp).
+// pair, and blends the even lanes' results (a's) with the odd lanes' (b's). An AVX2 region
+// (isa-begin.h); called only after cpuid says so (kernels-avx2.cpp).
 #include <immintrin.h>
 
 #include <cmath>
 #include <cstdint>
 
 #include "backends/cpu/kernels-avx2.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
 
 namespace minfer::cpu::avx2 {
 
@@ -42,3 +45,5 @@ void rope_row(int64_t half, bool neox, const float* cos, const float* sin, const
 }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

@@ -1,14 +1,17 @@
 // AVX-512 form of kernels.h's SiluRowFn: 16 lanes per step with the AVX2 form's steps
 // (vec-dot-avx2.cpp): exp_poly16 of -x, then x / (1 + e); the row's last n % 16 values by libm's
-// expf. Every value is the reference's bits. Compiled alone with the AVX-512 flags; called only
-// after cpuid says so (kernels-avx512.cpp).
+// expf. Every value is the reference's bits. An AVX-512 region (isa-begin.h); called
+// only after cpuid says so (kernels-avx512.cpp).
 #include <immintrin.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "backends/cpu/avx512-common.h"
 #include "backends/cpu/kernels.h"
+
+#define MINFER_ISA avx512
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx512-common.h"
 
 namespace minfer::cpu::avx512 {
 
@@ -24,3 +27,5 @@ void silu_row(int64_t n, float* y, const float* x) {
 }
 
 }  // namespace minfer::cpu::avx512
+
+#include "backends/cpu/isa-end.h"

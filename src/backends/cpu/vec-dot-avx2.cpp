@@ -2,15 +2,18 @@
 // attention inner loops; the K-quants are in vec-dot-kquant-avx2.cpp. Each computes what its
 // scalar reference (vec-dot-ref.cpp) computes: integer block sums exactly, float steps in a
 // different order (vector lanes), so results agree to float rounding (tests/unit/test-cpu-ops).
-// This file alone is compiled with -mavx2 -mfma -mf16c; kernels.cpp calls it only after cpuid.
+// An AVX2 region (isa-begin.h); kernels.cpp calls it only after cpuid.
 #include <cmath>
 #include <vector>
 
-#include "backends/cpu/avx2-common.h"
 #include "backends/cpu/kernels-avx2.h"
 #include "backends/cpu/kernels-ref.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx2-common.h"
 
 namespace minfer::cpu::avx2 {
 namespace {
@@ -333,3 +336,5 @@ void silu_row(int64_t n, float* y, const float* x) {
 }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"

@@ -2,9 +2,12 @@
 // vec-dot-kquant-ref.cpp: the quants are expanded to unsigned bytes (q + offset), multiplied
 // with the activations by maddubs, weighted by the sub-block scales with madd, and the offsets
 // and mins are taken back through Q8_K's 16-element sums. Integer sums are exact.
-#include "backends/cpu/avx2-common.h"
 #include "backends/cpu/kernels-avx2.h"
 #include "quant/blocks.h"
+
+#define MINFER_ISA avx2
+#include "backends/cpu/isa-begin.h"
+#include "backends/cpu/avx2-common.h"
 
 namespace minfer::cpu::avx2 {
 namespace {
@@ -171,3 +174,5 @@ float vec_dot_iq4_xs(int64_t n, const void* w, const void* x) {
 }
 
 }  // namespace minfer::cpu::avx2
+
+#include "backends/cpu/isa-end.h"
