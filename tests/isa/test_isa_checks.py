@@ -27,9 +27,11 @@ GENERIC = r"""
 #include <numeric>
 namespace minfer::cpu::avx2 { float kernel(const float* p, int n); }
 __attribute__((noinline)) float tokenize(const float* p, int n) { return std::accumulate(p, p + n, 0.0f); }
+// The kernel through a table (a pointer taken, as kernels-avx2.cpp does), never called directly.
+float (*volatile table)(const float*, int) = &minfer::cpu::avx2::kernel;
 int main(int argc, char**) {
   float x[8] = {};
-  return argc > 5 ? static_cast<int>(minfer::cpu::avx2::kernel(x, 8)) : static_cast<int>(tokenize(x, argc));
+  return argc > 5 ? static_cast<int>(table(x, 8)) : static_cast<int>(tokenize(x, argc));
 }
 """
 # The same code in an ISA region (what src/backends/cpu/isa-begin.h and isa-end.h expand to).
@@ -45,11 +47,11 @@ float kernel(const float* p, int) { return _mm512_reduce_add_ps(_mm512_loadu_ps(
 """
 
 
-def build(tmp, name, isa_src, flags):
+def build(tmp, name, isa_src, flags, generic=GENERIC):
     isa = tmp / f"{name}-isa.cpp"
     isa.write_text(isa_src)
     main = tmp / f"{name}-main.cpp"
-    main.write_text(GENERIC)
+    main.write_text(generic)
     out = tmp / name
     # -O0: nothing inlined, the std template emitted out of line in both objects (as the ASan
     # build's -O1 did with std::vector<unsigned>::resize), its float adds VEX-encoded where
@@ -81,6 +83,24 @@ def test_scan_names_avx512_code_in_the_avx2_table(tmp_path):
     r = scan(build(tmp_path, "wrongtable", WRONG_TABLE, ["-mavx512f"]))
     assert r.returncode == 1, r.stdout
     assert "minfer::cpu::avx2::kernel" in r.stdout and "EVEX (AVX-512)" in r.stdout, r.stdout
+
+
+def test_scan_names_baseline_code_calling_a_kernel_directly(tmp_path):
+    # What a static initializer or a forgotten cpuid check does: the kernel runs on every CPU.
+    direct = GENERIC.replace("static_cast<int>(table(x, 8))", "static_cast<int>(minfer::cpu::avx2::kernel(x, 8))")
+    r = scan(build(tmp_path, "direct", REGION_ISA, [], direct))
+    assert r.returncode == 1, r.stdout
+    assert "main [main]" in r.stdout and "a call into" in r.stdout, r.stdout
+
+
+def test_scan_names_sse4_popcnt_code_outside_the_tables(tmp_path):
+    # Legacy-encoded instructions past SSE2: qemu's Nehalem has them, older CPUs do not.
+    src = tmp_path / "pop.cpp"
+    src.write_text("__attribute__((noinline)) int bits(unsigned long v) { return __builtin_popcountl(v); }\n"
+                   "int main(int argc, char**) { return bits(static_cast<unsigned long>(argc)) - 1; }\n")
+    subprocess.run(["g++", "-O1", "-mpopcnt", str(src), "-o", str(tmp_path / "pop")], check=True)
+    r = scan(tmp_path / "pop")
+    assert r.returncode == 1 and "bits(unsigned long)" in r.stdout and "SSE3-4.2/POPCNT" in r.stdout, r.stdout
 
 
 def copy_cpu(tmp_path):
@@ -133,3 +153,13 @@ def test_what_the_scan_names_is_a_sigill_on_an_older_cpu(tmp_path):
     assert old.returncode == -4 or b"Illegal instruction" in old.stderr, (old.returncode, old.stderr)
     ok = subprocess.run(["qemu-x86_64", "-cpu", "Nehalem", str(region)], capture_output=True)
     assert ok.returncode == 0, (ok.returncode, ok.stderr)
+
+
+def test_regions_refuse_code_outside_the_isa_namespace(tmp_path):
+    # A declaration in the region gets the ISA too: a function defined after isa-end.h would be
+    # compiled for AVX2 under a name no table owns.
+    cpu = copy_cpu(tmp_path)
+    f = cpu / "rope-row-avx2.cpp"
+    f.write_text(f.read_text().replace('namespace minfer::cpu::avx2 {', 'float helper(float);\nnamespace minfer::cpu::avx2 {', 1))
+    r = regions(tmp_path)
+    assert r.returncode == 1 and "float helper(float);" in r.stdout and "outside namespace" in r.stdout, r.stdout
