@@ -16,10 +16,12 @@ log() { echo "[setup] $*" >&2; }
 # 1. Debian packages: toolchain, libraries, fuzzing runtime, nginx for the scale-out test,
 #    chromium for the viz page tests, ccache (every build tree compiles through it: CI's fresh
 #    clones reuse the objects of earlier runs), qemu-user (tests/isa runs the binary as CPUs
-#    this machine is not).
+#    this machine is not), the Vulkan loader, glslc and Mesa's lavapipe (the Vulkan backend,
+#    tested on a CPU implementation of Vulkan).
 APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
           libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libedit-dev libcpp-httplib-dev
-          libcurl4-openssl-dev libssl-dev chromium nginx-light git unzip ccache qemu-user)
+          libcurl4-openssl-dev libssl-dev chromium nginx-light git unzip ccache qemu-user
+          libvulkan-dev glslc mesa-vulkan-drivers)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

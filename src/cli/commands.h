@@ -11,6 +11,7 @@
 namespace minfer::cli {
 
 int cmd_info(int argc, char** argv);
+int cmd_list_devices();                         // cmd-devices.cpp: --list-devices
 int cmd_quantize(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);        // cmd-tokenize.cpp
 int cmd_detokenize(int argc, char** argv);      // cmd-tokenize.cpp

@@ -36,7 +36,8 @@ void usage(std::FILE* out) {
                "minfer %s: local LLM inference from GGUF files\n\n"
                "usage: minfer MODEL [PROMPT...] [options]   generate a reply (minfer MODEL --help for options)\n"
                "       minfer MODEL --cnv [options]         chat (also -cnv, -i; docs/chat.md)\n"
-               "       minfer COMMAND [options]            (minfer COMMAND --help for details)\n\ncommands:\n",
+               "       minfer COMMAND [options]            (minfer COMMAND --help for details)\n"
+               "       minfer --list-devices                the GPUs (and software devices) this build can use\n\ncommands:\n",
                MINFER_VERSION);
   for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.help);
   std::fprintf(out,
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
     std::printf("minfer %s\n", MINFER_VERSION);
     return 0;
   }
+  for (int i = 1; i < argc; ++i)  // llama.cpp's --list-devices: with any command, prints and exits
+    if (std::strcmp(argv[i], "--list-devices") == 0) return minfer::cli::cmd_list_devices();
   for (const Command& c : kCommands)
     if (std::string_view(argv[1]) == c.name) return c.run(argc - 1, argv + 1);
   // Anything else is the main command: minfer MODEL [PROMPT...] [options], one-shot or --cnv.

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/registry/registry.h"
 #include "cli/notice.h"
 #include "template/chat.h"
 #include "template/template.h"
@@ -349,8 +350,13 @@ void add_compat_options(CLI::App& app, CompatOptions& o) {
 }
 
 void CompatOptions::warn(int n_threads) const {
-  if (n_gpu_layers && *n_gpu_layers != 0)
-    warning(fmt::format("-ngl {}: this build has no GPU backend; every layer runs on the CPU", *n_gpu_layers));
+  if (n_gpu_layers && *n_gpu_layers != 0) {
+    const std::string_view none = device_support_note();
+    warning(fmt::format("-ngl {}: {}; every layer runs on the CPU", *n_gpu_layers,
+                        none.empty() ? "layers do not run on a GPU yet (the Vulkan backend has only its first ops, "
+                                       "docs/backends.md)"
+                                     : "this build has no GPU backend"));
+  }
   if (flash_attn == "off" || flash_attn == "0" || flash_attn == "false") warning("-fa off: attention is always one fused kernel here; the flag changes nothing");
   if (no_mmap)
     warning("--no-mmap: weights are read through mmap once and kept as a repacked copy (the mapped pages are released); "

@@ -116,7 +116,7 @@ Expected<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> 
   c->impl_ = std::make_unique<Impl>();
   std::vector<Backend*> raw;
   for (const std::string& n : *names) {
-    auto b = create_backend(n, {.n_threads = c->n_threads_});
+    auto b = create_backend(n, {.n_threads = c->n_threads_, .device = ""});
     if (!b) return b.error();
     raw.push_back(b->get());
     c->impl_->backends.push_back(std::move(*b));

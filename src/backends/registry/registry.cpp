@@ -4,19 +4,32 @@
 
 #include "backends/cpu/cpu-backend.h"
 #include "core/thread-pool.h"
+#ifdef MINFER_HAVE_VULKAN
+#include "backends/vulkan/vk-instance.h"
+#include "backends/vulkan/vulkan-backend.h"
+#endif
 
 namespace minfer {
 namespace {
 
 struct Entry {
   const char* name;
-  std::unique_ptr<Backend> (*make)(const BackendOptions& opt);
+  Expected<std::unique_ptr<Backend>> (*make)(const BackendOptions& opt);
 };
 
 const Entry kBackends[] = {
+#ifdef MINFER_HAVE_VULKAN
+    {"vulkan",
+     [](const BackendOptions& o) -> Expected<std::unique_ptr<Backend>> {
+       const auto& devs = vulkan::vk_devices();
+       auto b = vulkan::VulkanBackend::create(o.device.empty() && !devs.empty() ? devs[0].name : o.device);
+       if (!b) return b.error();
+       return std::unique_ptr<Backend>(std::move(*b));
+     }},
+#endif
     {"cpu",
-     [](const BackendOptions& o) -> std::unique_ptr<Backend> {
-       return std::make_unique<cpu::CpuBackend>(o.n_threads > 0 ? o.n_threads : hardware_threads());
+     [](const BackendOptions& o) -> Expected<std::unique_ptr<Backend>> {
+       return std::unique_ptr<Backend>(std::make_unique<cpu::CpuBackend>(o.n_threads > 0 ? o.n_threads : hardware_threads()));
      }},
 };
 
@@ -33,6 +46,23 @@ Expected<std::unique_ptr<Backend>> create_backend(std::string_view name, const B
   for (const Entry& e : kBackends)
     if (name == e.name) return e.make(opt);
   return make_error("unknown backend '{}' (available: {})", name, joined_names());
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> v;
+#ifdef MINFER_HAVE_VULKAN
+  for (const vulkan::VkDeviceDesc& d : vulkan::vk_devices())
+    v.push_back({d.name, "vulkan", d.description, d.memory_bytes, d.software});
+#endif
+  return v;
+}
+
+std::string_view device_support_note() {
+#ifdef MINFER_HAVE_VULKAN
+  return "";
+#else
+  return "this build has no GPU backend (Vulkan needs libvulkan-dev and glslc at build time)";
+#endif
 }
 
 std::vector<std::string> backend_names() {

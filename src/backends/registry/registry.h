@@ -4,6 +4,8 @@
 //   auto b = create_backend("cpu", {.n_threads = 4});
 //   if (!b) return b.error();                        // "unknown backend 'gpu' (available: cpu)"
 //   Scheduler sched({b->get()});
+//   for (const DeviceInfo& d : list_devices()) ...   // "Vulkan0", its backend "vulkan", memory
+//   auto vk = create_backend("vulkan", {.device = "Vulkan0"});
 #pragma once
 
 #include <memory>
@@ -17,8 +19,23 @@
 namespace minfer {
 
 struct BackendOptions {
-  int n_threads = 0;  // host threads for compute; 0 = all hardware threads
+  int n_threads = 0;   // host threads for compute; 0 = all hardware threads
+  std::string device;  // device backends: which device (a list_devices() name); "" = the first
 };
+
+// A compute device other than the host CPU: llama.cpp's --list-devices line.
+struct DeviceInfo {
+  std::string name;         // "Vulkan0"
+  std::string backend;      // the create_backend() name that runs on it: "vulkan"
+  std::string description;  // the driver's name for it
+  uint64_t memory_bytes = 0;
+  bool software = false;    // a CPU implementation of the API (lavapipe): slower than our CPU kernels
+};
+
+// The devices this build can use, in the order their APIs list them (empty: CPU only).
+std::vector<DeviceInfo> list_devices();
+// Why a build lists no devices at all ("" when it has device backends).
+std::string_view device_support_note();
 
 // A new backend of the named kind ("cpu").
 Expected<std::unique_ptr<Backend>> create_backend(std::string_view name, const BackendOptions& opt);

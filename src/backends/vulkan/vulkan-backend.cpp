@@ -1,0 +1,497 @@
+#include "backends/vulkan/vulkan-backend.h"
+
+#include <vulkan/vulkan.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/vulkan/vk-instance.h"
+
+namespace minfer::vulkan {
+
+std::string_view embedded_file(std::string_view name);  // shaders-assets.cpp (generated)
+
+namespace {
+
+// Opaque addresses handed to the scheduler: each allocation owns a window of this many bytes
+// (or more, rounded up) in a range no host pointer uses; an address resolves to (buffer, offset).
+constexpr uintptr_t kAddressBase = uintptr_t{1} << 46;
+constexpr uintptr_t kWindow = uintptr_t{1} << 30;
+
+struct Allocation {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  size_t size = 0;
+  void* mapped = nullptr;  // host-visible memory, mapped for the allocation's lifetime
+};
+
+struct Pipeline {
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+};
+
+const char* vk_result_name(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS: return "VK_SUCCESS";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+    default: return "VkResult";
+  }
+}
+
+}  // namespace
+
+struct VulkanBackend::Impl {
+  VkDeviceDesc desc;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties mem{};
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
+  std::map<uintptr_t, Allocation> allocs;  // by window start
+  uintptr_t next = kAddressBase;
+  std::map<std::string, Pipeline> pipelines;
+  std::unordered_map<const void*, uintptr_t> weights;  // host tensor -> its device copy
+  std::mutex mu;  // one submission at a time (the scheduler may run sessions on threads)
+
+  ~Impl() {
+    if (!device) return;
+    vkDeviceWaitIdle(device);
+    for (auto& [base, a] : allocs) release(a);
+    for (auto& [name, p] : pipelines) {
+      vkDestroyPipeline(device, p.pipeline, nullptr);
+      vkDestroyPipelineLayout(device, p.layout, nullptr);
+      vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
+    }
+    if (fence) vkDestroyFence(device, fence, nullptr);
+    if (pool) vkDestroyCommandPool(device, pool, nullptr);
+    vkDestroyDevice(device, nullptr);
+  }
+
+  void release(Allocation& a) {
+    if (a.mapped) vkUnmapMemory(device, a.memory);
+    vkDestroyBuffer(device, a.buffer, nullptr);
+    vkFreeMemory(device, a.memory, nullptr);
+  }
+
+  Status check(VkResult r, const char* what) const {
+    if (r == VK_SUCCESS) return {};
+    return make_error("vulkan {}: {} failed: {} ({})", desc.name, what, vk_result_name(r), static_cast<int>(r));
+  }
+
+  int memory_type(uint32_t bits, VkMemoryPropertyFlags want) const {
+    for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
+      if ((bits & (1u << i)) && (mem.memoryTypes[i].propertyFlags & want) == want) return static_cast<int>(i);
+    return -1;
+  }
+
+  Expected<Allocation> make_buffer(size_t bytes, bool host) {
+    Allocation a;
+    a.size = bytes;
+    VkBufferCreateInfo bi{};
+    bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+    bi.size = std::max<size_t>(bytes, 16);
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    if (Status s = check(vkCreateBuffer(device, &bi, nullptr, &a.buffer), "vkCreateBuffer"); !s) return s.error();
+    VkMemoryRequirements req{};
+    vkGetBufferMemoryRequirements(device, a.buffer, &req);
+    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    // Device-local and host-visible where the device has it (integrated GPUs, resizable BAR,
+    // lavapipe): written and read with memcpy. Else device-local, through a staging buffer.
+    int type = host ? memory_type(req.memoryTypeBits, visible)
+                    : memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | visible);
+    if (type < 0 && !host) type = memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0) {
+      vkDestroyBuffer(device, a.buffer, nullptr);
+      return make_error("vulkan {}: no memory type for a {} buffer of {} bytes", desc.name, host ? "staging" : "device", bytes);
+    }
+    VkMemoryAllocateInfo ai{};
+    ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = static_cast<uint32_t>(type);
+    if (Status s = check(vkAllocateMemory(device, &ai, nullptr, &a.memory), "vkAllocateMemory"); !s) {
+      vkDestroyBuffer(device, a.buffer, nullptr);
+      return make_error("{} ({} bytes)", s.error().message, bytes);
+    }
+    vkBindBufferMemory(device, a.buffer, a.memory, 0);
+    if (mem.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
+      if (Status s = check(vkMapMemory(device, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory"); !s) {
+        release(a);
+        return s.error();
+      }
+    }
+    return a;
+  }
+
+  // The allocation holding address p, and p's offset in it.
+  std::pair<Allocation*, size_t> resolve(const void* p) {
+    const uintptr_t u = reinterpret_cast<uintptr_t>(p);
+    auto it = allocs.upper_bound(u);
+    if (it == allocs.begin()) return {nullptr, 0};
+    --it;
+    if (u - it->first > it->second.size) return {nullptr, 0};
+    return {&it->second, u - it->first};
+  }
+
+  uintptr_t add(Allocation a) {
+    const uintptr_t base = next;
+    next += (a.size / kWindow + 1) * kWindow;
+    allocs.emplace(base, a);
+    return base;
+  }
+
+  Status begin() {
+    if (Status s = check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer"); !s) return s;
+    VkCommandBufferBeginInfo bi{};
+    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    return check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+  }
+
+  Status submit_and_wait() {
+    if (Status s = check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"); !s) return s;
+    VkSubmitInfo si{};
+    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    if (Status s = check(vkResetFences(device, 1, &fence), "vkResetFences"); !s) return s;
+    if (Status s = check(vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit"); !s) return s;
+    ++submissions;
+    return check(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  }
+
+  // Host <-> device copy for memory the host cannot map: a staging buffer and one submission.
+  Status staged(Allocation& a, size_t off, void* host, size_t n, bool to_device) {
+    auto st = make_buffer(n, true);
+    if (!st) return st.error();
+    if (to_device) std::memcpy(st->mapped, host, n);
+    Status s = begin();
+    if (s) {
+      VkBufferCopy c{};
+      c.size = n;
+      if (to_device) {
+        c.dstOffset = off;
+        vkCmdCopyBuffer(cmd, st->buffer, a.buffer, 1, &c);
+      } else {
+        c.srcOffset = off;
+        vkCmdCopyBuffer(cmd, a.buffer, st->buffer, 1, &c);
+      }
+      s = submit_and_wait();
+    }
+    if (s && !to_device) std::memcpy(host, st->mapped, n);
+    release(*st);
+    return s;
+  }
+
+  Expected<Pipeline*> pipeline(const std::string& shader) {
+    if (auto it = pipelines.find(shader); it != pipelines.end()) return &it->second;
+    const std::string_view spv = embedded_file(shader + ".spv");
+    if (spv.empty()) return make_error("vulkan: no shader '{}' in this build", shader);
+    Pipeline p;
+    VkDescriptorSetLayoutBinding b[3]{};
+    for (uint32_t i = 0; i < 3; ++i) {
+      b[i].binding = i;
+      b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      b[i].descriptorCount = 1;
+      b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo dl{};
+    dl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
+    dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    dl.bindingCount = 3;
+    dl.pBindings = b;
+    if (Status s = check(vkCreateDescriptorSetLayout(device, &dl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout"); !s)
+      return s.error();
+    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, 64};
+    VkPipelineLayoutCreateInfo pl{};
+    pl.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &p.set_layout;
+    pl.pushConstantRangeCount = 1;
+    pl.pPushConstantRanges = &pc;
+    if (Status s = check(vkCreatePipelineLayout(device, &pl, nullptr, &p.layout), "vkCreatePipelineLayout"); !s)
+      return s.error();
+    VkShaderModuleCreateInfo mi{};
+    mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+    mi.codeSize = spv.size();
+    std::vector<uint32_t> code(spv.size() / 4);
+    std::memcpy(code.data(), spv.data(), code.size() * 4);
+    mi.pCode = code.data();
+    VkShaderModule module = VK_NULL_HANDLE;
+    if (Status s = check(vkCreateShaderModule(device, &mi, nullptr, &module), "vkCreateShaderModule"); !s)
+      return s.error();
+    VkComputePipelineCreateInfo ci{};
+    ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = module;
+    ci.stage.pName = "main";
+    ci.layout = p.layout;
+    const VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
+    vkDestroyShaderModule(device, module, nullptr);
+    if (Status s = check(r, "vkCreateComputePipelines"); !s) return s.error();
+    return &pipelines.emplace(shader, p).first->second;
+  }
+
+  int64_t submissions = 0;
+  int64_t dispatches = 0;
+};
+
+Expected<std::unique_ptr<VulkanBackend>> VulkanBackend::create(std::string_view name) {
+  const auto& devs = vk_devices();
+  const VkDeviceDesc* d = nullptr;
+  std::string have;
+  for (const VkDeviceDesc& x : devs) {
+    if (x.name == name) d = &x;
+    have += (have.empty() ? "" : ", ") + x.name;
+  }
+  if (!d)
+    return make_error("device '{}': {}", name, devs.empty() ? std::string("no Vulkan device here") : "there are " + have);
+  auto impl = std::make_unique<Impl>();
+  impl->desc = *d;
+  vkGetPhysicalDeviceMemoryProperties(d->handle, &impl->mem);
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(d->handle, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(d->handle, &nq, qf.data());
+  bool found = false;
+  for (uint32_t i = 0; i < nq && !found; ++i)
+    if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) impl->queue_family = i, found = true;
+  if (!found) return make_error("vulkan {} ({}): no compute queue", d->name, d->description);
+  uint32_t ne = 0;
+  vkEnumerateDeviceExtensionProperties(d->handle, nullptr, &ne, nullptr);
+  std::vector<VkExtensionProperties> exts(ne);
+  vkEnumerateDeviceExtensionProperties(d->handle, nullptr, &ne, exts.data());
+  bool push = false;
+  for (const auto& e : exts) push |= std::strcmp(e.extensionName, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) == 0;
+  if (!push) return make_error("vulkan {} ({}): needs {}", d->name, d->description, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  const float prio = 1.0f;
+  VkDeviceQueueCreateInfo qi{};
+  qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  qi.queueFamilyIndex = impl->queue_family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &prio;
+  const char* ext_names[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+  VkDeviceCreateInfo di{};
+  di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = 1;
+  di.ppEnabledExtensionNames = ext_names;
+  if (Status s = impl->check(vkCreateDevice(d->handle, &di, nullptr, &impl->device), "vkCreateDevice"); !s)
+    return s.error();
+  vkGetDeviceQueue(impl->device, impl->queue_family, 0, &impl->queue);
+  impl->push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+      vkGetDeviceProcAddr(impl->device, "vkCmdPushDescriptorSetKHR"));
+  if (!impl->push_descriptor) return make_error("vulkan {}: vkCmdPushDescriptorSetKHR is missing", d->name);
+  VkCommandPoolCreateInfo pi{};
+  pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = impl->queue_family;
+  if (Status s = impl->check(vkCreateCommandPool(impl->device, &pi, nullptr, &impl->pool), "vkCreateCommandPool"); !s)
+    return s.error();
+  VkCommandBufferAllocateInfo ai{};
+  ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  ai.commandPool = impl->pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  if (Status s = impl->check(vkAllocateCommandBuffers(impl->device, &ai, &impl->cmd), "vkAllocateCommandBuffers"); !s)
+    return s.error();
+  VkFenceCreateInfo fi{};
+  fi.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  if (Status s = impl->check(vkCreateFence(impl->device, &fi, nullptr, &impl->fence), "vkCreateFence"); !s)
+    return s.error();
+  return std::unique_ptr<VulkanBackend>(new VulkanBackend(std::move(impl)));
+}
+
+VulkanBackend::VulkanBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+VulkanBackend::~VulkanBackend() = default;
+
+std::string VulkanBackend::describe() const {
+  const VkDeviceDesc& d = impl_->desc;
+  return "vulkan: " + d.name + " " + d.description + " (" + std::to_string(d.memory_bytes >> 20) + " MiB" +
+         (d.software ? ", software" : "") + "), " + std::to_string(impl_->submissions) + " submissions, " +
+         std::to_string(impl_->dispatches) + " dispatches so far";
+}
+
+bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
+  auto f32_srcs = [&] {
+    if (n.type != DType::F32) return false;
+    for (int s : n.src)
+      if (g.nodes[static_cast<size_t>(s)].type != DType::F32) return false;
+    return true;
+  };
+  auto src = [&](size_t i) -> const Node& { return g.nodes[static_cast<size_t>(n.src[i])]; };
+  switch (n.op) {
+    case Op::kAdd:
+    case Op::kMul:
+      return f32_srcs() && src(1).ne[0] == n.ne[0] && (src(1).n_rows() == 1 || src(1).n_rows() == n.n_rows());
+    case Op::kScale:
+    case Op::kRmsNorm: return f32_srcs();
+    case Op::kRmsNormMul: return f32_srcs() && src(1).n_elements() == n.ne[0];
+    default: return false;
+  }
+}
+
+Expected<BackendBuffer> VulkanBackend::alloc(size_t bytes) {
+  std::lock_guard lock(impl_->mu);
+  auto a = impl_->make_buffer(bytes, false);
+  if (!a) return a.error();
+  if (a->mapped) {
+    std::memset(a->mapped, 0, bytes);
+  } else {
+    Status s = impl_->begin();
+    if (s) {
+      vkCmdFillBuffer(impl_->cmd, a->buffer, 0, VK_WHOLE_SIZE, 0);
+      s = impl_->submit_and_wait();
+    }
+    if (!s) {
+      impl_->release(*a);
+      return s.error();
+    }
+  }
+  const uintptr_t base = impl_->add(*a);
+  return BackendBuffer{reinterpret_cast<void*>(base), bytes};
+}
+
+void VulkanBackend::free(BackendBuffer b) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->allocs.find(reinterpret_cast<uintptr_t>(b.base));
+  if (it == impl_->allocs.end()) return;
+  vkDeviceWaitIdle(impl_->device);
+  impl_->release(it->second);
+  impl_->allocs.erase(it);
+}
+
+void VulkanBackend::write(void* dst, const void* host, size_t n) {
+  std::lock_guard lock(impl_->mu);
+  auto [a, off] = impl_->resolve(dst);
+  if (!a || off + n > a->size) return;
+  if (a->mapped) std::memcpy(static_cast<char*>(a->mapped) + off, host, n);
+  else (void)impl_->staged(*a, off, const_cast<void*>(host), n, true);
+}
+
+void VulkanBackend::read(void* host, const void* src, size_t n) {
+  std::lock_guard lock(impl_->mu);
+  auto [a, off] = impl_->resolve(src);
+  if (!a || off + n > a->size) return;
+  if (a->mapped) std::memcpy(host, static_cast<const char*>(a->mapped) + off, n);
+  else (void)impl_->staged(*a, off, host, n, false);
+}
+
+Status VulkanBackend::prepare(const Graph& g, std::span<const int> nodes) {
+  // Weights the nodes read, uploaded once per tensor for the backend's lifetime.
+  for (int id : nodes) {
+    for (int s : g.nodes[static_cast<size_t>(id)].src) {
+      const Node& w = g.nodes[static_cast<size_t>(s)];
+      if (w.op != Op::kWeight || impl_->weights.count(w.data)) continue;
+      auto b = alloc(w.n_bytes());
+      if (!b) return make_error("vulkan: weight '{}': {}", w.name, b.error().message);
+      write(b->base, w.data, w.n_bytes());
+      impl_->weights[w.data] = reinterpret_cast<uintptr_t>(b->base);
+    }
+  }
+  return {};
+}
+
+Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) {
+  std::lock_guard lock(impl_->mu);
+  Impl& m = *impl_;
+  if (Status s = m.begin(); !s) return s;
+  // Where node id's data lives: (buffer, offset in f32 elements).
+  auto at = [&](int id) -> Expected<std::pair<VkBuffer, uint32_t>> {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    const void* p = n.op == Op::kWeight ? reinterpret_cast<const void*>(m.weights[n.data]) : addrs[static_cast<size_t>(id)];
+    auto [a, off] = m.resolve(p);
+    if (!a || off % 4 != 0) return make_error("vulkan: node '{}' has no device memory", n.name);
+    return std::pair{a->buffer, static_cast<uint32_t>(off / 4)};
+  };
+  bool first = true;
+  for (int id : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    std::string shader;
+    switch (n.op) {
+      case Op::kAdd:
+      case Op::kMul: shader = "binary"; break;
+      case Op::kScale: shader = "scale"; break;
+      case Op::kRmsNorm:
+      case Op::kRmsNormMul: shader = "rms_norm"; break;
+      default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
+    }
+    auto pl = m.pipeline(shader);
+    if (!pl) return pl.error();
+    auto d = at(id);
+    if (!d) return d.error();
+    auto s0 = at(n.src[0]);
+    if (!s0) return s0.error();
+    auto s1 = n.src.size() > 1 ? at(n.src[1]) : s0;
+    if (!s1) return s1.error();
+    if (!first) {  // each dispatch reads what the one before wrote
+      VkMemoryBarrier mb{};
+      mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      vkCmdPipelineBarrier(m.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                           0, nullptr, 0, nullptr);
+    }
+    first = false;
+    VkDescriptorBufferInfo bi[3] = {{s0->first, 0, VK_WHOLE_SIZE}, {s1->first, 0, VK_WHOLE_SIZE}, {d->first, 0, VK_WHOLE_SIZE}};
+    VkWriteDescriptorSet w[3]{};
+    for (uint32_t i = 0; i < 3; ++i) {
+      w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      w[i].dstBinding = i;
+      w[i].descriptorCount = 1;
+      w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w[i].pBufferInfo = &bi[i];
+    }
+    vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*pl)->pipeline);
+    m.push_descriptor(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*pl)->layout, 0, 3, w);
+    uint32_t pc[16] = {};
+    uint32_t groups = 0;
+    const uint32_t n_el = static_cast<uint32_t>(n.n_elements());
+    if (shader == "binary") {
+      const Node& b = g.nodes[static_cast<size_t>(n.src[1])];
+      const uint32_t v[] = {n_el, static_cast<uint32_t>(n.ne[0]), static_cast<uint32_t>(b.n_rows()),
+                            n.op == Op::kAdd ? 0u : 1u, s0->second, s1->second, d->second};
+      std::memcpy(pc, v, sizeof(v));
+      groups = (n_el + 255) / 256;
+    } else if (shader == "scale") {
+      float c = n.params.scale;
+      pc[0] = n_el;
+      std::memcpy(&pc[1], &c, 4);
+      pc[2] = s0->second;
+      pc[3] = d->second;
+      groups = (n_el + 255) / 256;
+    } else {
+      const float eps = n.params.eps;
+      pc[0] = static_cast<uint32_t>(n.ne[0]);
+      pc[1] = static_cast<uint32_t>(n.n_rows());
+      std::memcpy(&pc[2], &eps, 4);
+      pc[3] = n.op == Op::kRmsNormMul ? 1u : 0u;
+      pc[4] = s0->second;
+      pc[5] = s1->second;
+      pc[6] = d->second;
+      groups = static_cast<uint32_t>(n.n_rows());
+    }
+    vkCmdPushConstants(m.cmd, (*pl)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
+    const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + 65534) / 65535;
+    vkCmdDispatch(m.cmd, gx, gy, 1);
+    ++m.dispatches;
+  }
+  return m.submit_and_wait();
+}
+
+}  // namespace minfer::vulkan

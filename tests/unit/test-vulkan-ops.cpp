@@ -1,0 +1,132 @@
+// The Vulkan backend's op harness: every op it supports, on odd and even shapes (row lengths
+// 1, 7, 64, 4097; 1, 3 and 512 rows; broadcast and full second operands), run through the
+// scheduler on the first Vulkan device (lavapipe in CI) and on the CPU backend alone, compared.
+// add, mul and scale are single IEEE f32 operations per element: equal bit for bit. rms_norm
+// sums squares in f32 on the device (a tree per row) and in double on the CPU (llama.cpp's
+// order), so its bound is an NMSE of 1e-10 (f32 rounding of a sum of up to 4097 terms stays
+// near 1e-14 relative error squared; a wrong row or scale is ~1).
+// No Vulkan device is a failure, not a skip: scripts/setup.sh installs lavapipe.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "backends/cpu/cpu-backend.h"
+#include "backends/vulkan/vk-instance.h"
+#include "backends/vulkan/vulkan-backend.h"
+#include "graph/builder.h"
+#include "graph/scheduler.h"
+
+namespace minfer {
+namespace {
+
+using Build = std::function<int(GraphBuilder&, int x, int y, int w)>;
+
+struct Result {
+  std::vector<float> out;
+  int on_device = 0;  // nodes the scheduler gave the Vulkan backend
+};
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+Result run(std::vector<Backend*> backends, int64_t ne0, int64_t rows, int64_t y_rows, const Build& op) {
+  const auto x = random_values(static_cast<size_t>(ne0 * rows), 1);
+  const auto y = random_values(static_cast<size_t>(ne0 * y_rows), 2);
+  static std::vector<float> w;  // a weight: host memory for the graph's lifetime
+  w = random_values(static_cast<size_t>(ne0), 3);
+  GraphBuilder b;
+  const int xi = b.input("x", DType::F32, {ne0, rows});
+  const int yi = b.input("y", DType::F32, {ne0, y_rows});
+  const int wi = b.weight("w.weight", DType::F32, {ne0}, w.data());
+  const int out = op(b, xi, yi, wi);
+  Scheduler sched(std::move(backends));
+  auto pg = sched.prepare(b.finish({out}), {.fuse = false});
+  EXPECT_TRUE(pg) << pg.error().message;
+  if (!pg) return {};
+  const Graph& g = (*pg)->graph;
+  EXPECT_TRUE(sched.set_input(**pg, g.inputs[0], x.data(), x.size() * 4));
+  EXPECT_TRUE(sched.set_input(**pg, g.inputs[1], y.data(), y.size() * 4));
+  Status st = sched.compute(**pg);
+  EXPECT_TRUE(st) << st.error().message;
+  Result r;
+  r.out.resize(static_cast<size_t>(g.nodes[static_cast<size_t>(g.outputs[0])].n_elements()));
+  EXPECT_TRUE(sched.get_output(**pg, g.outputs[0], r.out.data(), r.out.size() * 4));
+  for (const Node& n : g.nodes) r.on_device += n.backend == 0 && n.op != Op::kCopy && !op_is_leaf(n.op);
+  return r;
+}
+
+double nmse(const std::vector<float>& want, const std::vector<float>& got) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (double(want[i]) - got[i]) * (double(want[i]) - got[i]);
+    den += double(want[i]) * want[i];
+  }
+  return den > 0 ? num / den : num;
+}
+
+struct OpCase {
+  const char* name;
+  bool exact;
+  bool y_broadcast;
+  Build build;
+};
+
+TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
+  ASSERT_FALSE(vulkan::vk_devices().empty()) << "no Vulkan device (scripts/setup.sh installs mesa-vulkan-drivers)";
+  auto vk = vulkan::VulkanBackend::create(vulkan::vk_devices()[0].name);
+  ASSERT_TRUE(vk) << vk.error().message;
+  cpu::CpuBackend cpu(2);
+  const OpCase cases[] = {
+      {"add", true, false, [](GraphBuilder& b, int x, int y, int) { return b.add("out", x, y); }},
+      {"add_bcast", true, true, [](GraphBuilder& b, int x, int y, int) { return b.add("out", x, y); }},
+      {"mul", true, false, [](GraphBuilder& b, int x, int y, int) { return b.mul("out", x, y); }},
+      {"mul_weight", true, true, [](GraphBuilder& b, int x, int, int w) { return b.mul("out", x, w); }},
+      {"scale", true, false, [](GraphBuilder& b, int x, int, int) { return b.scale("out", x, 0.37f); }},
+      {"rms_norm", false, false, [](GraphBuilder& b, int x, int, int) { return b.rms_norm("out", x, 1e-6f); }},
+      {"rms_norm_mul", false, false,
+       [](GraphBuilder& b, int x, int, int w) { return b.rms_norm_mul("out", x, w, 1e-5f); }},
+      {"chain", false, true,  // several dispatches in one submission, each reading the last
+       [](GraphBuilder& b, int x, int y, int w) {
+         return b.scale("out", b.add("a", b.rms_norm_mul("n", x, w, 1e-6f), y), 2.0f);
+       }},
+  };
+  int n_checked = 0;
+  double worst = 0;
+  for (const OpCase& c : cases)
+    for (int64_t ne0 : {1, 7, 64, 4097})
+      for (int64_t rows : {1, 3, 512}) {
+        const int64_t y_rows = c.y_broadcast ? 1 : rows;
+        SCOPED_TRACE(std::string(c.name) + " ne0 " + std::to_string(ne0) + " rows " + std::to_string(rows));
+        const Result want = run({&cpu}, ne0, rows, y_rows, c.build);
+        const Result got = run({vk->get(), &cpu}, ne0, rows, y_rows, c.build);
+        ASSERT_EQ(want.out.size(), got.out.size());
+        EXPECT_GE(got.on_device, 1) << "the op did not run on the Vulkan backend";
+        if (c.exact) EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
+        else EXPECT_LT(nmse(want.out, got.out), 1e-10);
+        worst = std::max(worst, nmse(want.out, got.out));
+        ++n_checked;
+      }
+  EXPECT_EQ(n_checked, 8 * 4 * 3);
+  std::printf("vulkan ops on %s: %d op x shape cases, worst NMSE %.3g\n", vulkan::vk_devices()[0].description.c_str(),
+              n_checked, worst);
+}
+
+TEST(VulkanOps, UnknownDeviceNamesTheDevicesThereAre) {
+  auto vk = vulkan::VulkanBackend::create("Vulkan99");
+  ASSERT_FALSE(vk);
+  EXPECT_NE(vk.error().message.find("Vulkan99"), std::string::npos) << vk.error().message;
+  EXPECT_NE(vk.error().message.find("Vulkan0"), std::string::npos) << vk.error().message;
+}
+
+}  // namespace
+}  // namespace minfer
