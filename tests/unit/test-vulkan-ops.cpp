@@ -116,7 +116,18 @@ TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
         worst = std::max(worst, nmse(want.out, got.out));
         ++n_checked;
       }
-  EXPECT_EQ(n_checked, 8 * 4 * 3);
+  // Past 65535 workgroups the dispatch is two-dimensional (one row per workgroup here).
+  {
+    const OpCase& c = cases[5];  // rms_norm
+    SCOPED_TRACE("rms_norm ne0 3 rows 70000");
+    const Result want = run({&cpu}, 3, 70000, 70000, c.build);
+    const Result got = run({vk->get(), &cpu}, 3, 70000, 70000, c.build);
+    EXPECT_GE(got.on_device, 1);
+    EXPECT_LT(nmse(want.out, got.out), 1e-10);
+    worst = std::max(worst, nmse(want.out, got.out));
+    ++n_checked;
+  }
+  EXPECT_EQ(n_checked, 8 * 4 * 3 + 1);
   std::printf("vulkan ops on %s: %d op x shape cases, worst NMSE %.3g\n", vulkan::vk_devices()[0].description.c_str(),
               n_checked, worst);
 }

@@ -21,8 +21,13 @@ const Entry kBackends[] = {
 #ifdef MINFER_HAVE_VULKAN
     {"vulkan",
      [](const BackendOptions& o) -> Expected<std::unique_ptr<Backend>> {
-       const auto& devs = vulkan::vk_devices();
-       auto b = vulkan::VulkanBackend::create(o.device.empty() && !devs.empty() ? devs[0].name : o.device);
+       // No device named: the first hardware GPU. A software device (lavapipe) is slower than
+       // the CPU backend and runs only when named.
+       std::string name = o.device;
+       for (const vulkan::VkDeviceDesc& d : vulkan::vk_devices())
+         if (name.empty() && !d.software) name = d.name;
+       if (name.empty()) return make_error("vulkan: no hardware GPU here (a software device runs only when named)");
+       auto b = vulkan::VulkanBackend::create(name);
        if (!b) return b.error();
        return std::unique_ptr<Backend>(std::move(*b));
      }},

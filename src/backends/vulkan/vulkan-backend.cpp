@@ -2,11 +2,13 @@
 
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "backends/vulkan/vk-instance.h"
@@ -63,7 +65,9 @@ struct VulkanBackend::Impl {
   std::map<uintptr_t, Allocation> allocs;  // by window start
   uintptr_t next = kAddressBase;
   std::map<std::string, Pipeline> pipelines;
-  std::unordered_map<const void*, uintptr_t> weights;  // host tensor -> its device copy
+  // Host tensor (its bytes, their count) -> its device copy. Weights are immutable model memory
+  // that outlives the backend's graphs (one backend per Context, one model per Context).
+  std::map<std::pair<const void*, size_t>, uintptr_t> weights;
   std::mutex mu;  // one submission at a time (the scheduler may run sessions on threads)
 
   ~Impl() {
@@ -109,25 +113,40 @@ struct VulkanBackend::Impl {
     VkMemoryRequirements req{};
     vkGetBufferMemoryRequirements(device, a.buffer, &req);
     const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    // Device-local and host-visible where the device has it (integrated GPUs, resizable BAR,
-    // lavapipe): written and read with memcpy. Else device-local, through a staging buffer.
-    int type = host ? memory_type(req.memoryTypeBits, visible)
-                    : memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | visible);
-    if (type < 0 && !host) type = memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    // Staging: host-visible, coherent. Device buffers: device-local memory the host can map
+    // when it is the device's main memory (integrated GPUs, resizable BAR, lavapipe), written
+    // and read with memcpy; else (a discrete GPU's 256 MiB BAR window) device-only memory
+    // through a staging buffer. An allocation the mappable kind cannot hold retries device-only.
+    std::vector<int> types;
+    if (host) {
+      types.push_back(memory_type(req.memoryTypeBits, visible));
+    } else {
+      const int mappable = memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | visible);
+      if (mappable >= 0 && mem.memoryHeaps[mem.memoryTypes[mappable].heapIndex].size * 2 >= desc.memory_bytes)
+        types.push_back(mappable);
+      types.push_back(memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT));
+    }
+    Status last = make_error("vulkan {}: no memory type for a {} buffer of {} bytes", desc.name,
+                             host ? "staging" : "device", bytes);
+    int type = -1;
+    for (int t : types) {
+      if (t < 0) continue;
+      VkMemoryAllocateInfo ai{};
+      ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+      ai.allocationSize = req.size;
+      ai.memoryTypeIndex = static_cast<uint32_t>(t);
+      last = check(vkAllocateMemory(device, &ai, nullptr, &a.memory), "vkAllocateMemory");
+      if (last) {
+        type = t;
+        break;
+      }
+    }
     if (type < 0) {
       vkDestroyBuffer(device, a.buffer, nullptr);
-      return make_error("vulkan {}: no memory type for a {} buffer of {} bytes", desc.name, host ? "staging" : "device", bytes);
-    }
-    VkMemoryAllocateInfo ai{};
-    ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-    ai.allocationSize = req.size;
-    ai.memoryTypeIndex = static_cast<uint32_t>(type);
-    if (Status s = check(vkAllocateMemory(device, &ai, nullptr, &a.memory), "vkAllocateMemory"); !s) {
-      vkDestroyBuffer(device, a.buffer, nullptr);
-      return make_error("{} ({} bytes)", s.error().message, bytes);
+      return make_error("{} ({} bytes)", last.error().message, bytes);
     }
     vkBindBufferMemory(device, a.buffer, a.memory, 0);
-    if (mem.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
+    if ((mem.memoryTypes[type].propertyFlags & visible) == visible) {
       if (Status s = check(vkMapMemory(device, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory"); !s) {
         release(a);
         return s.error();
@@ -146,6 +165,12 @@ struct VulkanBackend::Impl {
     return {&it->second, u - it->first};
   }
 
+  [[noreturn]] void bad_address(const char* what, const void* p, size_t n) const {
+    std::fprintf(stderr, "minfer: vulkan %s: %s of %zu bytes at %p, outside every buffer of this backend\n",
+                 desc.name.c_str(), what, n, p);
+    std::abort();
+  }
+
   uintptr_t add(Allocation a) {
     const uintptr_t base = next;
     next += (a.size / kWindow + 1) * kWindow;
@@ -162,6 +187,13 @@ struct VulkanBackend::Impl {
   }
 
   Status submit_and_wait() {
+    // The device's writes made visible to the host before it reads (the fence alone does not).
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
     if (Status s = check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"); !s) return s;
     VkSubmitInfo si{};
     si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
@@ -248,6 +280,8 @@ struct VulkanBackend::Impl {
 
   int64_t submissions = 0;
   int64_t dispatches = 0;
+  size_t offset_align = 256;           // minStorageBufferOffsetAlignment
+  size_t max_range = size_t{1} << 27;  // maxStorageBufferRange
 };
 
 Expected<std::unique_ptr<VulkanBackend>> VulkanBackend::create(std::string_view name) {
@@ -260,8 +294,18 @@ Expected<std::unique_ptr<VulkanBackend>> VulkanBackend::create(std::string_view 
   }
   if (!d)
     return make_error("device '{}': {}", name, devs.empty() ? std::string("no Vulkan device here") : "there are " + have);
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(d->handle, &props);
+  if (props.apiVersion < VK_API_VERSION_1_2)
+    return make_error("vulkan {} ({}): Vulkan {}.{} (the shaders need 1.2)", d->name, d->description,
+                      VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion));
+  if (props.limits.maxComputeWorkGroupInvocations < 256)
+    return make_error("vulkan {} ({}): {} invocations per workgroup (the shaders use 256)", d->name, d->description,
+                      props.limits.maxComputeWorkGroupInvocations);
   auto impl = std::make_unique<Impl>();
   impl->desc = *d;
+  impl->offset_align = std::max<size_t>(4, props.limits.minStorageBufferOffsetAlignment);
+  impl->max_range = props.limits.maxStorageBufferRange;
   vkGetPhysicalDeviceMemoryProperties(d->handle, &impl->mem);
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(d->handle, &nq, nullptr);
@@ -321,6 +365,7 @@ VulkanBackend::VulkanBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 VulkanBackend::~VulkanBackend() = default;
 
 std::string VulkanBackend::describe() const {
+  std::lock_guard lock(impl_->mu);
   const VkDeviceDesc& d = impl_->desc;
   return "vulkan: " + d.name + " " + d.description + " (" + std::to_string(d.memory_bytes >> 20) + " MiB" +
          (d.software ? ", software" : "") + "), " + std::to_string(impl_->submissions) + " submissions, " +
@@ -335,6 +380,7 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     return true;
   };
   auto src = [&](size_t i) -> const Node& { return g.nodes[static_cast<size_t>(n.src[i])]; };
+  if (n.n_elements() >= (int64_t{1} << 31)) return false;  // 32-bit indices in the shaders
   switch (n.op) {
     case Op::kAdd:
     case Op::kMul:
@@ -376,20 +422,27 @@ void VulkanBackend::free(BackendBuffer b) {
   impl_->allocs.erase(it);
 }
 
+// write() and read() return nothing (graph/backend.h): an address outside every buffer is a
+// bug in the caller and stops the process with its description; a failed staging copy (the
+// device lost) says so on stderr.
 void VulkanBackend::write(void* dst, const void* host, size_t n) {
+  if (n == 0) return;
   std::lock_guard lock(impl_->mu);
   auto [a, off] = impl_->resolve(dst);
-  if (!a || off + n > a->size) return;
+  if (!a || off + n > a->size) impl_->bad_address("write", dst, n);
   if (a->mapped) std::memcpy(static_cast<char*>(a->mapped) + off, host, n);
-  else (void)impl_->staged(*a, off, const_cast<void*>(host), n, true);
+  else if (Status s = impl_->staged(*a, off, const_cast<void*>(host), n, true); !s)
+    std::fprintf(stderr, "minfer: %s\n", s.error().message.c_str());
 }
 
 void VulkanBackend::read(void* host, const void* src, size_t n) {
+  if (n == 0) return;
   std::lock_guard lock(impl_->mu);
   auto [a, off] = impl_->resolve(src);
-  if (!a || off + n > a->size) return;
+  if (!a || off + n > a->size) impl_->bad_address("read", src, n);
   if (a->mapped) std::memcpy(host, static_cast<const char*>(a->mapped) + off, n);
-  else (void)impl_->staged(*a, off, host, n, false);
+  else if (Status s = impl_->staged(*a, off, host, n, false); !s)
+    std::fprintf(stderr, "minfer: %s\n", s.error().message.c_str());
 }
 
 Status VulkanBackend::prepare(const Graph& g, std::span<const int> nodes) {
@@ -397,11 +450,16 @@ Status VulkanBackend::prepare(const Graph& g, std::span<const int> nodes) {
   for (int id : nodes) {
     for (int s : g.nodes[static_cast<size_t>(id)].src) {
       const Node& w = g.nodes[static_cast<size_t>(s)];
-      if (w.op != Op::kWeight || impl_->weights.count(w.data)) continue;
+      if (w.op != Op::kWeight) continue;
+      {
+        std::lock_guard lock(impl_->mu);
+        if (impl_->weights.count({w.data, w.n_bytes()})) continue;
+      }
       auto b = alloc(w.n_bytes());
       if (!b) return make_error("vulkan: weight '{}': {}", w.name, b.error().message);
       write(b->base, w.data, w.n_bytes());
-      impl_->weights[w.data] = reinterpret_cast<uintptr_t>(b->base);
+      std::lock_guard lock(impl_->mu);
+      impl_->weights[{w.data, w.n_bytes()}] = reinterpret_cast<uintptr_t>(b->base);
     }
   }
   return {};
@@ -411,13 +469,28 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
   std::lock_guard lock(impl_->mu);
   Impl& m = *impl_;
   if (Status s = m.begin(); !s) return s;
-  // Where node id's data lives: (buffer, offset in f32 elements).
-  auto at = [&](int id) -> Expected<std::pair<VkBuffer, uint32_t>> {
+  // Where node id's data lives: its buffer, bound from the aligned offset at or below it for
+  // the tensor's bytes (within maxStorageBufferRange), and the element offset left over.
+  struct Bound {
+    VkDescriptorBufferInfo info;
+    uint32_t elem = 0;
+  };
+  auto at = [&](int id) -> Expected<Bound> {
     const Node& n = g.nodes[static_cast<size_t>(id)];
-    const void* p = n.op == Op::kWeight ? reinterpret_cast<const void*>(m.weights[n.data]) : addrs[static_cast<size_t>(id)];
+    const void* p = addrs[static_cast<size_t>(id)];
+    if (n.op == Op::kWeight) {
+      auto it = m.weights.find({n.data, n.n_bytes()});
+      p = it == m.weights.end() ? nullptr : reinterpret_cast<const void*>(it->second);
+    }
     auto [a, off] = m.resolve(p);
-    if (!a || off % 4 != 0) return make_error("vulkan: node '{}' has no device memory", n.name);
-    return std::pair{a->buffer, static_cast<uint32_t>(off / 4)};
+    if (!a || off % 4 != 0 || off + n.n_bytes() > a->size)
+      return make_error("vulkan: node '{}' has no device memory", n.name);
+    const size_t base = off - off % m.offset_align;
+    const size_t range = off - base + std::max<size_t>(n.n_bytes(), 4);
+    if (range > m.max_range)
+      return make_error("vulkan {}: node '{}' ({} bytes) is over the device's storage buffer range ({} bytes)",
+                        m.desc.name, n.name, n.n_bytes(), m.max_range);
+    return Bound{{a->buffer, base, range}, static_cast<uint32_t>((off - base) / 4)};
   };
   bool first = true;
   for (int id : nodes) {
@@ -448,7 +521,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
                            0, nullptr, 0, nullptr);
     }
     first = false;
-    VkDescriptorBufferInfo bi[3] = {{s0->first, 0, VK_WHOLE_SIZE}, {s1->first, 0, VK_WHOLE_SIZE}, {d->first, 0, VK_WHOLE_SIZE}};
+    VkDescriptorBufferInfo bi[3] = {s0->info, s1->info, d->info};
     VkWriteDescriptorSet w[3]{};
     for (uint32_t i = 0; i < 3; ++i) {
       w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
@@ -465,15 +538,15 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     if (shader == "binary") {
       const Node& b = g.nodes[static_cast<size_t>(n.src[1])];
       const uint32_t v[] = {n_el, static_cast<uint32_t>(n.ne[0]), static_cast<uint32_t>(b.n_rows()),
-                            n.op == Op::kAdd ? 0u : 1u, s0->second, s1->second, d->second};
+                            n.op == Op::kAdd ? 0u : 1u, s0->elem, s1->elem, d->elem};
       std::memcpy(pc, v, sizeof(v));
       groups = (n_el + 255) / 256;
     } else if (shader == "scale") {
       float c = n.params.scale;
       pc[0] = n_el;
       std::memcpy(&pc[1], &c, 4);
-      pc[2] = s0->second;
-      pc[3] = d->second;
+      pc[2] = s0->elem;
+      pc[3] = d->elem;
       groups = (n_el + 255) / 256;
     } else {
       const float eps = n.params.eps;
@@ -481,9 +554,9 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[1] = static_cast<uint32_t>(n.n_rows());
       std::memcpy(&pc[2], &eps, 4);
       pc[3] = n.op == Op::kRmsNormMul ? 1u : 0u;
-      pc[4] = s0->second;
-      pc[5] = s1->second;
-      pc[6] = d->second;
+      pc[4] = s0->elem;
+      pc[5] = s1->elem;
+      pc[6] = d->elem;
       groups = static_cast<uint32_t>(n.n_rows());
     }
     vkCmdPushConstants(m.cmd, (*pl)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
