@@ -1,10 +1,13 @@
 // The Vulkan backend's op harness: every op it supports, on odd and even shapes (row lengths
 // 1, 7, 64, 4097; 1, 3 and 512 rows; broadcast and full second operands), run through the
 // scheduler on the first Vulkan device (lavapipe in CI) and on the CPU backend alone, compared.
-// add, mul and scale are single IEEE f32 operations per element: equal bit for bit. rms_norm
-// sums squares in f32 on the device (a tree per row) and in double on the CPU (llama.cpp's
-// order), so its bound is an NMSE of 1e-10 (f32 rounding of a sum of up to 4097 terms stays
-// near 1e-14 relative error squared; a wrong row or scale is ~1).
+// add, mul and scale are single IEEE f32 operations per element: equal bit for bit. The rest
+// are bounded by an NMSE of 1e-10: rms_norm sums squares in f32 on the device (a tree per row)
+// and in double on the CPU (llama.cpp's order), f32 rounding of up to 4097 terms stays near
+// 1e-14; silu's exp and softcap's tanh are the driver's (a few ulp) against the CPU's
+// polynomial and libm; gelu rounds to f16 on both sides, so a tanh that differs by an ulp can
+// move a result by one f16 step at a rounding boundary (rare: ~1e-7 relative each). A wrong
+// formula, row or operand is ~1e-2 or worse.
 // No Vulkan device is a failure, not a skip: scripts/setup.sh installs lavapipe.
 #include <gtest/gtest.h>
 
@@ -95,6 +98,11 @@ TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
       {"rms_norm", false, false, [](GraphBuilder& b, int x, int, int) { return b.rms_norm("out", x, 1e-6f); }},
       {"rms_norm_mul", false, false,
        [](GraphBuilder& b, int x, int, int w) { return b.rms_norm_mul("out", x, w, 1e-5f); }},
+      {"silu", false, false, [](GraphBuilder& b, int x, int, int) { return b.silu("out", x); }},
+      {"swiglu", false, false, [](GraphBuilder& b, int x, int y, int) { return b.swiglu("out", x, y); }},
+      {"gelu", false, false, [](GraphBuilder& b, int x, int, int) { return b.gelu("out", x); }},
+      {"geglu", false, false, [](GraphBuilder& b, int x, int y, int) { return b.geglu("out", x, y); }},
+      {"softcap", false, false, [](GraphBuilder& b, int x, int, int) { return b.softcap("out", x, 1.5f); }},
       {"chain", false, true,  // several dispatches in one submission, each reading the last
        [](GraphBuilder& b, int x, int y, int w) {
          return b.scale("out", b.add("a", b.rms_norm_mul("n", x, w, 1e-6f), y), 2.0f);
@@ -127,7 +135,7 @@ TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
     worst = std::max(worst, nmse(want.out, got.out));
     ++n_checked;
   }
-  EXPECT_EQ(n_checked, 8 * 4 * 3 + 1);
+  EXPECT_EQ(n_checked, 13 * 4 * 3 + 1);
   std::printf("vulkan ops on %s: %d op x shape cases, worst NMSE %.3g\n", vulkan::vk_devices()[0].description.c_str(),
               n_checked, worst);
 }

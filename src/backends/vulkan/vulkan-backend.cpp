@@ -386,7 +386,12 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kMul:
       return f32_srcs() && src(1).ne[0] == n.ne[0] && (src(1).n_rows() == 1 || src(1).n_rows() == n.n_rows());
     case Op::kScale:
-    case Op::kRmsNorm: return f32_srcs();
+    case Op::kRmsNorm:
+    case Op::kSilu:
+    case Op::kGelu:
+    case Op::kSoftcap: return f32_srcs();
+    case Op::kSwiglu:
+    case Op::kGeglu: return f32_srcs() && src(1).n_elements() == n.n_elements();
     case Op::kRmsNormMul: return f32_srcs() && src(1).n_elements() == n.ne[0];
     default: return false;
   }
@@ -502,6 +507,11 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kScale: shader = "scale"; break;
       case Op::kRmsNorm:
       case Op::kRmsNormMul: shader = "rms_norm"; break;
+      case Op::kSilu:
+      case Op::kSwiglu:
+      case Op::kGelu:
+      case Op::kGeglu:
+      case Op::kSoftcap: shader = "unary"; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
     auto pl = m.pipeline(shader);
@@ -547,6 +557,17 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       std::memcpy(&pc[1], &c, 4);
       pc[2] = s0->elem;
       pc[3] = d->elem;
+      groups = (n_el + 255) / 256;
+    } else if (shader == "unary") {
+      const bool gelu = n.op == Op::kGelu || n.op == Op::kGeglu;
+      const float c = n.params.scale;
+      pc[0] = n_el;
+      pc[1] = n.op == Op::kSoftcap ? 2u : gelu ? 1u : 0u;
+      pc[2] = n.op == Op::kSwiglu || n.op == Op::kGeglu ? 1u : 0u;
+      std::memcpy(&pc[3], &c, 4);
+      pc[4] = s0->elem;
+      pc[5] = s1->elem;
+      pc[6] = d->elem;
       groups = (n_el + 255) / 256;
     } else {
       const float eps = n.params.eps;
