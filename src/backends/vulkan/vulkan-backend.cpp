@@ -3,6 +3,7 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,8 @@ namespace {
 // (or more, rounded up) in a range no host pointer uses; an address resolves to (buffer, offset).
 constexpr uintptr_t kAddressBase = uintptr_t{1} << 46;
 constexpr uintptr_t kWindow = uintptr_t{1} << 30;
+// Storage buffers per dispatch: src0, src1, dst, src2 (a shader declares those it reads).
+constexpr uint32_t kBindings = 4;
 
 struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
@@ -233,8 +236,8 @@ struct VulkanBackend::Impl {
     const std::string_view spv = embedded_file(shader + ".spv");
     if (spv.empty()) return make_error("vulkan: no shader '{}' in this build", shader);
     Pipeline p;
-    VkDescriptorSetLayoutBinding b[3]{};
-    for (uint32_t i = 0; i < 3; ++i) {
+    VkDescriptorSetLayoutBinding b[kBindings]{};
+    for (uint32_t i = 0; i < kBindings; ++i) {
       b[i].binding = i;
       b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       b[i].descriptorCount = 1;
@@ -243,7 +246,7 @@ struct VulkanBackend::Impl {
     VkDescriptorSetLayoutCreateInfo dl{};
     dl.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
     dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-    dl.bindingCount = 3;
+    dl.bindingCount = kBindings;
     dl.pBindings = b;
     if (Status s = check(vkCreateDescriptorSetLayout(device, &dl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout"); !s)
       return s.error();
@@ -392,6 +395,9 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kSoftcap: return f32_srcs();
     case Op::kSwiglu:
     case Op::kGeglu: return f32_srcs() && src(1).n_elements() == n.n_elements();
+    case Op::kRope:
+      return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
+             (n.src.size() < 3 || src(2).type == DType::F32);
     case Op::kRmsNormMul: return f32_srcs() && src(1).n_elements() == n.ne[0];
     default: return false;
   }
@@ -512,6 +518,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kGelu:
       case Op::kGeglu:
       case Op::kSoftcap: shader = "unary"; break;
+      case Op::kRope: shader = "rope"; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
     auto pl = m.pipeline(shader);
@@ -522,6 +529,8 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     if (!s0) return s0.error();
     auto s1 = n.src.size() > 1 ? at(n.src[1]) : s0;
     if (!s1) return s1.error();
+    auto s2 = n.src.size() > 2 ? at(n.src[2]) : s0;
+    if (!s2) return s2.error();
     if (!first) {  // each dispatch reads what the one before wrote
       VkMemoryBarrier mb{};
       mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -531,9 +540,9 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
                            0, nullptr, 0, nullptr);
     }
     first = false;
-    VkDescriptorBufferInfo bi[3] = {s0->info, s1->info, d->info};
-    VkWriteDescriptorSet w[3]{};
-    for (uint32_t i = 0; i < 3; ++i) {
+    VkDescriptorBufferInfo bi[kBindings] = {s0->info, s1->info, d->info, s2->info};
+    VkWriteDescriptorSet w[kBindings]{};
+    for (uint32_t i = 0; i < kBindings; ++i) {
       w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
       w[i].dstBinding = i;
       w[i].descriptorCount = 1;
@@ -541,7 +550,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       w[i].pBufferInfo = &bi[i];
     }
     vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*pl)->pipeline);
-    m.push_descriptor(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*pl)->layout, 0, 3, w);
+    m.push_descriptor(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*pl)->layout, 0, kBindings, w);
     uint32_t pc[16] = {};
     uint32_t groups = 0;
     const uint32_t n_el = static_cast<uint32_t>(n.n_elements());
@@ -558,6 +567,24 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[2] = s0->elem;
       pc[3] = d->elem;
       groups = (n_el + 255) / 256;
+    } else if (shader == "rope") {
+      const int n_rot = n.params.n_rot;
+      const float theta_scale = std::pow(n.params.rope_freq_base, -2.0f / static_cast<float>(n_rot));
+      const float freq_scale = n.params.rope_freq_scale;
+      pc[0] = static_cast<uint32_t>(n.ne[0]);
+      pc[1] = static_cast<uint32_t>(n.ne[1]);
+      pc[2] = static_cast<uint32_t>(n.ne[2]);
+      pc[3] = static_cast<uint32_t>(n_rot);
+      pc[4] = n.params.rope_mode == RopeMode::kNeox ? 1u : 0u;
+      std::memcpy(&pc[5], &theta_scale, 4);
+      std::memcpy(&pc[6], &freq_scale, 4);
+      pc[7] = n.src.size() > 2 ? 1u : 0u;
+      pc[8] = s0->elem;
+      pc[9] = s1->elem;
+      pc[10] = d->elem;
+      pc[11] = s2->elem;
+      const uint32_t per_head = static_cast<uint32_t>(n_rot / 2 + (n.ne[0] - n_rot));
+      groups = (per_head * static_cast<uint32_t>(n.ne[1] * n.ne[2]) + 255) / 256;
     } else if (shader == "unary") {
       const bool gelu = n.op == Op::kGelu || n.op == Op::kGeglu;
       const float c = n.params.scale;
