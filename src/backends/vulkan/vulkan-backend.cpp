@@ -30,7 +30,8 @@ constexpr uint32_t kBindings = 4;
 struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  size_t size = 0;
+  size_t size = 0;          // as asked
+  size_t capacity = 0;      // the VkBuffer's size: size rounded up to 16 bytes
   void* mapped = nullptr;  // host-visible memory, mapped for the allocation's lifetime
 };
 
@@ -109,7 +110,8 @@ struct VulkanBackend::Impl {
     a.size = bytes;
     VkBufferCreateInfo bi{};
     bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-    bi.size = std::max<size_t>(bytes, 16);
+    bi.size = (std::max<size_t>(bytes, 16) + 15) & ~size_t{15};
+    a.capacity = bi.size;
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     if (Status s = check(vkCreateBuffer(device, &bi, nullptr, &a.buffer), "vkCreateBuffer"); !s) return s.error();
@@ -395,6 +397,13 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kSoftcap: return f32_srcs();
     case Op::kSwiglu:
     case Op::kGeglu: return f32_srcs() && src(1).n_elements() == n.n_elements();
+    case Op::kMatmul: {
+      const DType t = src(0).type;
+      const bool blocks = t == DType::Q8_0 || t == DType::Q4_0;
+      return n.type == DType::F32 && src(1).type == DType::F32 &&
+             (t == DType::F32 || t == DType::F16 || (blocks && src(0).ne[0] % 32 == 0)) &&
+             src(0).n_bytes() < (size_t{1} << 32);
+    }
     case Op::kRope:
       return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
              (n.src.size() < 3 || src(2).type == DType::F32);
@@ -497,7 +506,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     if (!a || off % 4 != 0 || off + n.n_bytes() > a->size)
       return make_error("vulkan: node '{}' has no device memory", n.name);
     const size_t base = off - off % m.offset_align;
-    const size_t range = off - base + std::max<size_t>(n.n_bytes(), 4);
+    const size_t range = std::min(a->capacity - base, (off - base + std::max<size_t>(n.n_bytes(), 4) + 3) & ~size_t{3});
     if (range > m.max_range)
       return make_error("vulkan {}: node '{}' ({} bytes) is over the device's storage buffer range ({} bytes)",
                         m.desc.name, n.name, n.n_bytes(), m.max_range);
@@ -519,6 +528,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kGeglu:
       case Op::kSoftcap: shader = "unary"; break;
       case Op::kRope: shader = "rope"; break;
+      case Op::kMatmul: shader = "matmul"; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
     auto pl = m.pipeline(shader);
@@ -567,6 +577,17 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[2] = s0->elem;
       pc[3] = d->elem;
       groups = (n_el + 255) / 256;
+    } else if (shader == "matmul") {
+      const Node& wn = g.nodes[static_cast<size_t>(n.src[0])];
+      pc[0] = static_cast<uint32_t>(wn.ne[0]);
+      pc[1] = static_cast<uint32_t>(wn.ne[1]);
+      pc[2] = static_cast<uint32_t>(n.n_rows());
+      pc[3] = wn.type == DType::F32 ? 0u : wn.type == DType::F16 ? 1u : wn.type == DType::Q8_0 ? 2u : 3u;
+      pc[4] = static_cast<uint32_t>(row_bytes(wn.type, wn.ne[0]));
+      pc[5] = s0->elem * 4;
+      pc[6] = s1->elem;
+      pc[7] = d->elem;
+      groups = static_cast<uint32_t>(wn.ne[1]);
     } else if (shader == "rope") {
       const int n_rot = n.params.n_rot;
       const float theta_scale = std::pow(n.params.rope_freq_base, -2.0f / static_cast<float>(n_rot));
