@@ -266,6 +266,45 @@ TEST(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
               worst_exact, worst_cpu);
 }
 
+// get_rows (the embedding lookup) from F32, F16, Q8_0 and Q4_0 tables: each element is one f16
+// conversion and at most one product on both sides, so the rows are bit-identical.
+TEST(VulkanOps, GetRowsIsBitIdenticalToTheCpuBackend) {
+  ASSERT_FALSE(vulkan::vk_devices().empty()) << "no Vulkan device (scripts/setup.sh installs mesa-vulkan-drivers)";
+  auto vk = vulkan::VulkanBackend::create(vulkan::vk_devices()[0].name);
+  ASSERT_TRUE(vk) << vk.error().message;
+  cpu::CpuBackend cpu(2);
+  std::list<std::vector<uint8_t>> tables;  // alive to the end: both backends key copies by address
+  std::mt19937 rng(5);
+  int n_checked = 0;
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0})
+    for (int64_t ne0 : {32, 4096})
+      for (int64_t rows : {1, 50})
+        for (int64_t n_ids : {1, 9, 300}) {
+          SCOPED_TRACE(std::string(dtype_name(type)) + " ne0 " + std::to_string(ne0) + " rows " + std::to_string(rows) +
+                       " ids " + std::to_string(n_ids));
+          const auto f = random_values(static_cast<size_t>(ne0 * rows), 31);
+          std::vector<uint8_t>& t = tables.emplace_back(row_bytes(type, ne0) * static_cast<size_t>(rows));
+          for (int64_t r = 0; r < rows; ++r)
+            quantize_row(type, f.data() + r * ne0, t.data() + static_cast<size_t>(r) * row_bytes(type, ne0), ne0);
+          std::vector<int32_t> ids(static_cast<size_t>(n_ids));
+          for (int32_t& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(rows));
+          auto one = [&](std::vector<Backend*> backends) {
+            GraphBuilder b;
+            const int ti = b.weight("token_embd.weight", type, {ne0, rows}, t.data());
+            const int ii = b.input("ids", DType::I32, {n_ids});
+            return run_graph(std::move(backends), b.finish({b.get_rows("out", ti, ii)}), {{ids.data(), ids.size() * 4}},
+                             Op::kGetRows);
+          };
+          const Result want = one({&cpu});
+          const Result got = one({vk->get(), &cpu});
+          EXPECT_EQ(got.on_device, 1);
+          ASSERT_EQ(want.out.size(), got.out.size());
+          EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
+          ++n_checked;
+        }
+  EXPECT_EQ(n_checked, 4 * 2 * 2 * 3);
+}
+
 TEST(VulkanOps, UnknownDeviceNamesTheDevicesThereAre) {
   auto vk = vulkan::VulkanBackend::create("Vulkan99");
   ASSERT_FALSE(vk);

@@ -41,6 +41,11 @@ struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
 };
 
+// shaders/dequant.glsl's type numbers.
+uint32_t dequant_type(DType t) {
+  return t == DType::F32 ? 0u : t == DType::F16 ? 1u : t == DType::Q8_0 ? 2u : 3u;
+}
+
 const char* vk_result_name(VkResult r) {
   switch (r) {
     case VK_SUCCESS: return "VK_SUCCESS";
@@ -386,6 +391,12 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
   };
   auto src = [&](size_t i) -> const Node& { return g.nodes[static_cast<size_t>(n.src[i])]; };
   if (n.n_elements() >= (int64_t{1} << 31)) return false;  // 32-bit indices in the shaders
+  // Weights the shaders read from their raw bytes (shaders/dequant.glsl), byte offsets in 32 bits.
+  auto dequantizes = [](const Node& w) {
+    const bool blocks = w.type == DType::Q8_0 || w.type == DType::Q4_0;
+    return (w.type == DType::F32 || w.type == DType::F16 || (blocks && w.ne[0] % 32 == 0)) &&
+           w.n_bytes() < (size_t{1} << 32);
+  };
   switch (n.op) {
     case Op::kAdd:
     case Op::kMul:
@@ -397,13 +408,10 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kSoftcap: return f32_srcs();
     case Op::kSwiglu:
     case Op::kGeglu: return f32_srcs() && src(1).n_elements() == n.n_elements();
-    case Op::kMatmul: {
-      const DType t = src(0).type;
-      const bool blocks = t == DType::Q8_0 || t == DType::Q4_0;
-      return n.type == DType::F32 && src(1).type == DType::F32 &&
-             (t == DType::F32 || t == DType::F16 || (blocks && src(0).ne[0] % 32 == 0)) &&
-             src(0).n_bytes() < (size_t{1} << 32);
-    }
+    case Op::kMatmul:
+      return n.type == DType::F32 && src(1).type == DType::F32 && dequantizes(src(0));
+    case Op::kGetRows:
+      return n.type == DType::F32 && src(1).type == DType::I32 && dequantizes(src(0));
     case Op::kRope:
       return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
              (n.src.size() < 3 || src(2).type == DType::F32);
@@ -529,6 +537,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kSoftcap: shader = "unary"; break;
       case Op::kRope: shader = "rope"; break;
       case Op::kMatmul: shader = "matmul"; break;
+      case Op::kGetRows: shader = "get_rows"; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
     auto pl = m.pipeline(shader);
@@ -582,12 +591,23 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[0] = static_cast<uint32_t>(wn.ne[0]);
       pc[1] = static_cast<uint32_t>(wn.ne[1]);
       pc[2] = static_cast<uint32_t>(n.n_rows());
-      pc[3] = wn.type == DType::F32 ? 0u : wn.type == DType::F16 ? 1u : wn.type == DType::Q8_0 ? 2u : 3u;
+      pc[3] = dequant_type(wn.type);
       pc[4] = static_cast<uint32_t>(row_bytes(wn.type, wn.ne[0]));
       pc[5] = s0->elem * 4;
       pc[6] = s1->elem;
       pc[7] = d->elem;
       groups = static_cast<uint32_t>(wn.ne[1]);
+    } else if (shader == "get_rows") {
+      const Node& t = g.nodes[static_cast<size_t>(n.src[0])];
+      pc[0] = static_cast<uint32_t>(t.ne[0]);
+      pc[1] = static_cast<uint32_t>(t.n_rows());
+      pc[2] = static_cast<uint32_t>(n.n_rows());
+      pc[3] = dequant_type(t.type);
+      pc[4] = static_cast<uint32_t>(row_bytes(t.type, t.ne[0]));
+      pc[5] = s0->elem * 4;
+      pc[6] = s1->elem;
+      pc[7] = d->elem;
+      groups = (n_el + 255) / 256;
     } else if (shader == "rope") {
       const int n_rot = n.params.n_rot;
       const float theta_scale = std::pow(n.params.rope_freq_base, -2.0f / static_cast<float>(n_rot));

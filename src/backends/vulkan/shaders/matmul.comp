@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // out[t][o] = sum_i w[o][i] * x[t][i] (graph/ops.h kMatmul): w in its GGUF type (F32, F16,
 // Q8_0, Q4_0; raw bytes, dequantized here), x and out f32. One workgroup per output row o: its
 // 64 invocations stride over the row's blocks of 32, each dequantizing a block once per token
@@ -16,21 +17,7 @@ layout(push_constant) uniform P {
   uint off_x, off_d;
 } p;
 shared float part[64];
-uint byte_at(uint a) { return (w[a >> 2] >> ((a & 3u) * 8u)) & 0xffu; }
-float f16_at(uint a) { return unpackHalf2x16(byte_at(a) | (byte_at(a + 1u) << 8)).x; }
-// Weight element i of the row starting at byte r.
-float weight(uint r, uint i) {
-  if (p.type == 0u) return uintBitsToFloat(w[(r >> 2) + i]);
-  if (p.type == 1u) return f16_at(r + 2u * i);
-  const uint b = i >> 5, j = i & 31u;
-  if (p.type == 2u) {
-    const uint bo = r + b * 34u;
-    return f16_at(bo) * float(int(byte_at(bo + 2u + j) << 24) >> 24);
-  }
-  const uint bo = r + b * 18u;
-  const uint q = byte_at(bo + 2u + (j & 15u));
-  return f16_at(bo) * (float(j < 16u ? q & 15u : q >> 4) - 8.0);
-}
+#include "dequant.glsl"
 void main() {
   const uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (o >= p.n_out) return;
@@ -41,7 +28,7 @@ void main() {
     float s = 0.0;
     for (uint b = tid; b * 32u < p.n_in; b += 64u) {
       const uint end = min(b * 32u + 32u, p.n_in);
-      for (uint i = b * 32u; i < end; ++i) s += weight(r, i) * x[xb + i];
+      for (uint i = b * 32u; i < end; ++i) s += weight(p.type, r, i) * x[xb + i];
     }
     part[tid] = s;
     barrier();
