@@ -1,8 +1,8 @@
 // The Vulkan compute backend (graph/backend.h) on one device: device buffers behind opaque
 // addresses, weights uploaded once in prepare(), each split recorded into one command buffer
 // and submitted once. First ops: add, mul, scale, rms_norm (+ fused mul), silu / swiglu, gelu /
-// geglu, softcap, rope (f32), matmul and get_rows (F32/F16/Q8_0/Q4_0 weights); the rest of the graph
-// stays on the CPU with copies at the split boundaries (docs/backends.md).
+// geglu, softcap, rope (f32), matmul and get_rows (F32/F16/Q8_0/Q4_0 weights); the rest of
+// the graph stays on the CPU with copies at the split boundaries (docs/backends.md).
 //
 //   auto vk = VulkanBackend::create("Vulkan0");        // vk_devices() names
 //   if (!vk) return vk.error();                        // "device 'Vulkan3': there are Vulkan0"
