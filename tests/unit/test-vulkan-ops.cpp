@@ -17,6 +17,8 @@
 #include <cstring>
 #include <functional>
 #include <list>
+#include <memory>
+#include <optional>
 #include <random>
 
 #include "backends/cpu/cpu-backend.h"
@@ -45,45 +47,10 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
   return v;
 }
 
-Result run(std::vector<Backend*> backends, int64_t ne0, int64_t rows, int64_t y_rows, const Build& op) {
-  const auto x = random_values(static_cast<size_t>(ne0 * rows), 1);
-  const auto y = random_values(static_cast<size_t>(ne0 * y_rows), 2);
-  static std::vector<float> w;  // a weight: host memory for the graph's lifetime
-  w = random_values(static_cast<size_t>(ne0), 3);
-  GraphBuilder b;
-  const int xi = b.input("x", DType::F32, {ne0, rows});
-  const int yi = b.input("y", DType::F32, {ne0, y_rows});
-  const int wi = b.weight("w.weight", DType::F32, {ne0}, w.data());
-  const int out = op(b, xi, yi, wi);
-  Scheduler sched(std::move(backends));
-  auto pg = sched.prepare(b.finish({out}), {.fuse = false});
-  EXPECT_TRUE(pg) << pg.error().message;
-  if (!pg) return {};
-  const Graph& g = (*pg)->graph;
-  EXPECT_TRUE(sched.set_input(**pg, g.inputs[0], x.data(), x.size() * 4));
-  EXPECT_TRUE(sched.set_input(**pg, g.inputs[1], y.data(), y.size() * 4));
-  Status st = sched.compute(**pg);
-  EXPECT_TRUE(st) << st.error().message;
-  Result r;
-  r.out.resize(static_cast<size_t>(g.nodes[static_cast<size_t>(g.outputs[0])].n_elements()));
-  EXPECT_TRUE(sched.get_output(**pg, g.outputs[0], r.out.data(), r.out.size() * 4));
-  for (const Node& n : g.nodes) r.on_device += n.backend == 0 && n.op != Op::kCopy && !op_is_leaf(n.op);
-  return r;
-}
-
-double nmse(const std::vector<float>& want, const std::vector<float>& got) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double(want[i]) - got[i]) * (double(want[i]) - got[i]);
-    den += double(want[i]) * want[i];
-  }
-  return den > 0 ? num / den : num;
-}
-
 // Prepares g on the backends, feeds its inputs in order, computes, and returns output 0 and how
-// many `op` nodes the first backend ran.
+// many `op` nodes (no op: compute nodes of any op) the first backend ran.
 Result run_graph(std::vector<Backend*> backends, Graph graph, const std::vector<std::pair<const void*, size_t>>& inputs,
-                 Op op) {
+                 std::optional<Op> op = std::nullopt) {
   Scheduler sched(std::move(backends));
   auto pg = sched.prepare(std::move(graph), {.fuse = false});
   EXPECT_TRUE(pg) << pg.error().message;
@@ -96,9 +63,45 @@ Result run_graph(std::vector<Backend*> backends, Graph graph, const std::vector<
   EXPECT_TRUE(st) << st.error().message;
   r.out.resize(static_cast<size_t>(g.nodes[static_cast<size_t>(g.outputs[0])].n_elements()));
   EXPECT_TRUE(sched.get_output(**pg, g.outputs[0], r.out.data(), r.out.size() * 4));
-  for (const Node& n : g.nodes) r.on_device += n.backend == 0 && n.op == op;
+  for (const Node& n : g.nodes)
+    r.on_device += n.backend == 0 && (op ? n.op == *op : n.op != Op::kCopy && !op_is_leaf(n.op));
   return r;
 }
+
+Result run(std::vector<Backend*> backends, int64_t ne0, int64_t rows, int64_t y_rows, const Build& op) {
+  const auto x = random_values(static_cast<size_t>(ne0 * rows), 1);
+  const auto y = random_values(static_cast<size_t>(ne0 * y_rows), 2);
+  static std::vector<float> w;  // a weight: host memory for the graph's lifetime
+  w = random_values(static_cast<size_t>(ne0), 3);
+  GraphBuilder b;
+  const int xi = b.input("x", DType::F32, {ne0, rows});
+  const int yi = b.input("y", DType::F32, {ne0, y_rows});
+  const int wi = b.weight("w.weight", DType::F32, {ne0}, w.data());
+  const int out = op(b, xi, yi, wi);
+  return run_graph(std::move(backends), b.finish({out}), {{x.data(), x.size() * 4}, {y.data(), y.size() * 4}});
+}
+
+double nmse(const std::vector<float>& want, const std::vector<float>& got) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (double(want[i]) - got[i]) * (double(want[i]) - got[i]);
+    den += double(want[i]) * want[i];
+  }
+  return den > 0 ? num / den : num;
+}
+
+// The first Vulkan device (lavapipe in CI) and the CPU backend the results are compared with.
+class VulkanOps : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(vulkan::vk_devices().empty()) << "no Vulkan device (scripts/setup.sh installs mesa-vulkan-drivers)";
+    auto b = vulkan::VulkanBackend::create(vulkan::vk_devices()[0].name);
+    ASSERT_TRUE(b) << b.error().message;
+    vk = std::move(*b);
+  }
+  std::unique_ptr<vulkan::VulkanBackend> vk;
+  cpu::CpuBackend cpu{2};
+};
 
 struct OpCase {
   const char* name;
@@ -107,11 +110,7 @@ struct OpCase {
   Build build;
 };
 
-TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
-  ASSERT_FALSE(vulkan::vk_devices().empty()) << "no Vulkan device (scripts/setup.sh installs mesa-vulkan-drivers)";
-  auto vk = vulkan::VulkanBackend::create(vulkan::vk_devices()[0].name);
-  ASSERT_TRUE(vk) << vk.error().message;
-  cpu::CpuBackend cpu(2);
+TEST_F(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
   const OpCase cases[] = {
       {"add", true, false, [](GraphBuilder& b, int x, int y, int) { return b.add("out", x, y); }},
       {"add_bcast", true, true, [](GraphBuilder& b, int x, int y, int) { return b.add("out", x, y); }},
@@ -139,7 +138,7 @@ TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
         const int64_t y_rows = c.y_broadcast ? 1 : rows;
         SCOPED_TRACE(std::string(c.name) + " ne0 " + std::to_string(ne0) + " rows " + std::to_string(rows));
         const Result want = run({&cpu}, ne0, rows, y_rows, c.build);
-        const Result got = run({vk->get(), &cpu}, ne0, rows, y_rows, c.build);
+        const Result got = run({vk.get(), &cpu}, ne0, rows, y_rows, c.build);
         ASSERT_EQ(want.out.size(), got.out.size());
         EXPECT_GE(got.on_device, 1) << "the op did not run on the Vulkan backend";
         if (c.exact) EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
@@ -152,7 +151,7 @@ TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
     const OpCase& c = cases[5];  // rms_norm
     SCOPED_TRACE("rms_norm ne0 3 rows 70000");
     const Result want = run({&cpu}, 3, 70000, 70000, c.build);
-    const Result got = run({vk->get(), &cpu}, 3, 70000, 70000, c.build);
+    const Result got = run({vk.get(), &cpu}, 3, 70000, 70000, c.build);
     EXPECT_GE(got.on_device, 1);
     EXPECT_LT(nmse(want.out, got.out), 1e-10);
     worst = std::max(worst, nmse(want.out, got.out));
@@ -167,11 +166,7 @@ TEST(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
 // and without frequency factors and a frequency scale, positions up to 30000. The angles are
 // the same f32 products on both sides; only cos/sin differ (the driver's vs libm's, a few ulp
 // of a value <= 1): NMSE < 1e-10, where a wrong pairing or angle is ~1.
-TEST(VulkanOps, RopeMatchesTheCpuBackend) {
-  ASSERT_FALSE(vulkan::vk_devices().empty()) << "no Vulkan device (scripts/setup.sh installs mesa-vulkan-drivers)";
-  auto vk = vulkan::VulkanBackend::create(vulkan::vk_devices()[0].name);
-  ASSERT_TRUE(vk) << vk.error().message;
-  cpu::CpuBackend cpu(2);
+TEST_F(VulkanOps, RopeMatchesTheCpuBackend) {
   std::mt19937 rng(7);
   double worst = 0;
   int n_checked = 0;
@@ -198,7 +193,7 @@ TEST(VulkanOps, RopeMatchesTheCpuBackend) {
                                {{x.data(), x.size() * 4}, {pos.data(), pos.size() * 4}}, Op::kRope);
             };
             const Result want = one({&cpu});
-            const Result got = one({vk->get(), &cpu});
+            const Result got = one({vk.get(), &cpu});
             EXPECT_EQ(got.on_device, 1);
             EXPECT_LT(nmse(want.out, got.out), 1e-10);
             worst = std::max(worst, nmse(want.out, got.out));
@@ -215,11 +210,7 @@ TEST(VulkanOps, RopeMatchesTheCpuBackend) {
 // the difference is that rounding of x: NMSE < 1e-2 (a single 32-term dot with cancellation
 // reaches ~8e-3; a wrong block, scale or nibble is ~1). Every case's weights stay alive to the
 // end: both backends keep a weight's device or repacked copy by its address.
-TEST(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
-  ASSERT_FALSE(vulkan::vk_devices().empty()) << "no Vulkan device (scripts/setup.sh installs mesa-vulkan-drivers)";
-  auto vk = vulkan::VulkanBackend::create(vulkan::vk_devices()[0].name);
-  ASSERT_TRUE(vk) << vk.error().message;
-  cpu::CpuBackend cpu(2);
+TEST_F(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
   double worst_exact = 0, worst_cpu = 0;
   int n_checked = 0;
   std::list<std::vector<uint8_t>> weights;
@@ -253,7 +244,7 @@ TEST(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
             return run_graph(std::move(backends), b.finish({out}), {{x.data(), x.size() * 4}}, Op::kMatmul);
           };
           const Result cpu_out = one({&cpu});
-          const Result got = one({vk->get(), &cpu});
+          const Result got = one({vk.get(), &cpu});
           EXPECT_EQ(got.on_device, 1);
           EXPECT_LT(nmse(exact, got.out), 1e-10);
           EXPECT_LT(nmse(cpu_out.out, got.out), 1e-2);
@@ -268,11 +259,7 @@ TEST(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
 
 // get_rows (the embedding lookup) from F32, F16, Q8_0 and Q4_0 tables: each element is one f16
 // conversion and at most one product on both sides, so the rows are bit-identical.
-TEST(VulkanOps, GetRowsIsBitIdenticalToTheCpuBackend) {
-  ASSERT_FALSE(vulkan::vk_devices().empty()) << "no Vulkan device (scripts/setup.sh installs mesa-vulkan-drivers)";
-  auto vk = vulkan::VulkanBackend::create(vulkan::vk_devices()[0].name);
-  ASSERT_TRUE(vk) << vk.error().message;
-  cpu::CpuBackend cpu(2);
+TEST_F(VulkanOps, GetRowsIsBitIdenticalToTheCpuBackend) {
   std::list<std::vector<uint8_t>> tables;  // alive to the end: both backends key copies by address
   std::mt19937 rng(5);
   int n_checked = 0;
@@ -296,7 +283,7 @@ TEST(VulkanOps, GetRowsIsBitIdenticalToTheCpuBackend) {
                              Op::kGetRows);
           };
           const Result want = one({&cpu});
-          const Result got = one({vk->get(), &cpu});
+          const Result got = one({vk.get(), &cpu});
           EXPECT_EQ(got.on_device, 1);
           ASSERT_EQ(want.out.size(), got.out.size());
           EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
@@ -305,11 +292,11 @@ TEST(VulkanOps, GetRowsIsBitIdenticalToTheCpuBackend) {
   EXPECT_EQ(n_checked, 4 * 2 * 2 * 3);
 }
 
-TEST(VulkanOps, UnknownDeviceNamesTheDevicesThereAre) {
-  auto vk = vulkan::VulkanBackend::create("Vulkan99");
-  ASSERT_FALSE(vk);
-  EXPECT_NE(vk.error().message.find("Vulkan99"), std::string::npos) << vk.error().message;
-  EXPECT_NE(vk.error().message.find("Vulkan0"), std::string::npos) << vk.error().message;
+TEST_F(VulkanOps, UnknownDeviceNamesTheDevicesThereAre) {
+  auto bad = vulkan::VulkanBackend::create("Vulkan99");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("Vulkan99"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("Vulkan0"), std::string::npos) << bad.error().message;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -24,6 +25,11 @@ namespace {
 // (or more, rounded up) in a range no host pointer uses; an address resolves to (buffer, offset).
 constexpr uintptr_t kAddressBase = uintptr_t{1} << 46;
 constexpr uintptr_t kWindow = uintptr_t{1} << 30;
+// The compute shaders (shaders/<name>.comp), one pipeline each, built on first use.
+enum class Kernel : uint8_t { kBinary, kScale, kRmsNorm, kUnary, kRope, kMatmul, kGetRows, kCount };
+constexpr const char* kKernelNames[] = {"binary", "scale", "rms_norm", "unary", "rope", "matmul", "get_rows"};
+static_assert(std::size(kKernelNames) == static_cast<size_t>(Kernel::kCount));
+
 // Storage buffers per dispatch: src0, src1, dst, src2 (a shader declares those it reads).
 constexpr uint32_t kBindings = 4;
 
@@ -73,7 +79,7 @@ struct VulkanBackend::Impl {
   PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
   std::map<uintptr_t, Allocation> allocs;  // by window start
   uintptr_t next = kAddressBase;
-  std::map<std::string, Pipeline> pipelines;
+  Pipeline pipelines[static_cast<size_t>(Kernel::kCount)];  // by Kernel; null until first used
   // Host tensor (its bytes, their count) -> its device copy. Weights are immutable model memory
   // that outlives the backend's graphs (one backend per Context, one model per Context).
   std::map<std::pair<const void*, size_t>, uintptr_t> weights;
@@ -83,7 +89,7 @@ struct VulkanBackend::Impl {
     if (!device) return;
     vkDeviceWaitIdle(device);
     for (auto& [base, a] : allocs) release(a);
-    for (auto& [name, p] : pipelines) {
+    for (Pipeline& p : pipelines) {  // vkDestroy* of a null handle does nothing
       vkDestroyPipeline(device, p.pipeline, nullptr);
       vkDestroyPipelineLayout(device, p.layout, nullptr);
       vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
@@ -238,11 +244,12 @@ struct VulkanBackend::Impl {
     return s;
   }
 
-  Expected<Pipeline*> pipeline(const std::string& shader) {
-    if (auto it = pipelines.find(shader); it != pipelines.end()) return &it->second;
+  Expected<Pipeline*> pipeline(Kernel k) {
+    Pipeline& p = pipelines[static_cast<size_t>(k)];
+    if (p.pipeline) return &p;
+    const std::string shader = kKernelNames[static_cast<size_t>(k)];
     const std::string_view spv = embedded_file(shader + ".spv");
     if (spv.empty()) return make_error("vulkan: no shader '{}' in this build", shader);
-    Pipeline p;
     VkDescriptorSetLayoutBinding b[kBindings]{};
     for (uint32_t i = 0; i < kBindings; ++i) {
       b[i].binding = i;
@@ -285,7 +292,7 @@ struct VulkanBackend::Impl {
     const VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
     vkDestroyShaderModule(device, module, nullptr);
     if (Status s = check(r, "vkCreateComputePipelines"); !s) return s.error();
-    return &pipelines.emplace(shader, p).first->second;
+    return &p;
   }
 
   int64_t submissions = 0;
@@ -523,24 +530,24 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
   bool first = true;
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
-    std::string shader;
+    Kernel kernel;
     switch (n.op) {
       case Op::kAdd:
-      case Op::kMul: shader = "binary"; break;
-      case Op::kScale: shader = "scale"; break;
+      case Op::kMul: kernel = Kernel::kBinary; break;
+      case Op::kScale: kernel = Kernel::kScale; break;
       case Op::kRmsNorm:
-      case Op::kRmsNormMul: shader = "rms_norm"; break;
+      case Op::kRmsNormMul: kernel = Kernel::kRmsNorm; break;
       case Op::kSilu:
       case Op::kSwiglu:
       case Op::kGelu:
       case Op::kGeglu:
-      case Op::kSoftcap: shader = "unary"; break;
-      case Op::kRope: shader = "rope"; break;
-      case Op::kMatmul: shader = "matmul"; break;
-      case Op::kGetRows: shader = "get_rows"; break;
+      case Op::kSoftcap: kernel = Kernel::kUnary; break;
+      case Op::kRope: kernel = Kernel::kRope; break;
+      case Op::kMatmul: kernel = Kernel::kMatmul; break;
+      case Op::kGetRows: kernel = Kernel::kGetRows; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
-    auto pl = m.pipeline(shader);
+    auto pl = m.pipeline(kernel);
     if (!pl) return pl.error();
     auto d = at(id);
     if (!d) return d.error();
@@ -573,20 +580,20 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     uint32_t pc[16] = {};
     uint32_t groups = 0;
     const uint32_t n_el = static_cast<uint32_t>(n.n_elements());
-    if (shader == "binary") {
+    if (kernel == Kernel::kBinary) {
       const Node& b = g.nodes[static_cast<size_t>(n.src[1])];
       const uint32_t v[] = {n_el, static_cast<uint32_t>(n.ne[0]), static_cast<uint32_t>(b.n_rows()),
                             n.op == Op::kAdd ? 0u : 1u, s0->elem, s1->elem, d->elem};
       std::memcpy(pc, v, sizeof(v));
       groups = (n_el + 255) / 256;
-    } else if (shader == "scale") {
+    } else if (kernel == Kernel::kScale) {
       float c = n.params.scale;
       pc[0] = n_el;
       std::memcpy(&pc[1], &c, 4);
       pc[2] = s0->elem;
       pc[3] = d->elem;
       groups = (n_el + 255) / 256;
-    } else if (shader == "matmul") {
+    } else if (kernel == Kernel::kMatmul) {
       const Node& wn = g.nodes[static_cast<size_t>(n.src[0])];
       pc[0] = static_cast<uint32_t>(wn.ne[0]);
       pc[1] = static_cast<uint32_t>(wn.ne[1]);
@@ -597,7 +604,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[6] = s1->elem;
       pc[7] = d->elem;
       groups = static_cast<uint32_t>(wn.ne[1]);
-    } else if (shader == "get_rows") {
+    } else if (kernel == Kernel::kGetRows) {
       const Node& t = g.nodes[static_cast<size_t>(n.src[0])];
       pc[0] = static_cast<uint32_t>(t.ne[0]);
       pc[1] = static_cast<uint32_t>(t.n_rows());
@@ -608,7 +615,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[6] = s1->elem;
       pc[7] = d->elem;
       groups = (n_el + 255) / 256;
-    } else if (shader == "rope") {
+    } else if (kernel == Kernel::kRope) {
       const int n_rot = n.params.n_rot;
       const float theta_scale = std::pow(n.params.rope_freq_base, -2.0f / static_cast<float>(n_rot));
       const float freq_scale = n.params.rope_freq_scale;
@@ -626,7 +633,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[11] = s2->elem;
       const uint32_t per_head = static_cast<uint32_t>(n_rot / 2 + (n.ne[0] - n_rot));
       groups = (per_head * static_cast<uint32_t>(n.ne[1] * n.ne[2]) + 255) / 256;
-    } else if (shader == "unary") {
+    } else if (kernel == Kernel::kUnary) {
       const bool gelu = n.op == Op::kGelu || n.op == Op::kGeglu;
       const float c = n.params.scale;
       pc[0] = n_el;
