@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The threaded parts under sanitizers: builds the asan (ASan + UBSan) and tsan presets (only the
 # targets needed), scans them for ISA code outside the dispatch (tests/isa/isa_scan.py), and runs
-# the thread-pool stress test, the engine test and the server's chaos,
+# the thread-pool stress test, the Vulkan op harness (ASan only, where the build has the backend), the engine test and the server's chaos,
 # lifecycle, speculative-decoding and between-steps (embeddings, slot files) tests on each, and the download and command-line tests
 # (tests/hub, tests/e2e/test_cli_compat.py) under ASan. A sanitizer report fails the run: ASan/UBSan abort, TSan makes
 # the process exit 66, and every server test checks the exit code after SIGTERM and each CLI
@@ -30,7 +30,11 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   if [ ! -f "$dir/build.ninja" ]; then cmake --preset "$preset" -DMINFER_TESTS=ON >/dev/null || { failed=$((failed + 1)); continue; }; fi
   mkdir -p "$LOGDIR"
   t_build=$SECONDS
-  if ! cmake --build "$dir" -- minfer test-thread-pool test-server-engine > "$LOGDIR/build.log" 2>&1; then
+  # The Vulkan op harness too where the build has the backend (its mutex, lavapipe's threads):
+  # ASan + UBSan with leak checks; TSan does not see into the driver, so not there.
+  vulkan=""
+  if [ "$preset" = asan ] && ninja -C "$dir" -t targets all 2>/dev/null | grep -q '^test-vulkan-ops:'; then vulkan=test-vulkan-ops; fi
+  if ! cmake --build "$dir" -- minfer test-thread-pool test-server-engine $vulkan > "$LOGDIR/build.log" 2>&1; then
     echo "[sanitizers] FAIL build $preset"; tail -30 "$LOGDIR/build.log"; failed=$((failed + 1)); continue
   fi
   echo "[sanitizers] time: $(printf '%-26s %5d s' "$preset build" $((SECONDS - t_build)))"
@@ -42,6 +46,7 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$ROOT/tests/server/tsan.supp"
   run "$preset.thread-pool" "$dir/tests/test-thread-pool"
+  [ -z "$vulkan" ] || run "$preset.vulkan-ops" "$dir/tests/test-vulkan-ops"
   run "$preset.engine" env MINFER_SMOLLM2="$MODEL" "$dir/tests/test-server-engine"
   run "$preset.chaos" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" MINFER_CHAOS_SECONDS="${MINFER_SAN_CHAOS_SECONDS:-30}" \
     python3 -m pytest -q -s -p no:cacheprovider tests/server/test_chaos.py
