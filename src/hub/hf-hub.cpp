@@ -71,10 +71,11 @@ std::string failure(const HttpRequest& req, const Expected<HttpResponse>& r) {
   return r ? req.url + ": " + describe_http_error(*r) : r.error().message;
 }
 
-// A request to the Hub API, retried on transient failures; the token goes to the Hub only.
-Expected<HttpResponse> hub_call(const HttpRequest& req) {
+// A request to the Hub API, tried up to `tries` times on transient failures; the token goes to
+// the Hub only.
+Expected<HttpResponse> hub_call(const HttpRequest& req, int tries) {
   Expected<HttpResponse> r = make_error("unreached");
-  with_retries(5, [&](std::string* why) {
+  with_retries(tries, [&](std::string* why) {
     r = http_request_following(req, on_hub(req.url) ? auth_header() : "");
     *why = failure(req, r);
     return !http_transient(r);
@@ -101,10 +102,20 @@ struct RepoListing {
   std::map<std::string, int64_t> sizes;
 };
 
-Expected<RepoListing> list_repo(const HfName& n) {
+// `quick` (the cache holds an answer): one try with a 5 s connect timeout, so that a Hub out of
+// reach costs a moment, not the backoff. `*unreachable`: the failure was the network's or a
+// transient answer (http_transient), not the Hub saying no.
+Expected<RepoListing> list_repo(const HfName& n, bool quick, bool* unreachable) {
+  auto call = [&](const std::string& url) {
+    HttpRequest req = http_get(url);
+    if (quick) req.connect_timeout_s = 5;
+    auto r = hub_call(req, quick ? 1 : 5);
+    *unreachable = http_transient(r);
+    return r;
+  };
   RepoListing out;
   const std::string base = hf_endpoint() + "/api/models/" + n.repo_id;
-  auto info = hub_call(http_get(base + "/revision/" + url_escape(n.revision)));
+  auto info = call(base + "/revision/" + url_escape(n.revision));
   if (!info) return info.error();
   if (info->status != 200) return hub_error(n, *info);
   try {
@@ -116,7 +127,7 @@ Expected<RepoListing> list_repo(const HfName& n) {
   std::string url = base + "/tree/" + out.commit + "?recursive=true&expand=false";
   for (int page = 0; !url.empty(); ++page) {
     if (page > 10000) return make_error("hf:{}: the file listing does not end", n.repo_id);
-    auto r = hub_call(http_get(url));
+    auto r = call(url);
     if (!r) return r.error();
     if (r->status != 200) return hub_error(n, *r);
     try {
@@ -266,15 +277,26 @@ Expected<HfCachedPick> hf_find_cached(const HfName& n) {
 }
 
 Expected<HfResolved> hf_resolve(const HfName& n, bool allow_network) {
-  HfResolved out;
-  if (auto cached = hf_find_cached(n)) {
+  // A quant or a file names one file, so the cache answers first. No tag names the repository's
+  // default file, which only its listing knows: the Hub is asked even when another file of the
+  // repository is cached, and the same rule over the cached files answers only without the Hub.
+  auto cached = hf_find_cached(n);
+  auto from_cache = [&](const std::string& why, const std::string& detail = "") {
+    if (n.tag.empty())
+      std::fprintf(stderr, "%s: %s; using the cached %s by the default-file rule over cached files%s\n", n.text().c_str(),
+                   why.c_str(), cached->files.front().c_str(), detail.empty() ? "" : (" (" + detail + ")").c_str());
+    HfResolved out;
     for (const std::string& f : cached->files) out.paths.push_back(hf_snapshot_path(n.repo_id, cached->commit, f));
     return out;
-  }
-  if (hf_offline()) return make_error("{} is not in the Hugging Face cache ({}) and HF_HUB_OFFLINE is set", n.text(), hf_hub_cache_dir());
-  if (!allow_network) return make_error("{} is not in the Hugging Face cache ({})", n.text(), hf_hub_cache_dir());
-  auto listing = list_repo(n);
+  };
+  const char* no_network = hf_offline() ? "HF_HUB_OFFLINE is set" : !allow_network ? "downloads are off" : nullptr;
+  if (cached && (!n.tag.empty() || no_network)) return from_cache(no_network ? no_network : "");
+  if (no_network) return make_error("{} is not in the Hugging Face cache ({}) and {}", n.text(), hf_hub_cache_dir(), no_network);
+  bool unreachable = false;
+  auto listing = list_repo(n, /*quick=*/bool(cached), &unreachable);
+  if (!listing && unreachable && cached) return from_cache("the Hub is unreachable", listing.error().message);
   if (!listing) return listing.error();
+  HfResolved out;
   auto pick = pick_gguf(listing->paths, n.tag);
   if (!pick) return make_error("{}: {}", n.text(), pick.error().message);
   for (const std::string& f : pick->files) {

@@ -10,7 +10,7 @@
 // EntryNotFound, RevisionNotFound). Files land in the hub cache (hf-cache.h).
 //
 //   HfName n = *parse_hf_name("hf:org/repo:Q4_K_M");
-//   auto path = hf_resolve(n, /*allow_network=*/true);   // cache first, then the Hub
+//   auto path = hf_resolve(n, /*allow_network=*/true);   // see hf_resolve for cache vs Hub
 #pragma once
 
 #include <string>
@@ -38,6 +38,9 @@ struct HfResolved {
 };
 
 // The model's files in the cache; downloads what is missing when allowed (and not offline).
+// With a quant or a file the cache answers first. Without a tag the default-file rule
+// (pick_gguf) runs over the Hub's listing even when another file of the repository is cached;
+// over the cached files only when the Hub is out of reach (or HF_HUB_OFFLINE), and stderr says so.
 Expected<HfResolved> hf_resolve(const HfName& name, bool allow_network);
 
 // What `name` means in the cache alone: (commit, files in the snapshot). Error when not there.

@@ -107,7 +107,8 @@ def test_session_download_list_run_rm(mocks, env_factory, smol_blob):
     r = env.run("hf:test/smol:Q4_1", "What is 2+2?", "-n", "8", "--temp", "0", check=True)
     assert r.stdout.strip()
     env.run("info", "hf:test/smol:Q4_1", check=True)
-    assert env.run("tokenize", "hf:test/smol", "hello").returncode == 0  # no tag: the only model file
+    r = env.run("tokenize", "hf:test/smol", "hello", check=True)  # no tag, no Hub: the rule over the cached files
+    assert "hf:test/smol: the Hub is unreachable; using the cached SmolLM2-135M-Instruct-Q4_1.gguf" in r.stderr, r.stderr
     again = env.run("download", "hf:test/smol:Q4_1", check=True)
     assert last_line(again.stdout) == path and "already cached" in again.stderr
 
@@ -140,6 +141,35 @@ def test_tag_selection_on_the_hub(mocks, env_factory):
     names = listing(env)
     assert {"hf:test/flat:Q4_K_M", "hf:test/flat:Q8_0", "hf:test/flat:BF16", "hf:test/flat:Q3_K_M"} <= set(names)
     assert len(names["hf:test/flat:Q3_K_M"]["files"]) == 2
+
+
+def test_no_tag_means_the_listing_default_whatever_is_cached(mocks, env_factory):
+    """hf:ORG/REPO is the listing's default file even when another quant is cached; without the
+    Hub the same rule runs over the cached files, quickly, and says so."""
+    hub, _, cdn = mocks
+    env = env_factory(hub)
+    sha = hub.add_repo("test/two", {p: fake_gguf(p) for p in ["model-BF16.gguf", "model-Q4_K_M.gguf", "model-Q8_0.gguf"]})
+    snap = os.path.join(env.hf_cache, "models--test--two", "snapshots", sha)
+    env.run("download", "hf:test/two:Q8_0", check=True)
+    hub.clear_log()
+    r = env.run("download", "hf:test/two", check=True)
+    assert last_line(r.stdout) == os.path.join(snap, "model-Q4_K_M.gguf"), r.stderr
+    assert "already cached" not in r.stderr and "unreachable" not in r.stderr, r.stderr
+    assert hub.requests("/tree/"), "the listing was asked for"
+
+    hub.close(), cdn.close()
+    slow = {"MINFER_HTTP_RETRY_MS": "1000"}  # a retry loop would take seconds
+    for rm, want in [(None, "model-Q4_K_M.gguf"), ("hf:test/two:Q4_K_M", "model-Q8_0.gguf")]:
+        if rm:
+            env.run("rm", rm, check=True)
+        t0 = time.time()
+        r = env.run("download", "hf:test/two", env=slow, check=True)
+        assert time.time() - t0 < 3 and "retrying" not in r.stderr, r.stderr
+        assert last_line(r.stdout) == os.path.join(snap, want), r.stderr
+        assert f"hf:test/two: the Hub is unreachable; using the cached {want} by the default-file rule over cached files" \
+            in r.stderr, r.stderr
+    r = env.run("download", "hf:test/two:BF16", check=False)
+    assert r.returncode == 1 and "unreachable" not in r.stderr  # a tag that is not cached: no fallback
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,26 @@
 // Which GGUF a hf: name picks (hub/gguf-pick.h), on the repository layouts of llama.cpp's
 // tests/test-model-resolution.cpp (the primary model and its parts; sidecars are not models
 // here) plus our own, in every listing order where the answer must not depend on it; and URL
-// resolution for redirects (hub/url.h).
+// resolution for redirects (hub/url.h); and hf: without a tag when the Hub is out of reach: the
+// same default-file rule over the cached files, said on stderr, with no backoff (hub/hf-hub.h).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "hub/gguf-pick.h"
+#include "hub/hf-cache.h"
 #include "hub/hf-hub.h"
 #include "hub/ollama.h"
 #include "hub/url.h"
@@ -161,4 +173,96 @@ TEST(HubUrl, OriginsAndRedirects) {
   EXPECT_EQ(url_resolve("https://h:8/a/b?q", "/c?d"), "https://h:8/c?d");
   EXPECT_EQ(url_resolve("https://h/a/b?q", "c"), "https://h/a/c");
   EXPECT_EQ(url_escape_path("dir/a b+c.gguf"), "dir/a%20b%2Bc.gguf");
+}
+
+namespace {
+
+// A loopback port that nothing listens on (bound, then closed): connections are refused.
+int refused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A hub cache in a temporary folder holding `files` of org/repo at one commit, and the Hub's
+// endpoint on a refused port; the environment is restored afterwards.
+class HubOffline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("minfer-hub-offline-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    set("HF_HUB_CACHE", dir_.string());
+    set("HF_ENDPOINT", "http://127.0.0.1:" + std::to_string(refused_port()));
+    set("MINFER_HTTP_RETRY_MS", "1000");  // a retry loop would show in the time taken
+    ::unsetenv("HF_HUB_OFFLINE");
+  }
+  void TearDown() override {
+    for (auto& [name, value] : saved_)
+      value ? (void)::setenv(name.c_str(), value->c_str(), 1) : (void)::unsetenv(name.c_str());
+    std::filesystem::remove_all(dir_);
+  }
+  void set(const std::string& name, const std::string& value) {
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  void cache(const std::vector<std::string>& files) {
+    const std::string commit(40, 'c');
+    for (const std::string& f : files) {
+      const std::string etag = std::string(63, '0') + std::to_string(&f - files.data());
+      std::filesystem::create_directories(std::filesystem::path(hf_blob_path("org/repo", etag)).parent_path());
+      std::ofstream(hf_blob_path("org/repo", etag)) << "GGUF" << f;
+      ASSERT_TRUE(hf_link_snapshot("org/repo", commit, f, etag).is_ok());
+    }
+    ASSERT_TRUE(hf_write_ref("org/repo", "main", commit).is_ok());
+  }
+  // The file hf_resolve gives for `name` and what it said on stderr.
+  std::pair<std::string, std::string> resolve(const std::string& name) {
+    ::testing::internal::CaptureStderr();
+    auto r = hf_resolve(*parse_hf_name(name), /*allow_network=*/true);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    if (!r) return {"error: " + r.error().message, err};
+    return {std::filesystem::path(r->paths.front()).filename().string(), err};
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+}  // namespace
+
+TEST_F(HubOffline, NoTagUsesTheDefaultRuleOverTheCachedFilesAndSaysSo) {
+  cache({"model-BF16.gguf", "model-Q8_0.gguf", "mmproj-model-Q8_0.gguf"});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto [file, err] = resolve("hf:org/repo");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "no backoff when refused";
+  EXPECT_EQ(file, "model-Q8_0.gguf");
+  EXPECT_NE(err.find("hf:org/repo: the Hub is unreachable; using the cached model-Q8_0.gguf by the default-file rule "
+                     "over cached files"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("retrying"), std::string::npos) << err;
+
+  ::setenv("HF_HUB_OFFLINE", "1", 1);  // no request at all, and the same rule
+  std::tie(file, err) = resolve("hf:org/repo");
+  EXPECT_EQ(file, "model-Q8_0.gguf");
+  EXPECT_NE(err.find("HF_HUB_OFFLINE is set; using the cached model-Q8_0.gguf"), std::string::npos) << err;
+
+  // A tag names one file: the cache answers, nothing to say.
+  std::tie(file, err) = resolve("hf:org/repo:BF16");
+  EXPECT_EQ(file, "model-BF16.gguf");
+  EXPECT_EQ(err, "");
+}
+
+TEST_F(HubOffline, TheRuleOverTheCacheIsTheRuleOverTheListing) {
+  cache({"a-Q8_0.gguf", "b-Q4_K_M.gguf"});
+  EXPECT_EQ(resolve("hf:org/repo").first, "b-Q4_K_M.gguf");
+  EXPECT_EQ(resolve("hf:org/repo").first, pick_gguf({"a-Q8_0.gguf", "b-Q4_K_M.gguf"}, "")->files.front());
 }
