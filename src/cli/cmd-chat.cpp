@@ -351,12 +351,12 @@ int run_chat(const MainOptions& o) {
   }
 
   GenerateParams gp;
-  gp.n_predict = o.n_predict;
-  gp.stop = o.stops;
-  gp.ignore_eog = o.ignore_eos;
+  gp.n_predict = o.sampling.s.n_predict;
+  gp.stop = o.sampling.s.stop;
+  gp.ignore_eog = o.sampling.s.ignore_eos;
   if (Status gs = o.sampling.set_grammar(tok, gp); !gs) return fail("", gs.error().message);
   // Room kept for a reply (and the end-of-turn tokens) when deciding whether a turn fits.
-  const int n_reserve = (o.n_predict >= 0 ? std::min(o.n_predict, s.n_ctx() / 2) : s.n_ctx() / 4) + 8;
+  const int n_reserve = (o.sampling.s.n_predict >= 0 ? std::min(o.sampling.s.n_predict, s.n_ctx() / 2) : s.n_ctx() / 4) + 8;
   Repl repl(s, tok, *run->sampler, file, model.hparams().name, *template_source, gp, n_reserve, terminal, o.log.verbose, style);
   if (!system->empty()) repl.conv().set_system(*system);
   if (run->spec) repl.conv().set_speculator(run->spec->speculator(0));

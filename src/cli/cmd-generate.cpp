@@ -98,9 +98,9 @@ int run_generate(const MainOptions& o) {
   }
 
   GenerateParams gp;
-  gp.n_predict = o.n_predict;
-  gp.stop = o.stops;
-  gp.ignore_eog = o.ignore_eos;
+  gp.n_predict = o.sampling.s.n_predict;
+  gp.stop = o.sampling.s.stop;
+  gp.ignore_eog = o.sampling.s.ignore_eos;
   if (Status gs = o.sampling.set_grammar(tok, gp); !gs) return fail("", gs.error().message);
 
   struct sigaction sa {};

@@ -74,7 +74,8 @@ int cmd_serve(int argc, char** argv) {
                                "capped at the model's; 0 = the model's");
   add_log_options(app, lo, "a line per request on stderr, and replies carry \"__verbose\" (the prompt)");
   add_template_options(app, to);
-  add_sampling_options(app, so);
+  so.s.n_predict = sp.default_n_predict;  // -n: max_tokens of requests without one
+  add_sampling_options(app, so, FieldSet::kSamplerAndLength);
   app.add_option("--api-key", api_keys, "require this key (Authorization: Bearer KEY or X-Api-Key) on every path but /health "
                                         "and the chat page; comma-separated or repeated for several");
   app.add_option("--api-key-file", api_key_file, "a file with one API key per line");
@@ -84,8 +85,6 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--queue", ep.max_queue, "requests waiting for a slot before 503 + Retry-After")
       ->capture_default_str()->check(CLI::Range(0, 1 << 16));
   app.add_option("--max-body-mb", max_body_mb, "largest request body (413 above)")->capture_default_str()->check(CLI::Range(0.001, 1024.0));
-  app.add_option("-n,--n-predict,--predict", sp.default_n_predict, "max_tokens of requests without one (-1: until end or context full)")
-      ->capture_default_str()->check(CLI::Range(-1, 1 << 24));
   app.add_option("--timeout", sp.timeout_s, "(-to) seconds: connection read/write timeout and longest generation")
       ->capture_default_str()->check(CLI::Range(1, 86400));
   app.add_option("--drain-timeout", sp.drain_timeout_s,
@@ -149,6 +148,7 @@ int cmd_serve(int argc, char** argv) {
   if (!kv) return usage_fail("serve", kv.error().message);
   if (Status st = finish_spec_options(spo); !st) return usage_fail("serve", st.error().message);
   if (auto p = so.to_params(INT32_MAX); !p) return usage_fail("serve", p.error().message);
+  sp.default_n_predict = so.s.n_predict;
   sp.api_keys = split_list(api_keys);
   if (!api_key_file.empty()) {
     std::ifstream in(api_key_file);

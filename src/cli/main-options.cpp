@@ -62,11 +62,6 @@ std::optional<int> parse_main_options(int argc, char** argv, MainOptions& o) {
   app.add_option("-f,--file", o.prompt_file, "read the prompt from a file");
   app.add_option("--system,--system-prompt", o.system, "(-sys) system message");
   app.add_option("--system-prompt-file", o.system_file, "(-sysf) read the system message from a file");
-  app.add_option("-n,--n-predict,--predict", o.n_predict, "most tokens to generate (per reply); -1 = until the context is full")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 1 << 24));
-  app.add_option("--stop,-r,--reverse-prompt", o.stops, "stop string (repeatable); the reply is cut before it");
-  app.add_flag("--ignore-eos", o.ignore_eos, "do not stop at end-of-generation tokens");
   add_context_options(app, o.ctx);
   add_log_options(app, o.log, "print the rendered prompt, the sampler chain and its seed; in chat, the [turn] lines too");
   add_template_options(app, o.tmpl);
@@ -91,7 +86,8 @@ std::optional<int> parse_main_options(int argc, char** argv, MainOptions& o) {
   app.add_option("--ids-out", o.ids_out,
                  "write {\"prompt\": [ids], \"generated\": [ids]} as JSON to this file (for oracle comparisons)")
       ->group(one_shot);
-  add_sampling_options(app, o.sampling);
+  o.sampling.s.n_predict = 512;  // -n's default here (per reply); the table's -1 is until the context is full
+  add_sampling_options(app, o.sampling, FieldSet::kAll);
   add_spec_options(app, o.spec);
   if (auto rc = parse_command_line(app, argc, argv)) return rc;
   if (Status st = finish_spec_options(o.spec); !st) {

@@ -24,9 +24,6 @@ struct MainOptions {
   std::vector<std::string> prompt_words;  // PROMPT... (joined with single spaces)
   std::string prompt, prompt_file;        // -p/--prompt TEXT, -f/--file FILE
   std::string system, system_file;        // --system/-sys TEXT, -sysf FILE
-  int n_predict = 512;
-  std::vector<std::string> stops;         // --stop / -r/--reverse-prompt
-  bool ignore_eos = false;
 
   bool chat = false;  // --cnv, -cnv/--conversation, -i/--interactive, -if/--interactive-first
   // Chat only.
@@ -38,7 +35,7 @@ struct MainOptions {
   std::string dump_dot, dump_json, ids_out;
 
   ContextOptions ctx;
-  SamplingOptions sampling;
+  SamplingOptions sampling;  // also -n (512 here), --stop, --ignore-eos: sampling.s
   SpecOptions spec;
   LogOptions log;
   TemplateOptions tmpl;

@@ -14,37 +14,51 @@
 
 namespace minfer::cli {
 
-void add_sampling_options(CLI::App& app, SamplingOptions& o) {
-  SamplerParams& p = o.p;
+namespace {
+
+// One option from one row: the flags, the help with what special values mean, the default as the
+// struct holds it now, and the row's range checked as the value is parsed.
+void add_field_option(CLI::App& app, const Field& f, SamplingOptions& o, const char* group) {
+  const std::string flags(f.names[static_cast<size_t>(Api::kCli)]);
+  const std::string from_long = flags.substr(flags.find("--"));  // every row has a long flag
+  const std::string flag = from_long.substr(0, from_long.find(','));
+  const std::string help = f.off.empty() ? std::string(f.help) : fmt::format("{}; {}", f.help, f.off);
+  GenerationSettings& s = o.s;
+  CLI::Option* opt = nullptr;
+  switch (f.type) {
+    case FieldType::kFloat:
+      opt = app.add_option_function<double>(flags, [&s, &f, flag](const double& v) {
+        if (Status st = check_value(f, v, flag); !st) throw CLI::ValidationError(st.error().message);
+        f.set_number(s, v);
+      }, help)->default_str(fmt::format("{}", static_cast<float>(f.number(s))));
+      break;
+    case FieldType::kInt:
+      opt = app.add_option_function<int64_t>(flags, [&s, &f, flag](const int64_t& v) {
+        if (Status st = check_value(f, static_cast<double>(v), flag); !st) throw CLI::ValidationError(st.error().message);
+        f.set_integer(s, v);
+      }, help)->default_str(fmt::format("{}", f.integer(s)));
+      break;
+    case FieldType::kBool:
+      opt = app.add_flag_function(flags, [&s, &f](int64_t) { f.set_integer(s, 1); }, help);
+      break;
+    case FieldType::kStrings: opt = app.add_option(flags, s.stop, help); break;
+    case FieldType::kTokenBias: opt = app.add_option(flags, o.logit_bias, help); break;
+    case FieldType::kTokenSeqs: opt = app.add_option(flags, o.dry_sequence_breakers, help); break;
+    case FieldType::kStages: opt = app.add_option(flags, o.samplers, help); break;
+  }
+  if (f.is_sampler()) opt->group(group);
+}
+
+}  // namespace
+
+void add_sampling_options(CLI::App& app, SamplingOptions& o, FieldSet set) {
   const char* g = "Sampling";
-  app.add_option("--temp,--temperature", p.temp, "temperature; 0 = greedy (argmax)")->capture_default_str()->group(g);
+  for (const Field& f : fields()) {
+    if (f.names[static_cast<size_t>(Api::kCli)].empty()) continue;
+    const bool take = f.is_sampler() || set == FieldSet::kAll || (set == FieldSet::kSamplerAndLength && f.key == "n_predict");
+    if (take) add_field_option(app, f, o, g);
+  }
   app.add_flag("--greedy", o.greedy, "same as --temp 0")->group(g);
-  app.add_option("--dynatemp-range", p.dynatemp_range, "dynamic temperature: temp +- RANGE by the entropy; 0 = off")->capture_default_str()->group(g);
-  app.add_option("--dynatemp-exp", p.dynatemp_exponent, "dynamic temperature: entropy exponent")->capture_default_str()->group(g);
-  app.add_option("--top-nsigma,--top-n-sigma", p.top_n_sigma, "keep logits >= max - N x their std deviation; <= 0 = off")->capture_default_str()->group(g);
-  app.add_option("--top-k", p.top_k, "keep the K most likely tokens; 0 = off")->capture_default_str()->group(g);
-  app.add_option("--top-p", p.top_p, "nucleus sampling mass; 1 = off")->capture_default_str()->group(g);
-  app.add_option("--min-p", p.min_p, "drop tokens below P x the top probability; 0 = off")->capture_default_str()->group(g);
-  app.add_option("--typical,--typical-p", p.typical_p, "locally typical sampling; 1 = off")->capture_default_str()->group(g);
-  app.add_option("--repeat-penalty", p.repeat_penalty, "penalty for repeated tokens; 1 = off")->capture_default_str()->group(g);
-  app.add_option("--repeat-last-n", p.repeat_last_n, "penalty window in tokens; -1 = all, 0 = off")->capture_default_str()->group(g);
-  app.add_option("--frequency-penalty", p.frequency_penalty, "subtract count x N")->capture_default_str()->group(g);
-  app.add_option("--presence-penalty", p.presence_penalty, "subtract N once per present token")->capture_default_str()->group(g);
-  app.add_option("--dry-multiplier", p.dry_multiplier, "DRY penalty multiplier; 0 = off")->capture_default_str()->group(g);
-  app.add_option("--dry-base", p.dry_base, "DRY exponent base")->capture_default_str()->group(g);
-  app.add_option("--dry-allowed-length", p.dry_allowed_length, "DRY: repeats up to this length are free")->capture_default_str()->group(g);
-  app.add_option("--dry-penalty-last-n", p.dry_penalty_last_n, "DRY window; -1 = all")->capture_default_str()->group(g);
-  app.add_option("--dry-sequence-breakers", o.dry_sequence_breakers, "token-id sequences DRY may not cross: '198;13,2'")->group(g);
-  app.add_option("--xtc-probability", p.xtc_probability, "XTC probability; 0 = off")->capture_default_str()->group(g);
-  app.add_option("--xtc-threshold", p.xtc_threshold, "XTC threshold (<= 0.5)")->capture_default_str()->group(g);
-  app.add_option("--mirostat", p.mirostat, "0 = off, 1 or 2 = mirostat v1/v2")->capture_default_str()->group(g);
-  app.add_option("--mirostat-tau,--mirostat-ent", p.mirostat_tau, "mirostat target surprise")->capture_default_str()->group(g);
-  app.add_option("--mirostat-eta,--mirostat-lr", p.mirostat_eta, "mirostat learning rate")->capture_default_str()->group(g);
-  app.add_option("--mirostat-m", p.mirostat_m, "mirostat v1 tokens for the Zipf estimate")->capture_default_str()->group(g);
-  auto* so = app.add_option("--samplers", o.samplers, "stages to run, ';'-separated, in the fixed order (penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature); the others are off")->group(g);
-  app.add_option("--sampling-seq,--sampler-seq", o.sampling_seq, "the same as one char per stage (edskypmxt)")->group(g)->excludes(so);
-  app.add_option("-l,--logit-bias", o.logit_bias, "ID:BIAS[,ID:BIAS...] (or llama.cpp's ID+BIAS / ID-BIAS), repeatable; BIAS -inf bans")->group(g);
-  app.add_option("-s,--seed", p.seed, "RNG seed; -1 = random (the default; -v prints the seed drawn)")->group(g);
   auto* gr = app.add_option("--grammar", o.grammar, "GBNF grammar the output must match")->group("Grammar");
   auto* gf = app.add_option("--grammar-file", o.grammar_file, "file holding a GBNF grammar")->group("Grammar")->excludes(gr);
   auto* js = app.add_option("-j,--json-schema", o.json_schema, "JSON Schema the output must follow (JSON text)")
@@ -77,7 +91,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 }  // namespace
 
 Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
-  SamplerParams q = p;
+  SamplerParams q = s.sampling;
   if (greedy) q.temp = 0.0f;
   for (const std::string& arg : logit_bias) {
     for (std::string_view item : split(arg, ',')) {
@@ -108,8 +122,8 @@ Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
   if (!dry_sequence_breakers.empty()) {
     for (std::string_view seq : split(dry_sequence_breakers, ';')) {
       std::vector<int32_t> ids;
-      for (std::string_view s : split(seq, ',')) {
-        auto id = parse_id(s, "--dry-sequence-breakers");
+      for (std::string_view id_text : split(seq, ',')) {
+        auto id = parse_id(id_text, "--dry-sequence-breakers");
         if (!id) return id.error();
         ids.push_back(*id);
       }
@@ -117,13 +131,8 @@ Expected<SamplerParams> SamplingOptions::to_params(int32_t n_vocab) const {
     }
   }
   // Last: a stage the list leaves out is off whatever its own option says.
-  if (!samplers.empty()) {
-    std::vector<std::string> names;
-    for (std::string_view s : split(samplers, ';')) names.emplace_back(s);
-    if (Status st = apply_sampler_names(q, names); !st) return make_error("--samplers: {}", st.error().message);
-  }
-  if (!sampling_seq.empty())
-    if (Status st = apply_sampler_chars(q, sampling_seq); !st) return make_error("--sampling-seq: {}", st.error().message);
+  if (!samplers.empty())
+    if (Status st = apply_sampler_list(q, samplers); !st) return make_error("--samplers: {}", st.error().message);
   if (Status st = validate(q, n_vocab); !st) return st.error();
   return q;
 }

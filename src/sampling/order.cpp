@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace minfer {
@@ -87,6 +88,20 @@ Status apply_sampler_chars(SamplerParams& p, std::string_view chars) {
     given.emplace_back(1, c);
   }
   return apply(p, stages, given);
+}
+
+Status apply_sampler_list(SamplerParams& p, std::string_view list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (size_t i = 0; i <= list.size(); ++i)
+    if (i == list.size() || list[i] == ';' || list[i] == ',') {
+      names.emplace_back(list.substr(start, i - start));
+      start = i + 1;
+    }
+  const bool one_name = names.size() == 1 && std::any_of(std::begin(kNames), std::end(kNames),
+                                                         [&](const StageName& n) { return n.name == names[0]; });
+  if (names.size() > 1 || one_name || list.empty()) return apply_sampler_names(p, list.empty() ? std::vector<std::string>{} : names);
+  return apply_sampler_chars(p, list);
 }
 
 }  // namespace minfer

@@ -8,6 +8,7 @@
 //   if (Status st = apply_sampler_names(p, {"top_k", "min_p", "temperature"}); !st) ...
 //   // p.top_p == 1, p.typical_p == 1, p.xtc_probability == 0, ... (left out: off)
 //   if (Status st = apply_sampler_chars(p, "kmt"); !st) ...      // the same, one char per stage
+//   if (Status st = apply_sampler_list(p, "top_k;min_p;temperature"); !st) ...  // either form
 #pragma once
 
 #include <string>
@@ -24,5 +25,8 @@ namespace minfer {
 Status apply_sampler_names(SamplerParams& p, const std::vector<std::string>& names);
 // One char per stage, llama.cpp's: e d s k y p m x t (the names' order above).
 Status apply_sampler_chars(SamplerParams& p, std::string_view chars);
+// Either form in one string (a command-line option, a JSON string): names separated by ';' or
+// ',' ("top_k;min_p;temperature", or one name), else one char per stage ("kmt").
+Status apply_sampler_list(SamplerParams& p, std::string_view list);
 
 }  // namespace minfer

@@ -1,6 +1,7 @@
 // Sampler parameters: one struct, defaults as llama.cpp's (CLI and server alike; docs/sampling.md
-// lists each with its meaning), and validate() refusing bad values with a
-// message that names the field, the value and the allowed range. Nothing is silently clamped.
+// lists each with its meaning), and validate() refusing bad values with a message that names the
+// field, the value and the allowed range. The ranges, names and help of every field are rows of
+// one table (sampling/fields.h); the comments below say what a value does. Nothing is clamped.
 //
 //   SamplerParams p;                  // temp 0.8, top_k 40, top_p 0.95, min_p 0.05, random seed ...
 //   p.top_p = 0.9f;
@@ -22,32 +23,30 @@ inline constexpr int64_t kSeedRandom = -1;
 inline constexpr float kGreedyTemp = 1e-6f;
 
 struct SamplerParams {
-  // 11. temperature; <= kGreedyTemp means greedy (argmax, no RNG draw). Must be >= 0.
+  // 11. temperature; <= kGreedyTemp means greedy (argmax, no RNG draw).
   float temp = 0.8f;
   // 11. dynamic temperature: with range > 0 the draw's temperature is
   //     lo + (hi - lo) * (H / ln n)^exponent, lo = max(0, temp - range), hi = temp + range, H the
   //     entropy of the n survivors' distribution at temperature 1 (flat -> hi, one sure token
-  //     -> lo); 0 disables. range >= 0, exponent >= 0, both finite.
+  //     -> lo); 0 disables.
   float dynatemp_range = 0.0f;
   float dynatemp_exponent = 1.0f;
   // 6a. top-n-sigma: keep tokens whose logit is >= max - top_n_sigma * sigma (sigma: the
   //     standard deviation of the survivors' logits); <= 0 disables (-1, llama.cpp's default).
-  //     Must be finite.
   float top_n_sigma = -1.0f;
-  // 6. keep the k highest logits; 0 (or k >= n_vocab) disables. Must be >= 0.
+  // 6. keep the k highest logits; 0 (or k >= n_vocab) disables.
   int32_t top_k = 40;
-  // 7. locally typical sampling; 1 disables. Range [0, 1].
+  // 7. locally typical sampling; 1 disables.
   float typical_p = 1.0f;
-  // 8. nucleus: keep the smallest prefix (by probability) whose mass reaches top_p; 1 disables.
-  //    Range (0, 1].
+  // 8. nucleus: keep the smallest prefix (by probability) whose mass reaches top_p; 1 disables; 0 keeps
+  //    the most likely token only.
   float top_p = 0.95f;
   // 9. keep tokens whose probability is >= min_p times the top probability; 0 disables.
-  //    Range [0, 1].
   float min_p = 0.05f;
 
   // 2. penalties over the last repeat_last_n accepted tokens (-1: all accepted tokens since
-  //    the last reset; 0: off). repeat_penalty 1 is off and must be >= 1; frequency and
-  //    presence penalties are any finite value (negative ones encourage repetition).
+  //    the last reset; 0: off). repeat_penalty 1 is off; negative frequency and presence
+  //    penalties encourage repetition.
   float repeat_penalty = 1.0f;
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
@@ -55,8 +54,8 @@ struct SamplerParams {
 
   // 3. DRY ("don't repeat yourself"): a token that would extend a repeat of length L >=
   //    dry_allowed_length loses dry_multiplier * dry_base^(L - dry_allowed_length).
-  //    multiplier 0 is off (must be >= 0); base >= 1; allowed_length >= 1; penalty_last_n is
-  //    the window (-1: all accepted tokens; 0 is refused while DRY is on).
+  //    multiplier 0 is off; penalty_last_n is the window (-1: all
+  //    accepted tokens; 0 is refused while DRY is on).
   float dry_multiplier = 0.0f;
   float dry_base = 1.75f;
   int32_t dry_allowed_length = 2;
@@ -67,13 +66,13 @@ struct SamplerParams {
 
   // 10. XTC ("exclude top choices"): with probability xtc_probability (one RNG draw), remove
   //     every token whose probability is >= xtc_threshold except the least likely of them.
-  //     probability in [0, 1] (0 is off); threshold in [0, 0.5].
+  //     probability 0 is off.
   float xtc_probability = 0.0f;
   float xtc_threshold = 0.5f;
 
   // 11'. mirostat 0 (off), 1 or 2 replaces the temperature draw; temperature is ignored
-  //      (temp 0 is still greedy). tau > 0 is the target surprise in bits, eta > 0 the
-  //      learning rate, m >= 1 the number of top tokens v1 uses to estimate Zipf's exponent.
+  //      (temp 0 is still greedy). tau is the target surprise in bits, eta the
+  //      learning rate, m the number of top tokens v1 uses to estimate Zipf's exponent.
   int32_t mirostat = 0;
   float mirostat_tau = 5.0f;
   float mirostat_eta = 0.1f;

@@ -1,3 +1,4 @@
+#include "api/fields-json.h"
 #include "server/api-anthropic.h"
 
 #include <fmt/format.h>
@@ -174,17 +175,12 @@ std::variant<json, ApiError> anthropic_to_chat(const json& body, bool count_only
   // Anthropic's default lets a reply use several tools (OpenAI's parallel_tool_calls).
   if (out.contains("tools") && !out.contains("parallel_tool_calls")) out["parallel_tool_calls"] = true;
 
-  if (!count_only) {
-    if (!body.contains("max_tokens") || !body["max_tokens"].is_number_integer() || body["max_tokens"].get<int64_t>() < 1)
-      return invalid_param("max_tokens", "'max_tokens' is required: an integer >= 1");
-    out["max_tokens"] = body["max_tokens"];
-  }
-  for (const char* k : {"temperature", "top_p", "top_k", "stream"})
-    if (body.contains(k) && !body[k].is_null()) out[k] = body[k];
-  if (body.contains("stop_sequences") && !body["stop_sequences"].is_null()) {
-    if (!body["stop_sequences"].is_array()) return invalid_param("stop_sequences", "'stop_sequences' must be an array of strings");
-    out["stop"] = body["stop_sequences"];
-  }
+  // Anthropic's rule: a reply says how long it may be. Its value, and every other generation field
+  // (temperature, top_p, top_k, stop_sequences), parse reads by Anthropic's names from the table.
+  if (!count_only && (!body.contains("max_tokens") || body["max_tokens"].is_null()))
+    return invalid_param("max_tokens", "'max_tokens' is required");
+  api::copy_fields(body, Api::kAnthropic, out);
+  if (body.contains("stream") && !body["stream"].is_null()) out["stream"] = body["stream"];
   if (body.contains("thinking") && body["thinking"].is_object()) {
     const std::string type = body["thinking"].value("type", "");
     if (type == "enabled") out["chat_template_kwargs"] = {{"enable_thinking", true}};

@@ -101,9 +101,10 @@ std::variant<json, ApiError> responses_to_chat(const json& body) {
   if (!body.contains("input")) return invalid_param("input", "'input' is required: a string or an array of items");
   if (body.contains("previous_response_id") && !body["previous_response_id"].is_null())
     return invalid_param("previous_response_id", "'previous_response_id': minfer stores no responses; send the whole conversation as 'input'");
-  // Every field the chat request shares (temperature, top_p, stream, seed, llama-server's ...).
+  // Every field the chat request shares (temperature, top_p, stream, seed, llama-server's ...);
+  // parse reads max_output_tokens by the Responses names of the field table.
   json out = body;
-  for (const char* k : {"input", "instructions", "max_output_tokens", "tools", "tool_choice", "text", "reasoning", "messages",
+  for (const char* k : {"input", "instructions", "tools", "tool_choice", "text", "reasoning", "messages",
                         "previous_response_id", "store", "metadata", "include", "truncation", "background", "prompt", "n",
                         "response_format", "service_tier", "user", "top_logprobs"})
     out.erase(k);
@@ -115,12 +116,6 @@ std::variant<json, ApiError> responses_to_chat(const json& body) {
   if (auto e = input_messages(body["input"], msgs)) return *e;
   out["messages"] = std::move(msgs);
 
-  if (body.contains("max_output_tokens") && !body["max_output_tokens"].is_null()) {
-    const json& m = body["max_output_tokens"];
-    if (!m.is_number_integer() || m.get<int64_t>() < 1)
-      return invalid_param("max_output_tokens", fmt::format("'max_output_tokens' must be an integer >= 1, got {}", m.dump()));
-    out["max_tokens"] = m;
-  }
   if (body.contains("tools") && !body["tools"].is_null()) {
     if (!body["tools"].is_array()) return invalid_param("tools", "'tools' must be an array");
     json tools = json::array();

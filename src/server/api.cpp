@@ -6,6 +6,7 @@
 #include <ctime>
 #include <optional>
 
+#include "api/fields-json.h"
 #include "grammar/json-schema.h"
 #include "sampling/order.h"
 #include "server/api-tools.h"
@@ -397,34 +398,6 @@ std::variant<RenderedChat, ApiError> render_chat_request(const json& body, const
   return out;
 }
 
-json sampling_json(const SamplerParams& p) {
-  json bias = json::array();  // llama-server's form: {"bias": null (banned) or a number, "token": id}
-  for (const auto& [id, b] : p.logit_bias) bias.push_back({{"bias", std::isinf(b) ? json(nullptr) : json(b)}, {"token", id}});
-  return {{"seed", p.seed},
-          {"temperature", p.temp},
-          {"top_k", p.top_k},
-          {"top_p", p.top_p},
-          {"min_p", p.min_p},
-          {"typical_p", p.typical_p},
-          {"xtc_probability", p.xtc_probability},
-          {"xtc_threshold", p.xtc_threshold},
-          {"top_n_sigma", p.top_n_sigma},
-          {"dynatemp_range", p.dynatemp_range},
-          {"dynatemp_exponent", p.dynatemp_exponent},
-          {"repeat_last_n", p.repeat_last_n},
-          {"repeat_penalty", p.repeat_penalty},
-          {"presence_penalty", p.presence_penalty},
-          {"frequency_penalty", p.frequency_penalty},
-          {"dry_multiplier", p.dry_multiplier},
-          {"dry_base", p.dry_base},
-          {"dry_allowed_length", p.dry_allowed_length},
-          {"dry_penalty_last_n", p.dry_penalty_last_n},
-          {"mirostat", p.mirostat},
-          {"mirostat_tau", p.mirostat_tau},
-          {"mirostat_eta", p.mirostat_eta},
-          {"logit_bias", bias}};
-}
-
 namespace {
 
 // One prompt: a string, token ids, ids mixed with strings, or llama-server's
@@ -486,72 +459,25 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
   CompletionRequest r;
   r.chat = chat;
-  // Sampling defaults: the server's (serve's --temp, --seed ...), else SamplerParams' own, which
-  // are llama.cpp's: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, no repeat penalty, a
-  // random seed.
+  // Every generation and sampling field, from the one table (sampling/fields.h), over the
+  // server's defaults (serve's --temp, -n ...; else SamplerParams' own, llama.cpp's).
+  GenerationSettings gs;
+  if (ctx.sampling) gs.sampling = *ctx.sampling;
+  gs.n_predict = ctx.default_n_predict;
+  if (auto e = api::read_fields(body, ctx.api, *ctx.tok, gs)) return invalid_param(e->param, e->message);
   SamplerParams& sp = r.sampling;
-  if (ctx.sampling) sp = *ctx.sampling;
+  sp = std::move(gs.sampling);
+  r.n_predict = gs.n_predict;
+  r.stop = std::move(gs.stop);
+  r.ignore_eos = gs.ignore_eos;
+  if (r.ignore_eos)  // llama-server's way: the end-of-generation tokens are banned (shown in logit_bias)
+    for (int32_t id : ctx.tok->eog_ids()) sp.logit_bias[id] = -INFINITY;
 
-  double d = 0;
   int64_t i = 0;
-  if (auto e = number(body, "temperature", 0, 2, d)) return *e;
-  if (field(body, "temperature")) sp.temp = static_cast<float>(d);
-  if (auto e = number(body, "top_p", 0, 1, d)) return *e;
-  if (field(body, "top_p")) sp.top_p = d <= 0 ? 1e-6f : static_cast<float>(d);
-  if (auto e = integer(body, "top_k", 0, 1 << 30, i)) return *e;
-  if (field(body, "top_k")) sp.top_k = static_cast<int32_t>(i);
-  if (auto e = number(body, "min_p", 0, 1, d)) return *e;
-  if (field(body, "min_p")) sp.min_p = static_cast<float>(d);
-  if (auto e = number(body, "presence_penalty", -2, 2, d)) return *e;
-  if (field(body, "presence_penalty")) sp.presence_penalty = static_cast<float>(d);
-  if (auto e = number(body, "frequency_penalty", -2, 2, d)) return *e;
-  if (field(body, "frequency_penalty")) sp.frequency_penalty = static_cast<float>(d);
-  if (auto e = number(body, "repeat_penalty", 1, 10, d)) return *e;  // llama.cpp extension
-  if (field(body, "repeat_penalty")) sp.repeat_penalty = static_cast<float>(d);
-  // llama-server's other samplers (validate() below checks the combination).
-  for (auto [name, out] : {std::pair{"typical_p", &sp.typical_p}, {"dry_multiplier", &sp.dry_multiplier}, {"dry_base", &sp.dry_base},
-                           {"xtc_probability", &sp.xtc_probability}, {"xtc_threshold", &sp.xtc_threshold},
-                           {"mirostat_tau", &sp.mirostat_tau}, {"mirostat_eta", &sp.mirostat_eta}, {"top_n_sigma", &sp.top_n_sigma},
-                           {"dynatemp_range", &sp.dynatemp_range}, {"dynatemp_exponent", &sp.dynatemp_exponent}}) {
-    if (auto e = number(body, name, -1e9, 1e9, d)) return *e;
-    if (field(body, name)) *out = static_cast<float>(d);
-  }
-  for (auto [name, out] : {std::pair{"repeat_last_n", &sp.repeat_last_n}, {"dry_allowed_length", &sp.dry_allowed_length},
-                           {"dry_penalty_last_n", &sp.dry_penalty_last_n}, {"mirostat", &sp.mirostat}}) {
-    if (auto e = integer(body, name, -1, 1 << 30, i)) return *e;
-    if (field(body, name)) *out = static_cast<int32_t>(i);
-  }
-  if (const json* b = field(body, "dry_sequence_breakers")) {  // strings the repetition may not cross
-    if (!b->is_array() || !std::all_of(b->begin(), b->end(), [](const json& x) { return x.is_string(); }))
-      return invalid_param("dry_sequence_breakers", "'dry_sequence_breakers' must be an array of strings");
-    sp.dry_sequence_breakers.clear();
-    for (const json& x : *b) {
-      std::vector<int32_t> ids = ctx.tok->encode(x.get<std::string>(), false, false);
-      if (!ids.empty()) sp.dry_sequence_breakers.push_back(std::move(ids));
-    }
-  }
-  // llama-server's stage list, after every sampler field (a stage it leaves out is off): an
-  // array of names or a string of chars; out of minfer's fixed order -> 400 (order.h).
-  if (const json* s = field(body, "samplers")) {
-    Status st = Status::ok();
-    if (s->is_string()) {
-      st = apply_sampler_chars(sp, s->get<std::string>());
-    } else if (s->is_array() && std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
-      st = apply_sampler_names(sp, s->get<std::vector<std::string>>());
-    } else {
-      return invalid_param("samplers", "'samplers' must be an array of sampler names or a string of sampler chars");
-    }
-    if (!st) return invalid_param("samplers", st.error().message);
-  }
-  if (auto e = integer(body, "seed", INT64_MIN / 2, INT64_MAX / 2, i)) return *e;
-  if (field(body, "seed")) sp.seed = i < 0 ? kSeedRandom : i;
   if (auto e = integer(body, "n", 1, 16, i)) return *e;
   if (field(body, "n")) r.n = static_cast<int>(i);
   if (auto e = boolean(body, "stream", r.stream)) return *e;
   if (auto e = boolean(body, "return_tokens", r.return_tokens)) return *e;
-  if (auto e = boolean(body, "ignore_eos", r.ignore_eos)) return *e;
-  if (r.ignore_eos)  // llama-server's way: the end-of-generation tokens are banned (shown in logit_bias)
-    for (int32_t id : ctx.tok->eog_ids()) sp.logit_bias[id] = -INFINITY;
   r.cache_prompt = ctx.cache_prompt;
   if (auto e = boolean(body, "cache_prompt", r.cache_prompt)) return *e;
   if (auto e = boolean(body, "timings_per_token", r.timings_per_token)) return *e;
@@ -571,85 +497,9 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
     r.top_logprobs = r.n_probs;
   }
 
-  int64_t max_tokens = ctx.default_n_predict;
-  for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {
-    if (!field(body, name)) continue;
-    if (auto e = integer(body, name, name[0] == 'n' ? -1 : 1, 1 << 30, i)) return *e;
-    max_tokens = i;
-    break;
-  }
-  r.n_predict = static_cast<int>(max_tokens);
-
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) return invalid_param("stream_options", "'stream_options' must be an object");
     if (auto e = boolean(*so, "include_usage", r.include_usage)) return invalid_param("stream_options.include_usage", e->message);
-  }
-
-  if (const json* st = field(body, "stop")) {
-    if (st->is_string()) {
-      r.stop.push_back(st->get<std::string>());
-    } else if (st->is_array()) {
-      for (const json& s : *st) {
-        if (!s.is_string()) return invalid_param("stop", "'stop' must be a string or an array of strings");
-        r.stop.push_back(s.get<std::string>());
-      }
-    } else {
-      return invalid_param("stop", "'stop' must be a string or an array of strings");
-    }
-  }
-
-  const int32_t n_vocab = ctx.tok->n_vocab();
-  // logit_bias: OpenAI's {"ID": bias}, and llama-server's forms: keys that are text (each of its
-  // tokens gets the bias), [[ID or text, bias], ...], and false for a bias (the token is banned).
-  if (const json* lb = field(body, "logit_bias")) {
-    auto apply = [&](const json& key, const json& value) -> std::optional<ApiError> {
-      float b = 0;
-      if (value.is_boolean() && !value.get<bool>()) {
-        b = -INFINITY;
-      } else if (value.is_number() && std::fabs(value.get<double>()) <= 100) {
-        b = value.get<float>();
-      } else {
-        return invalid_param("logit_bias", fmt::format("logit_bias[{}] must be a number in [-100, 100] or false", key.dump()));
-      }
-      std::vector<int32_t> ids;
-      int64_t id = -1;
-      if (key.is_number_integer()) {
-        id = key.get<int64_t>();
-      } else if (key.is_string()) {
-        const std::string k = key.get<std::string>();
-        // A key of digits (an optional sign first) is a token id, however large; any other
-        // key is text whose tokens are biased.
-        const size_t digits_from = !k.empty() && (k[0] == '-' || k[0] == '+') ? 1 : 0;
-        const bool numeric = k.size() > digits_from && std::all_of(k.begin() + static_cast<std::ptrdiff_t>(digits_from), k.end(),
-                                                                   [](char c) { return c >= '0' && c <= '9'; });
-        if (numeric) {
-          id = k.size() - digits_from > 10 ? -1 : std::stoll(k);
-        } else {
-          ids = ctx.tok->encode(k, false, /*parse_special=*/false);
-        }
-      } else {
-        return invalid_param("logit_bias", fmt::format("logit_bias key {} must be a token id or a text", key.dump()));
-      }
-      if (ids.empty()) {
-        if (id < 0 || id >= n_vocab)
-          return invalid_param("logit_bias", fmt::format("logit_bias key {} is not a token id in [0, {})", key.dump(), n_vocab));
-        ids.push_back(static_cast<int32_t>(id));
-      }
-      for (int32_t t : ids) sp.logit_bias[t] = b;
-      return std::nullopt;
-    };
-    if (lb->is_object()) {
-      for (auto it = lb->begin(); it != lb->end(); ++it)
-        if (auto e = apply(json(it.key()), it.value())) return *e;
-    } else if (lb->is_array()) {
-      for (const json& pair : *lb) {
-        if (!pair.is_array() || pair.size() != 2)
-          return invalid_param("logit_bias", "'logit_bias' as an array holds [token id or text, bias] pairs");
-        if (auto e = apply(pair[0], pair[1])) return *e;
-      }
-    } else {
-      return invalid_param("logit_bias", "'logit_bias' must be an object mapping token ids to biases (or [id, bias] pairs)");
-    }
   }
 
   // logprobs: a boolean (+ top_logprobs 0..20) for chat, an integer 0..5 for completions.
@@ -714,13 +564,15 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const json& b
   int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
   for (const auto& [ids, t] : r.extra_prompts) n_prompt = std::max<int64_t>(n_prompt, static_cast<int64_t>(ids.size()));
   // With context shift a generation goes past the context's end: only the prompt must fit.
-  const bool explicit_max = !ctx.context_shift && (field(body, "max_tokens") || field(body, "max_completion_tokens"));
+  std::string length_name;  // max_tokens & co (OpenAI's names, Anthropic's, Responses'), not llama-server's n_predict
+  const bool explicit_max = !ctx.context_shift && api::find_field_value(body, *find_field("n_predict"), ctx.api, &length_name) &&
+                            length_name != "n_predict";
   const int64_t want = n_prompt + (explicit_max ? std::max<int64_t>(r.n_predict, 0) : 0);
   if (n_prompt >= ctx.n_ctx_slot || want > ctx.n_ctx_slot) {
     ApiError e = context_size_error(n_prompt, std::max<int64_t>(r.n_predict, 0), explicit_max, ctx.n_ctx_slot, chat ? "messages" : "prompt");
     return e;
   }
-  if (Status st = validate(sp, n_vocab); !st) return invalid_param("", st.error().message);
+  if (Status st = validate(sp, ctx.tok->n_vocab()); !st) return invalid_param("", st.error().message);
   return r;
 }
 

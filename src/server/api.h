@@ -19,6 +19,7 @@
 #include "gguf/reader.h"
 #include "grammar/gbnf.h"
 #include "runtime/speculative.h"
+#include "sampling/fields.h"
 #include "sampling/params.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -92,6 +93,7 @@ struct CompletionRequest {
 
 // What parsing needs from the server: the model's template and tokenizer, and the context size.
 struct ParseContext {
+  Api api = Api::kJson;              // whose field names the body uses (sampling/fields.h)
   const GgufFile* file = nullptr;
   const Tokenizer* tok = nullptr;
   int n_ctx_slot = 0;
@@ -141,8 +143,6 @@ std::string apply_reasoning_mode(std::string prompt, const std::string& template
 // llama-server's type exceed_context_size_error with n_prompt_tokens and n_ctx, OpenAI's code
 // context_length_exceeded.
 ApiError context_size_error(int64_t n_prompt, int64_t n_predict, bool count_predict, int n_ctx, const std::string& param);
-// llama-server's generation settings of a sampler (/props, /completion's generation_settings).
-json sampling_json(const SamplerParams& p);
 
 // The logprobs objects OpenAI returns, from the engine's per-token values.
 json chat_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& lps);  // [{token,logprob,bytes,top_logprobs}]

@@ -36,6 +36,7 @@ std::shared_ptr<CompletionRequest> parse(ServerState& s, const httplib::Request&
   };
   if (auto* e = std::get_if<ApiError>(&chat)) return refuse(*e);
   ParseContext pc = s.parse_context();
+  pc.api = Api::kAnthropic;
   pc.allow_empty_messages = true;
   if (count_only) pc.n_ctx_slot = INT32_MAX;  // counting needs no room
   auto parsed = parse_completion_request(std::get<json>(chat), true, pc);

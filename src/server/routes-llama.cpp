@@ -7,6 +7,7 @@
 #include <ctime>
 #include <set>
 
+#include "api/fields-json.h"
 #include "core/utf8.h"
 #include "server/api-infill.h"
 #include "server/slot-files.h"
@@ -42,7 +43,7 @@ json completion_probabilities(const Tokenizer& tok, const std::vector<TokenLogpr
 }
 
 json generation_settings(const CompletionRequest& r) {
-  json g = sampling_json(r.sampling);
+  json g = api::sampling_json(r.sampling);
   g["n_predict"] = r.n_predict;
   g["max_tokens"] = r.n_predict;
   g["stop"] = r.stop;
@@ -286,7 +287,7 @@ void count_chat_tokens(ServerState& s, const httplib::Request& req, httplib::Res
 
 json props(const ServerState& s) {
   const Tokenizer& tok = *s.tok;
-  return {{"default_generation_settings", {{"params", sampling_json(s.sp.sampling)}, {"n_ctx", s.n_ctx_slot}}},
+  return {{"default_generation_settings", {{"params", api::sampling_json(s.sp.sampling)}, {"n_ctx", s.n_ctx_slot}}},
           {"total_slots", s.n_slots},
           {"model_alias", s.model_id},
           {"model_path", s.sp.model_path},

@@ -130,7 +130,7 @@ void responses(ServerState& s, const httplib::Request& req, httplib::Response& r
   if (!body) return;
   auto chat = responses_to_chat(*body);
   if (auto* e = std::get_if<ApiError>(&chat)) return s.reply_error(res, *e);
-  auto [r, ch] = s.accept(std::get<json>(chat), res, true, false);
+  auto [r, ch] = s.accept(std::get<json>(chat), res, true, false, Api::kResponses);
   if (!r) return;
   auto meta = std::make_shared<ResponseMeta>(
       ResponseMeta{random_id("resp_"), static_cast<int64_t>(std::time(nullptr)), s.model_id, std::move(*body)});

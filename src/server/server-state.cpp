@@ -150,8 +150,10 @@ ServerState::Accepted ServerState::accept(const httplib::Request& req, httplib::
   return accept(*body, res, chat, one_choice);
 }
 
-ServerState::Accepted ServerState::accept(const json& body, httplib::Response& res, bool chat, bool one_choice) {
-  auto parsed = parse_completion_request(body, chat, parse_context());
+ServerState::Accepted ServerState::accept(const json& body, httplib::Response& res, bool chat, bool one_choice, Api api) {
+  ParseContext pc = parse_context();
+  pc.api = api;
+  auto parsed = parse_completion_request(body, chat, pc);
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     reply_error(res, *e);
     return {};

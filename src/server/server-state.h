@@ -117,7 +117,8 @@ struct ServerState {
   bool queue(std::vector<Job> jobs, httplib::Response& res, ErrorShape shape = error_json);
   // parse_completion_request + submit.
   Accepted accept(const httplib::Request& req, httplib::Response& res, bool chat, bool one_choice);
-  Accepted accept(const json& body, httplib::Response& res, bool chat, bool one_choice);  // a parsed body
+  // A parsed body, its fields named as `api` names them (the Responses route's translation).
+  Accepted accept(const json& body, httplib::Response& res, bool chat, bool one_choice, Api api = Api::kJson);
   // A non-streamed reply to jobs on `ch`. Jobs that end within kHeaderGrace (or, once the
   // server drains, at all) get a plain reply with its own status (500 when an error event came). Past that the status line (200) goes
   // out and the body follows chunked, with a space (JSON whitespace, ignored by every parser)

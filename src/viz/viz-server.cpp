@@ -1,3 +1,4 @@
+#include "api/fields-json.h"
 #include "viz/viz-server.h"
 
 #include <sys/socket.h>
@@ -48,16 +49,14 @@ void reply_error(httplib::Response& res, int status, const std::string& message,
 
 struct RunRequest {
   std::string prompt;
-  int max_tokens = 32;
-  float temperature = 0.8f;
-  int64_t seed = kSeedRandom;
+  GenerationSettings settings;  // every field of the table, by the JSON names (max_tokens 32 unless given)
 };
 
 // The body of POST /viz/run, or the message of a 400 (and the field it is about).
-Expected<RunRequest> parse_run(const std::string& body, int n_ctx, std::string* param) {
-  json j;
+Expected<RunRequest> parse_run(const std::string& body, const Tokenizer& tok, std::string* param) {
+  api::json j;
   try {
-    j = json::parse(body);
+    j = api::json::parse(body);
   } catch (const std::exception& e) {
     return make_error("the body is not JSON: {}", e.what());
   }
@@ -67,22 +66,10 @@ Expected<RunRequest> parse_run(const std::string& body, int n_ctx, std::string* 
   if (!j.contains("prompt") || !j["prompt"].is_string() || j["prompt"].get<std::string>().empty())
     return make_error("'prompt' must be a non-empty string");
   r.prompt = j["prompt"].get<std::string>();
-  *param = "max_tokens";
-  if (j.contains("max_tokens")) {
-    if (!j["max_tokens"].is_number_integer() || j["max_tokens"].get<int64_t>() < 1 || j["max_tokens"].get<int64_t>() > n_ctx)
-      return make_error("'max_tokens' must be an integer in [1, {}]", n_ctx);
-    r.max_tokens = j["max_tokens"].get<int>();
-  }
-  *param = "temperature";
-  if (j.contains("temperature")) {
-    if (!j["temperature"].is_number() || j["temperature"].get<double>() < 0 || j["temperature"].get<double>() > 100)
-      return make_error("'temperature' must be a number in [0, 100]");
-    r.temperature = j["temperature"].get<float>();
-  }
-  *param = "seed";
-  if (j.contains("seed")) {
-    if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < 0) return make_error("'seed' must be a non-negative integer");
-    r.seed = j["seed"].get<int64_t>();
+  r.settings.n_predict = 32;  // a short run to watch
+  if (auto e = api::read_fields(j, Api::kJson, tok, r.settings)) {
+    *param = e->param;
+    return make_error("{}", e->message);
   }
   param->clear();
   return r;
@@ -106,7 +93,7 @@ void serve_asset(httplib::Response& res, std::string_view name, const char* type
 
 void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
   std::string param;
-  auto rr = parse_run(req.body, s.session->n_ctx(), &param);
+  auto rr = parse_run(req.body, *s.tok, &param);
   if (!rr) return reply_error(res, 400, rr.error().message, "invalid_request_error", param);
   std::unique_lock<std::mutex> lock(s.run_mu, std::try_to_lock);
   if (!lock.owns_lock()) return reply_error(res, 409, "a run is in progress; try again when it finishes", "busy");
@@ -124,10 +111,7 @@ void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
     return reply_error(res, 400, fmt::format("the prompt has {} tokens; the context holds {}", ids.size(), s.session->n_ctx()),
                        "invalid_request_error", "prompt");
 
-  SamplerParams sp;
-  sp.temp = rr->temperature;
-  sp.seed = rr->seed;
-  auto sampler = Sampler::create(sp, s.tok->n_vocab());
+  auto sampler = Sampler::create(rr->settings.sampling, s.tok->n_vocab());
   if (!sampler) return reply_error(res, 400, sampler.error().message, "invalid_request_error");
 
   // Capture only for a page that listens now; the recorder publishes as the run goes.
@@ -143,7 +127,9 @@ void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
   if (watched) s.session->set_observer([&](const Node& n, const void* d) { rec.on_node(n, d); });
   rec.start(s.model->hparams().name, rr->prompt, static_cast<int>(ids.size()));
   GenerateParams gp;
-  gp.n_predict = rr->max_tokens;
+  gp.n_predict = rr->settings.n_predict;
+  gp.stop = rr->settings.stop;
+  gp.ignore_eog = rr->settings.ignore_eos;
   std::string out;
   auto st = generate(*s.session, *s.tok, *sampler, ids, gp,
                      [&](std::string_view t) {

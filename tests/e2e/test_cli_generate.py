@@ -77,7 +77,7 @@ def test_prompt_from_stdin_and_no_template():
 
 
 def test_bad_input_is_refused():
-    for args, msg in [(["hi", "--temp", "-1"], "temp"), (["hi", "--top-p", "2"], "top_p"),
+    for args, msg in [(["hi", "--temp", "-1"], "--temp -1 must be a finite value >= 0"), (["hi", "--top-p", "2"], "--top-p 2 must be in [0, 1]"),
                       (["hi there, how are you today?", "-c", "16"], "context"),
                       (["hi", "--logit-bias", "99999999:1"], "logit_bias"),
                       (["hi", "--kv-type", "q9"], "kv-type")]:

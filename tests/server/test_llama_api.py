@@ -193,6 +193,16 @@ def test_sampler_fields_verbose_and_timings_per_token(srv):
                         ({"samplers": 5}, "samplers")]:
         st, e, _ = call(srv.url, "/completion", {"prompt": "x", "n_predict": 1, **bad})
         assert st == 400 and needle in e["error"]["message"], (bad, e)
+    # One field table, one range per field (docs/sampling.md section 5): values the server once
+    # refused or clamped, as the CLI takes them; the echo says every field, mirostat_m too.
+    st, s, _ = call(srv.url, "/completion", {"prompt": "Hi", "n_predict": 1, "top_p": 0, "temperature": 3, "mirostat_m": 50,
+                                             "presence_penalty": 3, "repeat_penalty": 11})
+    g = s["generation_settings"]
+    assert st == 200 and g["top_p"] == 0 and g["temperature"] == 3 and g["mirostat_m"] == 50 and g["presence_penalty"] == 3, g
+    for bad, param in [({"temperature": -0.1}, "temperature"), ({"top_p": 1.01}, "top_p"), ({"seed": -2}, "seed"),
+                       ({"max_tokens": -2}, "max_tokens"), ({"mirostat_m": 0}, "mirostat_m")]:
+        st, e, _ = call(srv.url, "/v1/completions", {"prompt": "x", **bad})
+        assert st == 400 and e["error"]["param"] == param and "must be" in e["error"]["message"], (bad, e)
     st, v, _ = call(srv.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Book"}], "max_tokens": 2, "verbose": True})
     assert st == 200 and "Book" in v["__verbose"]["prompt"] and v["__verbose"]["n_prompt_tokens"] == v["usage"]["prompt_tokens"]
     st, v, _ = call(srv.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Book"}], "max_tokens": 2})

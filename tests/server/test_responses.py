@@ -143,7 +143,7 @@ def test_errors(srv):
                         ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "http://x/a.png"}]}]},
                          "input[0].content[0]"),
                         ({"input": [{"role": "robot", "content": "hi"}]}, "input[0].role"),
-                        ({"input": "hi", "max_output_tokens": 0}, "max_output_tokens")]:
+                        ({"input": "hi", "max_output_tokens": -2}, "max_output_tokens")]:
         status, reply = post_json(srv.url, "/v1/responses", body)
         assert status == 400 and reply["error"]["param"] == param, (body, reply)
 

@@ -70,9 +70,9 @@ def test_graph_has_the_ids_of_dump_graph_json(viz, tmp_path):
 
 @pytest.mark.parametrize("body,status,param", [
     ("{not json", 400, None), ("[1, 2]", 400, None), ("{}", 400, "prompt"), ('{"prompt": ""}', 400, "prompt"),
-    ('{"prompt": 3}', 400, "prompt"), ('{"prompt": "hi", "max_tokens": 0}', 400, "max_tokens"),
+    ('{"prompt": 3}', 400, "prompt"), ('{"prompt": "hi", "max_tokens": -2}', 400, "max_tokens"),
     ('{"prompt": "hi", "max_tokens": "x"}', 400, "max_tokens"), ('{"prompt": "hi", "temperature": -1}', 400, "temperature"),
-    ('{"prompt": "hi", "seed": -5}', 400, "seed"), ('{"prompt": "hi", "max_tokens": 99999999}', 400, "max_tokens"),
+    ('{"prompt": "hi", "seed": -5}', 400, "seed"), ('{"prompt": "hi", "max_tokens": 2147483648}', 400, "max_tokens"), ('{"prompt": "hi", "top_p": 1.5}', 400, "top_p"),
 ])
 def test_bad_run_requests_are_400(viz, body, status, param):
     r = requests.post(viz.url + "/viz/run", data=body, headers={"Content-Type": "application/json"})
