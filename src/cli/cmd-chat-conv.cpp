@@ -2,15 +2,10 @@
 
 #include <algorithm>
 
+#include "runtime/prefix-reuse.h"
+
 namespace minfer::cli {
 namespace {
-
-size_t common_prefix(std::string_view a, std::string_view b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
 
 bool is_role(const nlohmann::ordered_json& m, std::string_view role) {
   return m.is_object() && m.contains("role") && m["role"].is_string() && m["role"].get<std::string>() == role;
@@ -87,17 +82,14 @@ Conversation::Plan Conversation::plan(const std::string& text) const {
     }
   }
   std::vector<int32_t> full = encode_full(text);
-  size_t l = 0;
-  while (l < full.size() && l < kv_tokens_.size() && full[l] == kv_tokens_[l]) ++l;
-  if (!s_.can_keep(static_cast<int>(l))) l = 0;  // a sliding-window ring lost that prefix's window
+  const size_t l = reusable_prefix(s_.context(), 0, kv_tokens_, full);
   p.n_keep = static_cast<int>(l);
   p.tokens.assign(full.begin() + static_cast<std::ptrdiff_t>(l), full.end());
   return p;
 }
 
 Status Conversation::apply(const Plan& p, const std::string& text) {
-  MINFER_TRY(s_.truncate(p.n_keep));
-  kv_tokens_.resize(static_cast<size_t>(p.n_keep));
+  MINFER_TRY(keep_prefix(s_.context(), 0, kv_tokens_, static_cast<size_t>(p.n_keep)));
   if (!p.tokens.empty()) {
     auto r = s_.decode(p.tokens, 1);
     if (!r) {  // the kept prefix's text is not known any more: start the cache over
@@ -153,8 +145,7 @@ Status Conversation::clear() {
     text_len = ends[i];
   }
   if (!s_.can_keep(static_cast<int>(k))) k = text_len = 0;
-  MINFER_TRY(s_.truncate(static_cast<int>(k)));
-  kv_tokens_.resize(k);
+  MINFER_TRY(keep_prefix(s_.context(), 0, kv_tokens_, k));
   kv_text_.resize(text_len);
   return Status::ok();
 }
@@ -226,8 +217,7 @@ Status Conversation::truncate_cache(int n) {
   MINFER_ASSERT(n >= 0 && n <= n_cached);
   if (n == n_cached) return s_.truncate(n);
   const std::vector<size_t> ends = token_ends();
-  MINFER_TRY(s_.truncate(n));
-  kv_tokens_.resize(static_cast<size_t>(n));
+  MINFER_TRY(keep_prefix(s_.context(), 0, kv_tokens_, static_cast<size_t>(n)));
   if (n == 0) {
     kv_text_.clear();
   } else if (ends.empty()) {  // the kept rows' text is not known: start the cache over
@@ -368,8 +358,7 @@ Status Conversation::close_turn(const std::string& prompt_text, TurnStats& st) {
       kv_text_.clear();
       return Status::ok();
     }
-    MINFER_TRY(s_.truncate(n));
-    kv_tokens_.resize(static_cast<size_t>(n));
+    MINFER_TRY(keep_prefix(s_.context(), 0, kv_tokens_, static_cast<size_t>(n)));
     kv_text_ = prompt_text;
   }
   const Plan p = plan(*r);

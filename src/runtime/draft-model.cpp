@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/model.h"
+#include "runtime/prefix-reuse.h"
 
 namespace minfer {
 
@@ -17,13 +18,6 @@ constexpr int32_t kMaxVocabSizeDifference = 128;
 constexpr size_t kMinReuse = 16;
 // Candidate removals tried before prefilling instead.
 constexpr int kMaxCutTries = 64;
-
-size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
 
 // The greedy choice among the ids both vocabularies have, and its probability when wanted.
 struct Pick {
@@ -129,8 +123,7 @@ Status DraftModel::sync(int s, std::span<const int32_t> history, size_t& keep) {
     }
     if (keep < c.size()) {
       if (!ctx_->can_keep(s, static_cast<int>(keep))) keep = 0;  // the ring lost the window before keep
-      MINFER_TRY(ctx_->seq_rm(s, static_cast<int>(keep), -1));
-      c.resize(keep);
+      MINFER_TRY(keep_prefix(*ctx_, s, c, keep));
     }
   }
   return Status::ok();

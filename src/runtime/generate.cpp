@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "runtime/verify.h"
+
 namespace minfer {
 
 namespace {
@@ -61,61 +63,35 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   std::vector<int32_t> run;  // the last pass's tokens after the prompt: [next, drafts...]
   Speculator::Plan plan;     // its drafts
   double pass_s = 0;
-  const size_t n_vocab = static_cast<size_t>(session.n_vocab());
   t0 = Clock::now();
   for (;;) {
-    // Rows of the last pass: row i follows run[i] (the prompt's last token for the prefill).
-    const int n_rows = static_cast<int>(logits->size() / n_vocab);
-    const int n_past0 = session.n_past() - n_rows;  // cached before the pass's first row
-    const int k = n_rows - 1;                       // drafted tokens in it
-    int j = 0;          // drafts kept: the target agreed with each and generation went on
-    int n_compared = 0;  // drafts the target's samples were compared with
-    int n_agreed = 0;    // of those, the ones it agreed with (a final token can agree too)
-    bool stop = false;
-    int32_t next = -1;
-    for (int i = 0; i <= k; ++i) {
-      const std::span<const float> row = logits->subspan(static_cast<size_t>(i) * n_vocab, n_vocab);
-      auto r = step.next(row, session.n_ctx() - (n_past0 + i + 1));
-      if (!r) return r.error();
-      if (hooks.on_token) hooks.on_token(n_step, r->token, r->text, row);
-      const bool agree = i < k && r->token == plan.tokens[static_cast<size_t>(i)];
-      n_compared += i < k;
-      n_agreed += agree;
-      if (!r->text.empty() && !on_text(r->text)) {
-        step.end();
-        st.reason = StopReason::kCancelled;
-        stop = true;
-      } else if (r->done) {
-        st.reason = r->reason;
-        stop = true;
-      }
-      if (stop) break;
-      if (agree) {
-        ++j;
-        continue;
-      }
-      next = r->token;
-      break;
-    }
-    if (k > 0 || plan.source != DraftSource::kNone) spec->record(plan, n_compared, n_agreed, pass_s);
-    // The rows after the last kept draft were computed for tokens the target did not pick (or
-    // after the end: plain decoding never decodes the last token either).
-    if (k > j) {
-      if (Status rs = session.truncate(session.n_past() - (k - j)); !rs) return rs.error();
-    }
+    // Sample the last pass's rows (row i follows run[i], the prompt's last token for the
+    // prefill), keep the drafts the samples agree with, roll the rest back (verify.h).
+    auto v = verify_drafts(session.context(), 0, step, *logits, plan, {.spec = spec, .verify_s = pass_s},
+                           [&](int, std::span<const float> row, TokenStep::Result& r) {
+                             if (hooks.on_token) hooks.on_token(n_step, r.token, r.text, row);
+                             if (!r.text.empty() && !on_text(r.text)) {
+                               step.end();
+                               st.reason = StopReason::kCancelled;
+                               return false;
+                             }
+                             if (r.done) st.reason = r.reason;
+                             return true;
+                           });
+    if (!v) return v.error();
+    if (!v->sampled) return v->sampled.error();
+    const int j = v->n_accepted;
     if (n_step > 0) st.n_decoded += j + 1;
     if (spec && n_step > 0) history.insert(history.end(), run.begin(), run.begin() + j + 1);
-    if (stop) break;
+    if (v->next < 0) break;
 
     // The next pass: `next`, and what the speculator drafts after it.
-    run.assign(1, next);
+    run.assign(1, v->next);
     plan = {};
     if (spec) {
-      history.push_back(next);
-      int limit = session.n_ctx() - session.n_past() - 1;       // the pass must fit the context
-      limit = std::min(limit, session.n_batch() - 1);            // and one batch
-      if (params.n_predict >= 0) limit = std::min(limit, params.n_predict - step.n_gen() - 1);  // no sample past -n
-      auto p = spec->draft(history, limit);
+      history.push_back(v->next);
+      const int n_free = std::min(session.n_ctx() - session.n_past(), session.n_batch());  // the pass: one batch
+      auto p = spec->draft(history, draft_limit(n_free, params.n_predict, step.n_gen()));
       history.pop_back();
       if (!p) return p.error();
       plan = std::move(*p);

@@ -9,8 +9,10 @@
 
 #include "runtime/context.h"
 #include "runtime/draft-model.h"
+#include "runtime/prefix-reuse.h"
 #include "runtime/speculative.h"
 #include "runtime/step.h"
+#include "runtime/verify.h"
 #include "sampling/sampler.h"
 #include "server/token-logprobs.h"
 
@@ -41,9 +43,9 @@ struct Slot {
   Speculator::Plan plan;           // the drafts of the pass being run
   Clock::time_point started, first_at;  // prefill started; first token sampled
   // Set by on_logits when the job ends with the token just sampled (carried out after the
-  // pass's rows are walked and the cache rolled back): done with end_text, or failed.
+  // pass's rows are walked and the cache rolled back): done with end_text.
   bool ending = false;
-  std::string end_text, error;
+  std::string end_text;
   const char* end_reason = nullptr;
   const char* end_stop_type = "limit";
   std::string end_stop_word;
@@ -59,12 +61,6 @@ struct Queued {
   Job job;
   Clock::time_point submitted;
 };
-
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
 
 const char* finish_reason(StopReason r) {
   return r == StopReason::kLength || r == StopReason::kContextFull ? "length" : "stop";
@@ -205,7 +201,6 @@ struct Engine::Impl {
     s.plan = {};
     s.ending = false;
     s.end_text.clear();
-    s.error.clear();
     s.sampler.reset();
     s.job = Job{};
     s.pending_lp.clear();
@@ -313,11 +308,11 @@ struct Engine::Impl {
         best->active = true;
         count_busy();
       }
-      start(*best, best_n, std::move(q));
+      start(*best, std::move(q));
     }
   }
 
-  void start(Slot& s, size_t own_prefix, Queued q) {
+  void start(Slot& s, Queued q) {
     if (q.job.embed) return start_embed(s, std::move(q));
     Job& job = q.job;
     auto sampler = Sampler::create(job.sampling, n_vocab);
@@ -327,10 +322,7 @@ struct Engine::Impl {
     }
     // At least the last prompt token is decoded again: its logits start the generation.
     const size_t limit = job.prompt.size() - 1;
-    size_t keep = std::min(own_prefix, limit);
-    // A sliding-window model's cache may no longer hold the window before that prefix: then
-    // the prompt is prefilled from the start (as llama-server does).
-    if (!ctx->can_keep(s.id, static_cast<int>(keep))) keep = 0;
+    size_t keep = job.cache_prompt ? reusable_prefix(*ctx, s.id, s.cached, job.prompt, limit) : 0;
     // A longer common prefix in another slot is copied instead of prefilled.
     Slot* donor = nullptr;
     size_t donor_n = 0;
@@ -351,8 +343,7 @@ struct Engine::Impl {
       }
     }
     if (!copied) {
-      s.cached.resize(keep);
-      if (Status st = ctx->seq_rm(s.id, static_cast<int>(keep), -1); !st) {
+      if (Status st = keep_prefix(*ctx, s.id, s.cached, keep); !st) {
         s.job = std::move(job);
         return fail(s, "cache edit failed: " + st.error().message, false);
       }
@@ -483,16 +474,10 @@ struct Engine::Impl {
 
   // ---- one step ----
 
-  // One token sampled for slot s from its logits row; `room`: the positions free after it.
-  // Returns the token; when the job ends with it, s.ending (or s.error) says how: the caller
-  // finishes the job once the pass's other rows are settled.
-  int32_t on_logits(Slot& s, std::span<const float> row, int room) {
-    const std::span<const float> raw = row;
-    auto r = s.step->next(row, room);
-    if (!r) {
-      s.error = r.error().message;
-      return -1;
-    }
+  // The token the slot's step sampled from logits row `raw` (verify_drafts): counted, its
+  // logprobs and text out. Returns false when the job ends with it; s.ending says how: the
+  // caller finishes the job once the pass's other rows are settled.
+  bool on_logits(Slot& s, std::span<const float> raw, TokenStep::Result& r) {
     {
       std::lock_guard<std::mutex> lk(mu);
       if (s.first_token) {
@@ -505,26 +490,26 @@ struct Engine::Impl {
     if (s.first_token) s.first_at = Clock::now();
     s.first_token = false;
     if (s.job.top_logprobs >= 0) {
-      s.pending_lp.push_back(s.job.post_sampling_probs ? post_sampling_logprob(*s.sampler, r->token, s.job.top_logprobs)
-                                                       : logprob_of(raw, r->token, s.job.top_logprobs));
+      s.pending_lp.push_back(s.job.post_sampling_probs ? post_sampling_logprob(*s.sampler, r.token, s.job.top_logprobs)
+                                                       : logprob_of(raw, r.token, s.job.top_logprobs));
     }
-    if (!r->eog) s.pending_tokens.push_back(r->token);
+    if (!r.eog) s.pending_tokens.push_back(r.token);
     auto end = [&](std::string text, const char* reason) {
       s.ending = true;
       s.end_text = std::move(text);
       s.end_reason = reason;
-      return r->token;
+      return false;
     };
-    if (r->done) {
-      s.end_context_full = r->reason == StopReason::kContextFull;
-      s.end_stop_type = r->reason == StopReason::kEog ? "eos" : r->reason == StopReason::kStopString ? "word" : "limit";
-      s.end_stop_word = r->stop_index >= 0 ? s.job.stop[static_cast<size_t>(r->stop_index)] : std::string();
-      return end(std::move(r->text), finish_reason(r->reason));
+    if (r.done) {
+      s.end_context_full = r.reason == StopReason::kContextFull;
+      s.end_stop_type = r.reason == StopReason::kEog ? "eos" : r.reason == StopReason::kStopString ? "word" : "limit";
+      s.end_stop_word = r.stop_index >= 0 ? s.job.stop[static_cast<size_t>(r.stop_index)] : std::string();
+      return end(std::move(r.text), finish_reason(r.reason));
     }
     s.end_stop_type = "limit";  // a deadline
-    if (Clock::now() > s.job.deadline) return end(r->text + s.step->finish(), "length");
-    emit(s, std::move(r->text), false, nullptr);
-    return r->token;
+    if (Clock::now() > s.job.deadline) return end(r.text + s.step->finish(), "length");
+    emit(s, std::move(r.text), false, nullptr);
+    return true;
   }
 
   // Drafts for every generating speculative slot: n-gram lookups here, the draft model's
@@ -537,14 +522,12 @@ struct Engine::Impl {
     std::vector<Slot*> planned;
     for (Slot& s : slots) {
       if (!s.active || s.next < 0 || !s.spec) continue;
-      s.cached.push_back(s.next);  // the history a draft continues: the cache and `next`
-      planned.push_back(&s);
-      int limit = p.n_ctx_slot - static_cast<int>(s.cached.size());
       // With context shift a pass leaves the last position free: the shift then comes at the same
       // point as without drafts (the same positions dropped, the same reply).
-      if (p.context_shift) limit -= 1;
-      if (s.job.n_predict >= 0) limit = std::min(limit, s.job.n_predict - s.step->n_gen() - 1);
-      s.plan = s.spec->plan(s.cached, limit);
+      const int n_free = p.n_ctx_slot - static_cast<int>(s.cached.size()) - (p.context_shift ? 1 : 0);
+      s.cached.push_back(s.next);  // the history a draft continues: the cache and `next`
+      planned.push_back(&s);
+      s.plan = s.spec->plan(s.cached, draft_limit(n_free, s.job.n_predict, s.step->n_gen()));
       if (s.plan.source == DraftSource::kModel) {
         draft_reqs.push_back({.seq = s.id, .history = s.cached, .n_max = s.plan.n, .p_min = s.spec->params().p_min, .out = {}});
         draft_owners.push_back(&s);
@@ -701,53 +684,33 @@ struct Engine::Impl {
     size_t row = 0;
     for (const Want& w : wants) {
       Slot& s = *w.slot;
-      const int k = w.n_rows - 1;  // drafts in this pass
-      const int n_past0 = static_cast<int>(s.cached.size()) - w.n_rows;
-      int j = 0, n_compared = 0, n_agreed = 0;
-      for (int i = 0; i <= k; ++i) {
-        s.next = -1;
-        // With context shift the context is never full for the sampler: the next pass shifts.
-        const int room = p.context_shift ? INT32_MAX : p.n_ctx_slot - (n_past0 + i + 1);
-        const int32_t t = on_logits(s, logits->subspan((row + static_cast<size_t>(i)) * nv, nv), room);
-        const bool agree = i < k && t == s.plan.tokens[static_cast<size_t>(i)];
-        n_compared += i < k;
-        n_agreed += agree;
-        if (s.ending || !s.error.empty()) break;
-        if (agree) {
-          ++j;
-          continue;
-        }
-        s.next = t;
-        break;
-      }
+      s.next = -1;
+      const SpecStats before = s.spec ? s.spec->stats() : SpecStats{};
+      // A pass that also carried a prompt chunk says nothing about the cost of verifying.
+      const VerifyParams vp{.context_shift = p.context_shift, .spec = s.spec ? &*s.spec : nullptr,
+                            .verify_s = n_prompt > 0 ? -1.0 : pass_s};
+      auto v = verify_drafts(*ctx, s.id, *s.step, logits->subspan(row * nv, static_cast<size_t>(w.n_rows) * nv), s.plan, vp,
+                             [&](int, std::span<const float> r, TokenStep::Result& res) { return on_logits(s, r, res); });
       row += static_cast<size_t>(w.n_rows);
-      if (s.spec && (k > 0 || s.plan.source != DraftSource::kNone)) {
-        const SpecStats before = s.spec->stats();
-        // A pass that also carried a prompt chunk says nothing about the cost of verifying.
-        s.spec->record(s.plan, n_compared, n_agreed, n_prompt > 0 ? -1.0 : pass_s);
+      s.plan = {};
+      if (s.spec) {
         const SpecStats d = s.spec->stats().since(before);
         std::lock_guard<std::mutex> lk(mu);
         m.n_draft_tokens += d.n_drafted;
         m.n_draft_accepted += d.n_accepted;
         m.n_verify_steps += d.n_steps;
       }
-      s.plan = {};
-      // Rows after the last kept draft hold tokens the target did not pick (or follow the
-      // last token, which plain decoding never decodes either).
-      if (k > j) {
-        if (Status st = ctx->seq_rollback(s.id, k - j); !st) {
-          s.next = -1;
-          fail(s, "cache edit failed: " + st.error().message, false);
-          continue;
-        }
-        s.cached.resize(s.cached.size() - static_cast<size_t>(k - j));
+      if (!v) {
+        fail(s, "cache edit failed: " + v.error().message, false);
+        continue;
       }
-      if (!s.error.empty()) {
-        s.next = -1;
-        fail(s, s.error);
+      s.cached.resize(s.cached.size() - static_cast<size_t>(v->n_rolled_back));
+      if (!v->sampled) {
+        fail(s, v->sampled.error().message);
       } else if (s.ending) {
-        s.next = -1;
         done(s, std::move(s.end_text), s.end_reason);
+      } else {
+        s.next = v->next;
       }
     }
     return true;
