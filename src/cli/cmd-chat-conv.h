@@ -5,7 +5,8 @@
 //     message and the generation prompt) is tokenized and appended;
 //   - re-render: otherwise (a template that rewrites earlier turns, a changed system prompt, a
 //     SentencePiece vocabulary whose space prefix makes suffixes unsafe to tokenize alone), the
-//     full rendering is tokenized and only the tokens after the common prefix are prefilled.
+//     full rendering is tokenized and only the tokens after the common prefix are prefilled
+//     (runtime/prefix-reuse.h: the same reuse as the server's slots).
 // After a reply the turn is closed: the history rendered without a generation prompt extends
 // what the cache holds by the end-of-turn text (<|im_end|>\n ...), which is prefilled at once,
 // so an early stop (length, Ctrl-C, stop string) still leaves a well-formed turn in the cache,

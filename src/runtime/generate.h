@@ -3,7 +3,8 @@
 // until -n tokens, a stop, an end-of-generation token or a full context. With a Speculator each
 // pass also carries drafted tokens: the target samples every drafted position in turn (its own
 // sampler chain and RNG, exactly as plain decoding would), keeps the drafts while they agree and
-// rolls the rest back, so the text is that of plain decoding, only sooner.
+// rolls the rest back (verify_drafts, verify.h: the server's slots run the same step), so the
+// text is that of plain decoding, only sooner.
 //
 //   GenerateParams gp; gp.n_predict = 128; gp.stop = {"\nUser:"};
 //   auto st = generate(*session, tok, sampler, prompt_ids, gp,

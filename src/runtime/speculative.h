@@ -1,15 +1,15 @@
 // Speculative decoding's drafting policy for one target sequence: where the next draft comes
 // from (n-gram prompt lookup, draft-ngram.h; a draft model, draft-model.h; the better of the two
 // when both are on) and how long it is (fixed, or chosen from measured acceptance and costs,
-// draft-length.h). The verification itself is the caller's loop (generate(), the server's
-// engine): the target samples each drafted position with its own full sampler chain and RNG and
-// keeps the drafts while they agree, so the output is exactly that of plain decoding.
+// draft-length.h). The verification is verify_drafts (verify.h), one step for generate() and
+// the server's slots: the target samples each drafted position with its own full sampler chain
+// and RNG and keeps the drafts while they agree, so the output is exactly that of plain decoding.
 //
 //   SpecParams sp;  sp.n_max = 4;  sp.ngram = true;
 //   Speculator spec(sp, draft_model.get(), /*seq=*/0);     // draft_model may be null
 //   auto plan = spec.draft(history, limit);                // history: every token before the next
-//   ... decode [next, plan->tokens...], sample, j drafts accepted ...
-//   spec.record(*plan, j, verify_seconds);
+//   ... decode [next, plan->tokens...] ...
+//   verify_drafts(ctx, 0, step, rows, *plan, {.spec = &spec, .verify_s = dt}, sink);  // calls record()
 //   std::fprintf(stderr, "%s\n", spec_summary(spec.stats()).c_str());  // [spec] drafted N, accepted M (P%)
 #pragma once
 

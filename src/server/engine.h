@@ -20,10 +20,12 @@
 // Speculative decoding: a job with Job::spec drafts (n-gram lookup and/or the draft model, all
 // slots' draft-model requests in one batch per depth) and its pass carries [next, drafts...];
 // its rows are sampled in turn by the slot's TokenStep exactly as plain decoding would, the
-// drafts kept while they agree and the rest of the rows rolled back, so the output is the same.
+// drafts kept while they agree and the rest of the rows rolled back (runtime/verify.h, the same
+// step as the CLI's generate()), so the output is the same.
 //
 // Prefix reuse: a slot keeps the tokens of its last conversation in its cache; a new job goes
-// to the free slot sharing the longest prefix with its prompt and only the rest is prefilled.
+// to the free slot sharing the longest prefix with its prompt and only the rest is prefilled
+// (runtime/prefix-reuse.h, as the chat REPL's turns).
 // When another slot (free or busy) holds a much longer common prefix, it is copied over
 // (Context::seq_cp, on the backend) instead of prefilled again.
 //
