@@ -21,15 +21,6 @@ json bytes_array(std::string_view s) {
   return a;
 }
 
-json error_json(const ApiError& e) {
-  json err = {{"message", e.message}, {"type", e.type}};
-  err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
-  err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
-  if (e.extra.is_object())
-    for (auto it = e.extra.begin(); it != e.extra.end(); ++it) err[it.key()] = it.value();
-  return {{"error", err}};
-}
-
 namespace {
 
 // A present, non-null field of `body`, or nullptr.

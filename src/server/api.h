@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gguf/reader.h"
+#include "http/errors.h"
 #include "grammar/gbnf.h"
 #include "runtime/speculative.h"
 #include "sampling/fields.h"
@@ -29,16 +30,9 @@ namespace minfer::server {
 
 using json = nlohmann::ordered_json;
 
-struct ApiError {
-  int status = 400;
-  std::string message;
-  std::string type = "invalid_request_error";  // OpenAI's types: invalid_request_error,
-                                               // authentication_error, not_found_error, server_error
-  std::string param;                           // the offending field ("" -> null)
-  std::string code;                            // "" -> null
-  json extra = json::object();                 // more fields of the error object (llama-server's n_ctx ...)
-};
-json error_json(const ApiError& e);  // {"error": {"message", "type", "param", "code"}}
+// An error reply: status, message, OpenAI's type, the offending field, code (http/errors.h).
+using ApiError = http::Error;
+using http::error_json;  // {"error": {"message", "type", "param", "code"}}
 json bytes_array(std::string_view s);  // [byte, ...]: a token's bytes as llama-server and OpenAI give them
 // A 500 server_error: a failure after the request was accepted (the engine's error text).
 inline ApiError server_error(std::string message) { return {500, std::move(message), "server_error", "", ""}; }

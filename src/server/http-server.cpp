@@ -15,6 +15,8 @@
 #include <set>
 #include <thread>
 
+#include "http/errors.h"
+#include "http/listener.h"
 #include "runtime/chat-prompt.h"
 #include "server/server-state.h"
 
@@ -106,13 +108,8 @@ bool is_public_path(const std::string& path, const ServerParams& sp) {
 
 int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp_in,
                const EngineDraft& draft) {
-  // Signals go to one thread (sigwait below), never to a worker in the middle of a write.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  // Signals go to one thread (below), never to a worker in the middle of a write.
+  http::StopSignals signals;
 
   ServerState s;
   s.model = std::move(model_in);  // the only reference but the engine's: sleeping frees the weights
@@ -141,21 +138,21 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
   s.n_ctx_slot = s.engine->n_ctx_slot();
   s.sleep = std::make_unique<ModelSleep>(s, s.sp.sleep_idle_s, ep, draft);
 
-  httplib::Server http;
+  httplib::Server web;
   // One thread per open connection (httplib): every slot and queue place, plus idle keep-alive
   // connections (a load balancer keeps some open per worker).
   const int n_threads = s.sp.n_http_threads > 0 ? s.sp.n_http_threads : ep.n_slots + ep.max_queue + 64;
   const size_t max_pending = static_cast<size_t>(std::max(1, s.sp.max_pending_connections));
-  http.new_task_queue = [n_threads, max_pending] { return new BoundedTaskQueue(static_cast<size_t>(n_threads), max_pending); };
-  http.set_payload_max_length(s.sp.max_body);
-  http.set_read_timeout(s.sp.timeout_s, 0);
-  http.set_write_timeout(s.sp.timeout_s, 0);
+  web.new_task_queue = [n_threads, max_pending] { return new BoundedTaskQueue(static_cast<size_t>(n_threads), max_pending); };
+  web.set_payload_max_length(s.sp.max_body);
+  web.set_read_timeout(s.sp.timeout_s, 0);
+  web.set_write_timeout(s.sp.timeout_s, 0);
   // An idle keep-alive connection is closed after this; it also bounds how long SIGTERM waits
   // for idle connections (httplib notices the stop only between requests).
-  http.set_keep_alive_timeout(5);
-  http.set_keep_alive_max_count(10000);
+  web.set_keep_alive_timeout(5);
+  web.set_keep_alive_max_count(10000);
 
-  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+  web.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     s.in_flight++;  // until the logger, which runs once the reply is written
     // CORS, as llama-server: any origin by default (echoed, with credentials), "localhost" for
     // localhost origins only, or one origin; a preflight (OPTIONS) is answered here.
@@ -199,35 +196,9 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // Errors httplib produces itself (404 no route, 413 body too large, 400 bad request line,
-  // 405) get OpenAI's error shape too; bodies we set are kept.
-  http.set_error_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    ApiError e;
-    e.status = res.status;
-    if (res.status == 404) {
-      e.message = fmt::format("no route for {} {}", req.method, req.path);
-      e.type = "not_found_error";
-      e.code = "not_found";
-    } else if (res.status == 413) {
-      e.message = fmt::format("the request body is larger than the limit of {} bytes", s.sp.max_body);
-      e.code = "request_too_large";
-    } else {
-      e.message = fmt::format("HTTP {}", res.status);
-      if (res.status >= 500) e.type = "server_error";
-    }
-    res.set_content(dump(error_json(e)), "application/json");
-  });
-  http.set_exception_handler([&s](const httplib::Request&, httplib::Response& res, std::exception_ptr ep_) {
-    std::string what = "internal error";
-    try {
-      if (ep_) std::rethrow_exception(ep_);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    s.reply_error(res, server_error(what));
-  });
-  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
+  // 405, an exception) get OpenAI's error shape too; bodies we set are kept.
+  http::install_error_handlers(web, s.sp.max_body, [&s](httplib::Response& res, const ApiError& e) { s.reply_error(res, e); });
+  web.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     if (t_holds_model) {
       t_holds_model = false;
       s.sleep->release();
@@ -238,12 +209,12 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
     if (s.sp.verbose) std::fprintf(stderr, "[http] %s %s %d\n", req.method.c_str(), req.path.c_str(), res.status);
   });
 
-  add_openai_routes(http, s);
-  add_llama_routes(http, s);
-  add_anthropic_routes(http, s);
-  add_responses_routes(http, s);
-  add_embedding_routes(http, s);
-  if (s.sp.webui) add_webui_routes(http, s);
+  add_openai_routes(web, s);
+  add_llama_routes(web, s);
+  add_anthropic_routes(web, s);
+  add_responses_routes(web, s);
+  add_embedding_routes(web, s);
+  if (s.sp.webui) add_webui_routes(web, s);
   auto health = [&s, watchdog_s = ep.watchdog_s](const httplib::Request&, httplib::Response& r) {
     if (s.draining) {
       r.status = 503;
@@ -259,41 +230,39 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
     }
     r.set_content("{\"status\":\"ok\"}", "application/json");
   };
-  http.Get("/health", health);
-  http.Get("/v1/health", health);
-  if (!s.sp.vertex_health_route.empty()) http.Get(s.sp.vertex_health_route, health);
-  add_vertex_routes(http, s);  // last: it runs instances through the routes above
+  web.Get("/health", health);
+  web.Get("/v1/health", health);
+  if (!s.sp.vertex_health_route.empty()) web.Get(s.sp.vertex_health_route, health);
+  add_vertex_routes(web, s);  // last: it runs instances through the routes above
   const std::string start_time = std::to_string(static_cast<int64_t>(std::time(nullptr)));
-  http.Get("/metrics", [&s, start_time](const httplib::Request&, httplib::Response& r) {
+  web.Get("/metrics", [&s, start_time](const httplib::Request&, httplib::Response& r) {
     if (!s.sp.endpoint_metrics)
       return s.reply_error(r, {501, "This server does not support metrics endpoint. Start it with `--metrics`", "not_supported_error", "", ""});
     r.set_header("Process-Start-Time-Unix", start_time);
     r.set_content(s.metrics.scrape(s.sleep->engine_metrics()), "text/plain; version=0.0.4");
   });
 
-  if (!http.bind_to_port(s.sp.host, s.sp.port)) {
-    std::fprintf(stderr, "error: cannot listen on %s:%d (in use, or not an address of this machine)\n", s.sp.host.c_str(), s.sp.port);
+  if (auto bound = http::bind_listener(web, s.sp.host, s.sp.port); !bound) {
+    std::fprintf(stderr, "error: %s\n", bound.error().message.c_str());
     return 1;
   }
   // Signals: the first drains (stop accepting; in-flight requests get drain_timeout_s, then
   // are ended with an error), a second one exits at once.
   std::atomic<bool> finished{false};
   std::thread sig_thread([&] {
-    const timespec poll{0, 100 * 1000 * 1000};
-    int sig = -1;
-    while (!finished && sig < 0) sig = sigtimedwait(&sigs, nullptr, &poll);
-    if (finished) return;
+    const int sig = signals.wait(&finished);
+    if (sig < 0) return;
     std::fprintf(stderr, "[server] signal %d: draining in-flight requests (at most %.0f s)\n", sig, s.sp.drain_timeout_s);
     s.draining = true;
     s.sleep->stop();  // asleep or awake, it stays so
     if (s.engine) s.engine->drain();
-    http.stop();  // closes the listener; listen_after_bind() returns when every handler is done
+    web.stop();  // closes the listener; listen_after_bind() returns when every handler is done
     const auto deadline = Clock::now() + std::chrono::duration<double>(s.sp.drain_timeout_s);
     const auto force_exit_at = deadline + std::chrono::seconds(10);
     const auto drained_check_at = Clock::now() + std::chrono::seconds(6);  // past the keep-alive timeout
     bool cancelled = false;
     while (!finished) {
-      const int again = sigtimedwait(&sigs, nullptr, &poll);
+      const int again = signals.poll(std::chrono::milliseconds(100));
       if (again > 0) {
         std::fprintf(stderr, "[server] signal %d again: exiting now\n", again);
         std::fflush(stderr);
@@ -325,7 +294,7 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
   std::fprintf(stderr, "[server] %s: %d slots x %d ctx, listening on http://%s:%d\n", s.model_id.c_str(), ep.n_slots,
                s.engine->n_ctx_slot(), s.sp.host.c_str(), s.sp.port);
   std::fflush(stderr);
-  http.listen_after_bind();
+  web.listen_after_bind();
   s.draining = true;
   s.sleep->stop();
   if (s.engine) {

@@ -1,5 +1,6 @@
 // Anthropic's Messages API: POST /v1/messages (streaming or not: thinking, text and tool_use
 // blocks) and /v1/messages/count_tokens (docs/server-api.md#anthropic-messages-api).
+#include "http/sse.h"
 #include "server/api-anthropic.h"
 #include "server/reasoning.h"
 #include "server/server-state.h"
@@ -74,10 +75,8 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
   }
   ServerState::stream_events(res, ch,
       [&s, r, ch, id, t0](size_t, httplib::DataSink& sink) {
-        auto send = [&](const json& j) {
-          const std::string line = "event: " + j["type"].get<std::string>() + "\ndata: " + dump(j) + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
+        http::SseWriter sse(sink);
+        auto send = [&](const json& j) { return sse.send(j["type"].get<std::string>(), dump(j)); };
         bool ok = send({{"type", "message_start"},
                         {"message", {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", s.model_id},
                                      {"content", json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
@@ -139,7 +138,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
                 {"usage", {{"output_tokens", done.n_gen}}}});
           send({{"type", "message_stop"}});
         }
-        sink.done();
+        sse.done();
         s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
         return true;
       });

@@ -9,6 +9,7 @@
 
 #include "api/fields-json.h"
 #include "core/utf8.h"
+#include "http/sse.h"
 #include "server/api-infill.h"
 #include "server/slot-files.h"
 #include "server/server-state.h"
@@ -162,10 +163,8 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
   }
   ServerState::stream_events(res, ch,
       [&s, r, ch, t0, n, final_object](size_t, httplib::DataSink& sink) {
-        auto send = [&](const json& j) {
-          const std::string line = "data: " + dump(j) + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
+        http::SseWriter sse(sink);
+        auto send = [&](const json& j) { return sse.send(dump(j)); };
         Choices c(n);
         c.keep_probs = false;
         const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
@@ -190,8 +189,10 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
           return ok;
         });
         if (!error) return false;  // the client went away
-        const std::string reply = error->empty() ? std::string() : "data: " + dump(error_json(server_error(*error))) + "\n\n";
-        return s.finish_body(sink, reply, t0);
+        if (!error->empty()) sse.add(dump(error_json(server_error(*error))));
+        if (!sse.done()) return false;
+        s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
+        return true;
       });
 }
 

@@ -2,6 +2,7 @@
 // (SSE chunks, [DONE]) or not, n choices, logprobs, tool calls (docs/server-api.md).
 #include <ctime>
 
+#include "http/sse.h"
 #include "server/reasoning.h"
 #include "server/server-state.h"
 #include "toolcall/parser.h"
@@ -40,10 +41,8 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
             const std::string& id, int64_t created_t, bool chat, Clock::time_point t0) {
   ServerState::stream_events(res, ch,
       [&s, r, ch, id, created_t, chat, t0](size_t, httplib::DataSink& sink) {
-        auto send = [&](const json& j) {
-          const std::string line = "data: " + dump(j) + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
+        http::SseWriter sse(sink);
+        auto send = [&](const json& j) { return sse.send(dump(j)); };
         const JobEvent* current = nullptr;  // the event being sent (timings_per_token)
         auto chunk = [&](int index, json delta_or_text, json logprobs, json finish) {
           json c = chunk_base(s, id, chat, created_t);
@@ -122,9 +121,8 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
           c["timings"] = timings.to_json();  // llama-server's place for them in a stream with usage
           send(c);
         }
-        static const std::string kDone = "data: [DONE]\n\n";
-        sink.write(kDone.data(), kDone.size());
-        sink.done();
+        sse.send("[DONE]");
+        sse.done();
         s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
         return true;
       });

@@ -3,6 +3,7 @@
 // (docs/server-api.md#openai-responses-api).
 #include <ctime>
 
+#include "http/sse.h"
 #include "server/api-responses.h"
 #include "server/reasoning.h"
 #include "server/server-state.h"
@@ -18,14 +19,14 @@ std::string status_of(const JobEvent& done) { return done.finish_reason == "leng
 // opened, gets its deltas and is closed before the next one starts.
 class ResponseStream {
  public:
-  ResponseStream(httplib::DataSink& sink, const ResponseMeta& meta) : sink_(sink), meta_(meta) {}
+  ResponseStream(httplib::DataSink& sink, const ResponseMeta& meta) : sse_(sink), meta_(meta) {}
 
   bool send(const std::string& type, json fields) {
     json j = {{"type", type}, {"sequence_number", seq_++}};
     j.update(fields);
-    const std::string line = "event: " + type + "\ndata: " + dump(j) + "\n\n";
-    return sink_.write(line.data(), line.size());
+    return sse_.send(type, dump(j));
   }
+  bool done() { return sse_.done(); }
   json response(const std::string& status, json usage) const { return response_json(meta_, status, output_, std::move(usage)); }
 
   // One piece of the reply; `timings` (or null) goes on its delta events.
@@ -104,7 +105,7 @@ class ResponseStream {
     return ok;
   }
 
-  httplib::DataSink& sink_;
+  http::SseWriter sse_;
   const ResponseMeta& meta_;
   int seq_ = 0;
   json output_ = json::array();
@@ -182,7 +183,7 @@ void responses(ServerState& s, const httplib::Request& req, httplib::Response& r
           rs.send("response.completed", {{"response", rs.response(status_of(done), response_usage_json(done.n_prompt, done.n_gen, done.n_cached))},
                                          {"timings", t.to_json()}});
         }
-        sink.done();
+        rs.done();
         s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());
         return true;
       });

@@ -2,6 +2,9 @@
 
 #include <random>
 
+#include "http/errors.h"
+#include "http/sse.h"
+
 namespace minfer::server {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -249,10 +252,8 @@ std::optional<std::string> ServerState::pump_events(EventChannel& ch, httplib::D
 }
 
 void ServerState::stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider("text/event-stream", std::move(body), [ch](bool success) {
-    if (!success) ch->cancel();
+  http::stream_sse(res, std::move(body), [ch](bool ok) {
+    if (!ok) ch->cancel();
   });
 }
 

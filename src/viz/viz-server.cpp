@@ -1,4 +1,3 @@
-#include "api/fields-json.h"
 #include "viz/viz-server.h"
 
 #include <sys/socket.h>
@@ -18,7 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/fields-json.h"
 #include "core/thread-pool.h"
+#include "http/errors.h"
+#include "http/listener.h"
+#include "http/sse.h"
 #include "models/model.h"
 #include "runtime/chat-prompt.h"
 #include "runtime/generate.h"
@@ -41,10 +44,7 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 void reply_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
                  const std::string& param = "") {
-  res.status = status;
-  json err = {{"message", message}, {"type", type}};
-  if (!param.empty()) err["param"] = param;
-  res.set_content(dump({{"error", err}}), "application/json");
+  http::reply_error(res, {status, message, type, param, ""});
 }
 
 struct RunRequest {
@@ -151,25 +151,23 @@ void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
 }
 
 constexpr int kMaxPages = 24;  // event streams; the HTTP pool (32) keeps threads for the rest
+constexpr size_t kMaxBody = 1 << 20;  // a /viz/run body
 
 void handle_events(State& s, httplib::Response& res) {
   if (s.hub.n_subscribers() >= kMaxPages)
     return reply_error(res, 503, fmt::format("{} pages are listening already; close one", kMaxPages), "busy");
   auto sub = s.hub.subscribe();
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
+  http::stream_sse(
+      res,
       [&s, sub](size_t, httplib::DataSink& sink) {
-        const std::string hello = "retry: 1000\ndata: " + dump({{"type", "hello"}, {"model", s.model->hparams().name}}) + "\n\n";
-        if (!sink.write(hello.data(), hello.size())) return false;
+        http::SseWriter sse(sink);
+        sse.add_raw("retry: 1000\n");  // the page reconnects after 1 s
+        if (!sse.send(dump({{"type", "hello"}, {"model", s.model->hparams().name}}))) return false;
         for (;;) {
           const auto events = s.hub.wait(*sub, std::chrono::milliseconds(1000));
           if (s.hub.closed()) return false;
-          std::string chunk;
-          for (const std::string& e : events) chunk += "data: " + e + "\n\n";
-          if (chunk.empty()) chunk = ": ping\n\n";  // finds a page that went away
-          if (!sink.write(chunk.data(), chunk.size())) return false;
+          for (const std::string& e : events) sse.add(e);
+          if (!(events.empty() ? sse.heartbeat() : sse.flush())) return false;  // a ping finds a page that went away
         }
       },
       [&s, sub](bool) { s.hub.unsubscribe(sub); });
@@ -204,11 +202,7 @@ void handle_trace(const httplib::Request& req, httplib::Response& res) {
 int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   // SIGINT / SIGTERM are taken by sigwait below: blocked before any thread starts, so every
   // thread (backend workers, HTTP) inherits the mask.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  http::StopSignals signals;
   State s;
   auto m = Model::load(model_path);
   if (!m) {
@@ -241,56 +235,44 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   }
   s.graphs = "{\"model\":" + dump(s.model->hparams().name) + ",\"prefill\":" + *prefill + ",\"decode\":" + *decode + "}";
 
-  httplib::Server http;
-  http.new_task_queue = [] { return new httplib::ThreadPool(32); };
-  http.set_payload_max_length(1 << 20);
+  httplib::Server web;
+  web.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  web.set_payload_max_length(kMaxBody);
   // A fixed send buffer (accepted sockets inherit it): what a page does not read piles up in its
   // EventHub queue, where it is counted and reported as "lagged", instead of in a kernel buffer
   // that autotuning may grow to megabytes on one machine and not on another.
   // A page that stops reading (a background tab, a paused debugger) keeps its stream for 30 s
   // of blocked writes, not httplib's 5 s: when it reads again it gets "lagged" and goes on,
   // instead of finding the stream cut whenever a run outlasts 5 s.
-  http.set_write_timeout(30, 0);
-  http.set_socket_options([](socket_t sock) {
+  web.set_write_timeout(30, 0);
+  web.set_socket_options([](socket_t sock) {
     httplib::default_socket_options(sock);
     const int sndbuf = 256 * 1024;
     setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
   });
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
-  http.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
-  http.Get("/app.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "app.js", "text/javascript; charset=utf-8"); });
-  http.Get("/style.css", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "style.css", "text/css; charset=utf-8"); });
-  http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
-  http.Get("/viz/graph", [&s](const httplib::Request&, httplib::Response& res) { res.set_content(s.graphs, "application/json"); });
-  http.Post("/viz/run", [&s](const httplib::Request& req, httplib::Response& res) { handle_run(s, req, res); });
-  http.Get("/viz/events", [&s](const httplib::Request&, httplib::Response& res) { handle_events(s, res); });
-  http.Get("/viz/trace", [](const httplib::Request& req, httplib::Response& res) { handle_trace(req, res); });
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const int st = res.status;
-    reply_error(res, st, fmt::format("no route for {} {}", req.method, req.path), st == 404 ? "not_found_error" : "invalid_request_error");
-  });
+  web.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
+  web.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
+  web.Get("/app.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "app.js", "text/javascript; charset=utf-8"); });
+  web.Get("/style.css", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "style.css", "text/css; charset=utf-8"); });
+  web.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  web.Get("/viz/graph", [&s](const httplib::Request&, httplib::Response& res) { res.set_content(s.graphs, "application/json"); });
+  web.Post("/viz/run", [&s](const httplib::Request& req, httplib::Response& res) { handle_run(s, req, res); });
+  web.Get("/viz/events", [&s](const httplib::Request&, httplib::Response& res) { handle_events(s, res); });
+  web.Get("/viz/trace", [](const httplib::Request& req, httplib::Response& res) { handle_trace(req, res); });
+  http::install_error_handlers(web, kMaxBody, http::reply_error);
 
-  int port = opt.port;
-  if (port == 0) port = http.bind_to_any_port(opt.host.c_str());  // --port 0: the system picks
-  else if (!http.bind_to_port(opt.host.c_str(), port)) port = -1;
-  if (port <= 0) {
-    std::fprintf(stderr, "minfer viz: cannot listen on %s:%d\n", opt.host.c_str(), opt.port);
+  auto port = http::bind_listener(web, opt.host, opt.port);  // --port 0: the system picks
+  if (!port) {
+    std::fprintf(stderr, "minfer viz: %s\n", port.error().message.c_str());
     return 1;
   }
-  std::thread server([&] { http.listen_after_bind(); });
-  std::fprintf(stderr, "minfer viz: %s on http://%s:%d/\n", s.model->hparams().name.c_str(), opt.host.c_str(), port);
-  int sig = 0;
-  sigwait(&set, &sig);  // then: end a run at its next token, wake the event streams, exit
+  std::thread server([&] { web.listen_after_bind(); });
+  std::fprintf(stderr, "minfer viz: %s on http://%s:%d/\n", s.model->hparams().name.c_str(), opt.host.c_str(), *port);
+  signals.wait();  // then: end a run at its next token, wake the event streams, exit
   s.stopping.store(true);
-  // A second signal ends the process at once.
-  std::thread([set]() mutable {
-    int again = 0;
-    sigwait(&set, &again);
-    std::_Exit(128 + again);
-  }).detach();
+  signals.exit_on_next();  // a second signal ends the process at once
   s.hub.close_all();
-  http.stop();
+  web.stop();
   server.join();
   return 0;
 }

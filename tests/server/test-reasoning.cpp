@@ -85,7 +85,7 @@ TEST(Anthropic, BlocksBecomeChatMessages) {
   EXPECT_EQ(m[3], json({{"role", "user"}, {"content", "Results:"}}));
   EXPECT_EQ(m[4], json({{"role", "tool"}, {"tool_call_id", "t1"}, {"content", "42"}}));
   EXPECT_EQ(m[5]["content"], "Error: bad");
-  EXPECT_EQ(c["stop"], json::array({"END"}));
+  EXPECT_EQ(c["stop_sequences"], json::array({"END"}));  // read by Anthropic's name (the field table), with ctx.api
   EXPECT_EQ(c["tool_choice"]["function"]["name"], "f");
   EXPECT_EQ(c["tools"][0]["function"]["parameters"], json({{"type", "object"}}));
   EXPECT_EQ(c["chat_template_kwargs"]["enable_thinking"], false);
