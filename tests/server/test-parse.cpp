@@ -17,9 +17,7 @@ namespace {
 class Parse : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = Tokenizer::from_metadata(testing::tiny_bpe_metadata("qwen2"));
-    ASSERT_TRUE(t.has_value()) << t.error().message;
-    tok = std::make_unique<Tokenizer>(std::move(*t));
+    tok = testing::tiny_bpe_tokenizer();
     defaults.temp = 0.3f;  // serve's --temp 0.3
     ctx.tok = tok.get();
     ctx.n_ctx_slot = 64;

@@ -52,9 +52,7 @@ TEST(fields, sampler_params_accept_every_default_and_refuse_by_the_table) {
 class FieldsJson : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = Tokenizer::from_metadata(testing::tiny_bpe_metadata("qwen2"));
-    ASSERT_TRUE(t.has_value()) << t.error().message;
-    tok = std::make_unique<Tokenizer>(std::move(*t));
+    tok = testing::tiny_bpe_tokenizer();
   }
   std::optional<api::FieldError> read(const json& body, Api api, GenerationSettings& s) {
     return api::read_fields(body, api, *tok, s);

@@ -26,9 +26,7 @@ StepParams limits(int n_predict, std::vector<std::string> stop = {}, bool ignore
 class Step : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = Tokenizer::from_metadata(testing::tiny_bpe_metadata("qwen2"));
-    ASSERT_TRUE(t.has_value()) << t.error().message;
-    tok = std::make_unique<Tokenizer>(std::move(*t));
+    tok = testing::tiny_bpe_tokenizer();
     SamplerParams sp;
     sp.temp = 0.0f;  // greedy: the row's top token
     auto s = Sampler::create(sp, tok->n_vocab());

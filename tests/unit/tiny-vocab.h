@@ -9,11 +9,14 @@
 // <0xNN> byte tokens and a handful of scored pieces.
 #pragma once
 
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "gguf/value.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 namespace minfer::testing {
@@ -104,6 +107,13 @@ inline std::vector<GgufKV> tiny_spm_metadata() {
   md.push_back({"tokenizer.ggml.token_type", i32_array(types)});
   md.push_back({"tokenizer.ggml.scores", f32_array(scores)});
   return md;
+}
+
+// The tiny BPE vocabulary as a Tokenizer (a test fixture's: throws if it cannot be built).
+inline std::unique_ptr<Tokenizer> tiny_bpe_tokenizer(const std::string& pre = "qwen2") {
+  auto t = Tokenizer::from_metadata(tiny_bpe_metadata(pre));
+  if (!t) throw std::runtime_error(t.error().message);
+  return std::make_unique<Tokenizer>(std::move(*t));
 }
 
 }  // namespace minfer::testing
