@@ -16,7 +16,7 @@ ApiError image_unsupported(const std::string& where) {
 }
 
 // A tool_result's content: a string, or text blocks (an image in it cannot be shown to the model).
-std::variant<std::string, ApiError> tool_result_text(const json& c, const std::string& where) {
+ApiResult<std::string> tool_result_text(const json& c, const std::string& where) {
   if (c.is_null()) return std::string();
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array()) return invalid_param(where, fmt::format("'{}' must be a string or an array of blocks", where));
@@ -55,7 +55,7 @@ json anthropic_error_json(const ApiError& e) {
   return {{"type", "error"}, {"error", std::move(inner)}};
 }
 
-std::variant<json, ApiError> anthropic_to_chat(const json& body, bool count_only) {
+ApiResult<json> anthropic_to_chat(const json& body, bool count_only) {
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
   json out = json::object();
   json msgs = json::array();

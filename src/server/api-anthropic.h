@@ -14,13 +14,12 @@
 #pragma once
 
 #include <string>
-#include <variant>
 
 #include "server/api.h"
 
 namespace minfer::server {
 
-std::variant<json, ApiError> anthropic_to_chat(const json& body, bool count_only);
+ApiResult<json> anthropic_to_chat(const json& body, bool count_only);
 
 // Anthropic's error body: {"type": "error", "error": {"type", "message"}} (plus minfer's fields:
 // param, code, llama-server's n_ctx ...); the type is Anthropic's for the status (503:

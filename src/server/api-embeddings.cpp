@@ -8,8 +8,8 @@
 
 namespace minfer::server {
 
-std::variant<EmbeddingRequest, ApiError> parse_embedding_request(const json& body, bool oai, const Tokenizer& tok,
-                                                                 int n_ctx_slot, Pooling pooling) {
+ApiResult<EmbeddingRequest> parse_embedding_request(const json& body, bool oai, const Tokenizer& tok,
+                                                    int n_ctx_slot, Pooling pooling) {
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
   EmbeddingRequest r;
   r.oai = oai;

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "server/api.h"
@@ -31,8 +30,8 @@ struct EmbeddingRequest {
   int normalize = 2;                 // embd_normalize
 };
 
-std::variant<EmbeddingRequest, ApiError> parse_embedding_request(const json& body, bool oai, const Tokenizer& tok,
-                                                                 int n_ctx_slot, Pooling pooling);
+ApiResult<EmbeddingRequest> parse_embedding_request(const json& body, bool oai, const Tokenizer& tok,
+                                                    int n_ctx_slot, Pooling pooling);
 
 // The reply to r from each input's vectors (out[i] is input i's).
 json embeddings_json(const EmbeddingRequest& r, const std::vector<JobEvent::Embedding>& out, const std::string& model_id);

@@ -12,7 +12,7 @@ namespace {
 using Fim = Tokenizer::Fim;
 
 // input_prefix / input_suffix: a string, or token ids mixed with strings; text as plain text.
-std::variant<std::vector<int32_t>, ApiError> plain_tokens(const json& body, const char* name, const Tokenizer& tok) {
+ApiResult<std::vector<int32_t>> plain_tokens(const json& body, const char* name, const Tokenizer& tok) {
   std::vector<int32_t> ids;
   const auto it = body.find(name);
   if (it == body.end() || it->is_null()) return ids;
@@ -41,7 +41,7 @@ void append(std::vector<int32_t>& out, const std::vector<int32_t>& more) { out.i
 
 }  // namespace
 
-std::variant<std::vector<int32_t>, ApiError> infill_prompt(const json& body, const Tokenizer& tok, const InfillLimits& lim) {
+ApiResult<std::vector<int32_t>> infill_prompt(const json& body, const Tokenizer& tok, const InfillLimits& lim) {
   const int32_t pre = tok.fim_id(Fim::kPrefix), suf = tok.fim_id(Fim::kSuffix), mid = tok.fim_id(Fim::kMiddle);
   if (pre < 0 || suf < 0 || mid < 0) {
     ApiError e;  // a 400 (llama-server answers 501): the request cannot be served by this model

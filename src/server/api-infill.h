@@ -20,7 +20,6 @@
 #pragma once
 
 #include <cstdint>
-#include <variant>
 #include <vector>
 
 #include "server/api.h"
@@ -36,6 +35,6 @@ struct InfillLimits {
 
 // The prompt's token ids, or a 400 naming the bad field (input_extra chunks, prefix/suffix not
 // text or ids) or saying the model has no prefix, suffix or middle token (llama-server: 501).
-std::variant<std::vector<int32_t>, ApiError> infill_prompt(const json& body, const Tokenizer& tok, const InfillLimits& lim);
+ApiResult<std::vector<int32_t>> infill_prompt(const json& body, const Tokenizer& tok, const InfillLimits& lim);
 
 }  // namespace minfer::server

@@ -8,7 +8,7 @@ namespace {
 bool has_string(const json& j, const char* key) { return j.contains(key) && j[key].is_string(); }
 
 // A message's content: a string, or input_text / output_text parts (joined as chat text parts).
-std::variant<json, ApiError> message_content(const json& content, const std::string& where) {
+ApiResult<json> message_content(const json& content, const std::string& where) {
   if (content.is_string()) return content;
   if (content.is_null()) return json("");
   if (!content.is_array()) return invalid_param(where, fmt::format("'{}' must be a string or an array of input_text parts", where));
@@ -32,11 +32,11 @@ std::variant<json, ApiError> message_content(const json& content, const std::str
   return parts;
 }
 
-// The messages of "input" (after the instructions' system message, if any).
-std::optional<ApiError> input_messages(const json& input, json& msgs) {
+// `msgs` (the instructions' system message, if any) and the messages of "input".
+ApiResult<json> input_messages(const json& input, json msgs) {
   if (input.is_string()) {
     msgs.push_back({{"role", "user"}, {"content", input}});
-    return std::nullopt;
+    return msgs;
   }
   if (!input.is_array()) return invalid_param("input", "'input' must be a string or an array of items");
   // Function calls, their outputs and reasoning items follow one another as separate items: the
@@ -91,12 +91,12 @@ std::optional<ApiError> input_messages(const json& input, json& msgs) {
                                                         "function_call_output, reasoning", where, type));
     }
   }
-  return std::nullopt;
+  return msgs;
 }
 
 }  // namespace
 
-std::variant<json, ApiError> responses_to_chat(const json& body) {
+ApiResult<json> responses_to_chat(const json& body) {
   if (!body.is_object()) return invalid_param("", "the request body must be a JSON object");
   if (!body.contains("input")) return invalid_param("input", "'input' is required: a string or an array of items");
   if (body.contains("previous_response_id") && !body["previous_response_id"].is_null())
@@ -113,8 +113,9 @@ std::variant<json, ApiError> responses_to_chat(const json& body) {
     if (!body["instructions"].is_string()) return invalid_param("instructions", "'instructions' must be a string");
     msgs.push_back({{"role", "system"}, {"content", body["instructions"]}});
   }
-  if (auto e = input_messages(body["input"], msgs)) return *e;
-  out["messages"] = std::move(msgs);
+  auto messages = input_messages(body["input"], std::move(msgs));
+  if (!messages) return messages.error();
+  out["messages"] = std::move(*messages);
 
   if (body.contains("tools") && !body["tools"].is_null()) {
     if (!body["tools"].is_array()) return invalid_param("tools", "'tools' must be an array");

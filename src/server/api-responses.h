@@ -18,13 +18,12 @@
 #pragma once
 
 #include <string>
-#include <variant>
 
 #include "server/api.h"
 
 namespace minfer::server {
 
-std::variant<json, ApiError> responses_to_chat(const json& body);
+ApiResult<json> responses_to_chat(const json& body);
 
 // What every response object of one request repeats.
 struct ResponseMeta {

@@ -14,9 +14,9 @@ bool valid_name(const std::string& n) {
 
 }  // namespace
 
-std::optional<ApiError> parse_tool_fields(const json& body, toolcall::ToolRequest& out) {
+ApiResult<toolcall::ToolRequest> parse_tool_fields(const json& body) {
   using toolcall::ToolChoice;
-  out = {};
+  toolcall::ToolRequest out;
   auto tools = body.find("tools");
   if (tools != body.end() && !tools->is_null()) {
     if (!tools->is_array()) return invalid_param("tools", "'tools' must be an array of {\"type\": \"function\", \"function\": {...}}");
@@ -78,7 +78,7 @@ std::optional<ApiError> parse_tool_fields(const json& body, toolcall::ToolReques
     if (!par->is_boolean()) return invalid_param("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
     out.parallel = par->get<bool>();
   }
-  return std::nullopt;
+  return out;
 }
 
 }  // namespace minfer::server

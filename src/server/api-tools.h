@@ -1,18 +1,16 @@
 // OpenAI's `tools`, `tool_choice` and `parallel_tool_calls` fields (docs/server-api.md), read
-// into a toolcall::ToolRequest. Internal to src/server (api.cpp).
+// into a toolcall::ToolRequest. Internal to src/server (request-parse.cpp).
 //
-//   toolcall::ToolRequest req;
-//   if (auto e = parse_tool_fields(body, req)) return *e;   // 400 naming the field
-//   if (req.tools.empty()) ...                              // no tools in this request
+//   auto req = parse_tool_fields(body);
+//   if (!req) return req.error();                           // 400 naming the field
+//   if (req->tools.empty()) ...                             // no tools in this request
 #pragma once
 
-#include <optional>
-
-#include "server/api.h"
+#include "server/request.h"
 #include "toolcall/tools.h"
 
 namespace minfer::server {
 
-std::optional<ApiError> parse_tool_fields(const json& body, toolcall::ToolRequest& out);
+ApiResult<toolcall::ToolRequest> parse_tool_fields(const json& body);
 
 }  // namespace minfer::server

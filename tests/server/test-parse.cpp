@@ -1,18 +1,38 @@
 // Request parsing (server/api.h parse_completion_request) without a server or a model: the tiny
 // BPE vocabulary tokenizes, a ParseContext stands for the server's settings. What a request
 // becomes (fields over the server's defaults, each API's names), and how it is refused (the
-// field named, one error shape).
+// field named, one error shape). Then its two steps alone: parse_request (request-parse.h: the
+// JSON checked and typed, nothing rendered or tokenized) and prepare_request (request-prepare.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "../unit/tiny-vocab.h"
 #include "server/api.h"
+#include "server/request-parse.h"
+#include "server/request-prepare.h"
 
 namespace minfer::server {
 namespace {
+
+// A body that is refused: the field named, a piece of the message.
+struct Refusal {
+  const char* body;
+  const char* param;
+  const char* text;
+  bool chat = false;
+};
+
+template <typename T>
+void expect_refused(const Refusal& c, const ApiResult<T>& r) {
+  ASSERT_FALSE(r) << c.body << " was accepted";
+  EXPECT_EQ(r.error().status, 400) << c.body;
+  EXPECT_EQ(r.error().param, c.param) << c.body << " -> " << r.error().message;
+  EXPECT_NE(r.error().message.find(c.text), std::string::npos) << c.body << " -> " << r.error().message;
+}
 
 class Parse : public ::testing::Test {
  protected:
@@ -24,20 +44,20 @@ class Parse : public ::testing::Test {
     ctx.default_n_predict = 7;  // serve's -n 7
     ctx.sampling = &defaults;
   }
-  std::variant<CompletionRequest, ApiError> parse(const char* body, Api api = Api::kJson) {
+  ApiResult<CompletionRequest> parse(const char* body, Api api = Api::kJson) {
     ParseContext c = ctx;
     c.api = api;
     return parse_completion_request(json::parse(body), /*chat=*/false, c);
   }
   CompletionRequest ok(const char* body, Api api = Api::kJson) {
     auto r = parse(body, api);
-    if (auto* e = std::get_if<ApiError>(&r)) ADD_FAILURE() << body << " -> " << e->message;
-    return std::get_if<CompletionRequest>(&r) ? std::get<CompletionRequest>(r) : CompletionRequest{};
+    if (!r) ADD_FAILURE() << body << " -> " << r.error().message;
+    return r ? *r : CompletionRequest{};
   }
   ApiError refused(const char* body, Api api = Api::kJson) {
     auto r = parse(body, api);
-    if (!std::holds_alternative<ApiError>(r)) ADD_FAILURE() << body << " was accepted";
-    return std::holds_alternative<ApiError>(r) ? std::get<ApiError>(r) : ApiError{};
+    if (r) ADD_FAILURE() << body << " was accepted";
+    return r ? ApiError{} : r.error();
   }
   std::unique_ptr<Tokenizer> tok;
   SamplerParams defaults;
@@ -70,12 +90,7 @@ TEST_F(Parse, each_api_reads_its_own_names) {
 }
 
 TEST_F(Parse, refusals_name_the_field) {
-  struct Case {
-    const char* body;
-    const char* param;
-    const char* text;
-  };
-  const Case cases[] = {
+  const Refusal cases[] = {
       {R"({"temperature": 1})", "prompt", "'prompt' is required"},
       {R"({"prompt": "hi", "n": 17})", "n", ""},
       {R"({"prompt": "hi", "top_p": 2})", "top_p", "'top_p' 2 must be in [0, 1]"},
@@ -84,14 +99,144 @@ TEST_F(Parse, refusals_name_the_field) {
       {R"({"prompt": "hi", "max_tokens": 100})", "prompt", "maximum context length is 64"},  // OpenAI's rule
       {R"({"prompt": "hi", "logprobs": 6})", "logprobs", ""},
   };
-  for (const Case& c : cases) {
-    const ApiError e = refused(c.body);
-    EXPECT_EQ(e.status, 400) << c.body;
-    EXPECT_EQ(e.param, c.param) << c.body << " -> " << e.message;
-    EXPECT_NE(e.message.find(c.text), std::string::npos) << c.body << " -> " << e.message;
-  }
+  for (const Refusal& c : cases) expect_refused(c, parse(c.body));
   // llama-server's n_predict is not checked against the context: the reply ends at its end.
   EXPECT_EQ(ok(R"({"prompt": "hi", "n_predict": 100})").n_predict, 100);
+}
+
+// Step 1 alone: the body's fields, typed, before anything needs the model.
+class ParseStep : public Parse {
+ protected:
+  ParsedRequest parsed(const char* body, bool chat = false) {
+    auto p = parse_request(json::parse(body), chat, ctx);
+    if (!p) ADD_FAILURE() << body << " -> " << p.error().message;
+    return p ? *p : ParsedRequest{};
+  }
+};
+
+TEST_F(ParseStep, a_completion_body_becomes_typed_fields) {
+  const ParsedRequest p = parsed(R"({"prompt": ["hi", "there"], "max_tokens": 5, "temperature": 0.5, "n": 3, "stream": true,
+      "stream_options": {"include_usage": true}, "logprobs": 2, "cache_prompt": false, "id_slot": 1, "n_keep": -1,
+      "n_discard": 4, "return_tokens": true, "ignore_eos": true, "timings_per_token": true,
+      "speculative": {"type": "ngram", "n_max": 4}, "speculative.p_min": 0.5,
+      "json_schema": {"type": "object"}, "grammar_lazy": true, "grammar_triggers": [{"type": 1, "value": "{"}]})");
+  const CompletionRequest& o = p.options;
+  EXPECT_FALSE(o.chat);
+  EXPECT_EQ(o.n_predict, 5);
+  EXPECT_EQ(p.n_predict_name, "max_tokens");
+  EXPECT_EQ(o.sampling.temp, 0.5f);
+  EXPECT_EQ(o.n, 3);
+  EXPECT_TRUE(o.stream);
+  EXPECT_TRUE(o.include_usage);
+  EXPECT_TRUE(o.logprobs);
+  EXPECT_EQ(o.top_logprobs, 2);
+  EXPECT_FALSE(o.cache_prompt);
+  EXPECT_EQ(o.id_slot, 1);
+  EXPECT_EQ(o.n_keep, -1);
+  EXPECT_EQ(o.n_discard, 4);
+  EXPECT_TRUE(o.return_tokens);
+  EXPECT_TRUE(o.timings_per_token);
+  EXPECT_TRUE(o.ignore_eos);
+  EXPECT_TRUE(o.sampling.logit_bias.empty()) << "the end-of-generation bans need the vocabulary: step 2's";
+  ASSERT_TRUE(o.spec.has_value());
+  EXPECT_TRUE(o.spec->ngram);
+  EXPECT_FALSE(o.spec->model);
+  EXPECT_EQ(o.spec->n_max, 4);
+  EXPECT_EQ(o.spec->p_min, 0.5f);
+  EXPECT_EQ(p.grammar.param, "json_schema");
+  EXPECT_FALSE(p.grammar.gbnf.empty()) << "the schema as GBNF text, compiled in step 2";
+  ASSERT_EQ(o.grammar_triggers.size(), 1u);
+  EXPECT_EQ(o.grammar_triggers[0].text, "{");
+  EXPECT_EQ(p.prompt, json::parse(R"(["hi", "there"])")) << "kept as given: tokenized in step 2";
+  EXPECT_TRUE(o.prompt.empty());
+  EXPECT_FALSE(o.grammar);
+}
+
+TEST_F(ParseStep, the_servers_defaults_where_the_body_is_silent) {
+  ctx.cache_prompt = false;
+  const ParsedRequest p = parsed(R"({"prompt": "hi", "n_probs": 3})");
+  EXPECT_EQ(p.options.sampling.temp, 0.3f);
+  EXPECT_EQ(p.options.n_predict, 7);
+  EXPECT_EQ(p.n_predict_name, "");
+  EXPECT_FALSE(p.options.cache_prompt);
+  EXPECT_FALSE(p.options.spec.has_value());
+  EXPECT_TRUE(p.options.logprobs) << "llama-server's n_probs asks for completion_probabilities";
+  EXPECT_EQ(p.options.top_logprobs, 3);
+  EXPECT_EQ(p.grammar.param, "");
+  EXPECT_EQ(parsed(R"({"prompt": "hi", "n_predict": 9})").n_predict_name, "n_predict");
+}
+
+TEST_F(ParseStep, a_chat_body_becomes_checked_messages_and_tools) {
+  const ParsedRequest p = parsed(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+      {"role": "assistant", "content": null}], "add_generation_prompt": false, "logprobs": true, "top_logprobs": 2,
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}], "tool_choice": "required",
+      "chat_template_kwargs": {"enable_thinking": false}})",
+                                 /*chat=*/true);
+  EXPECT_TRUE(p.options.chat);
+  ASSERT_EQ(p.chat.messages.size(), 2u);
+  EXPECT_EQ(p.chat.messages[0]["content"], "a\n\nb") << "text parts are paragraphs";
+  EXPECT_EQ(p.chat.messages[1]["content"], "") << "null content is an empty string";
+  EXPECT_EQ(p.chat.add_generation_prompt, std::optional<bool>(false));
+  EXPECT_FALSE(p.chat.continue_final);
+  ASSERT_EQ(p.chat.tools.tools.size(), 1u);
+  EXPECT_EQ(p.chat.tools.tools[0].name, "get_weather");
+  EXPECT_EQ(p.chat.tools.choice, toolcall::ToolChoice::kRequired);
+  EXPECT_EQ(p.chat.template_kwargs, json::parse(R"({"enable_thinking": false})"));
+  EXPECT_TRUE(p.options.logprobs);
+  EXPECT_EQ(p.options.top_logprobs, 2);
+}
+
+TEST_F(ParseStep, refusals_name_the_field) {
+  const Refusal cases[] = {
+      {R"([1, 2])", "", "the request body must be a JSON object"},
+      {R"({"prompt": "hi", "n": 0})", "n", "'n' is 0, outside [1, 16]"},
+      {R"({"prompt": "hi", "stream": "yes"})", "stream", "'stream' must be a boolean, got \"yes\""},
+      {R"({"prompt": "hi", "id_slot": 1.5})", "id_slot", "'id_slot' must be an integer"},
+      {R"({"prompt": "hi", "stream_options": {"include_usage": 1}})", "stream_options.include_usage", "'include_usage' must be a boolean"},
+      {R"({"prompt": "hi", "speculative": {"n_max": 0}})", "speculative.n_max", "'n_max' is 0, outside [1, "},
+      {R"({"prompt": "hi", "speculative.p_min": 2})", "speculative.p_min", "'p_min' is 2, outside [0, 1]"},
+      {R"({"prompt": "hi", "speculative": {"depth": 3}})", "speculative.depth", "unknown field 'speculative.depth'"},
+      {R"({"prompt": "hi", "speculative": {"type": "draft"}})", "speculative.type", "needs a draft model"},
+      {R"({"prompt": "hi", "grammar": "root ::= \"a\"", "json_schema": {}})", "json_schema", "both constrain the reply"},
+      {R"({"prompt": "hi", "json_schema": 3})", "json_schema", "must be a JSON Schema object"},
+      {R"({"prompt": "hi", "response_format": {"type": "xml"}})", "response_format.type", "'xml' is not one of"},
+      {R"({"prompt": "hi", "grammar_lazy": true})", "grammar_triggers", "needs 'grammar_triggers'"},
+      {R"({"prompt": "hi", "grammar_lazy": true, "grammar_triggers": [{"type": 1, "value": "x"}]})", "grammar_lazy", "needs a 'grammar'"},
+      {R"({"temperature": 1})", "prompt", "'prompt' is required"},
+      {R"({"prompt": "hi", "top_p": 2})", "top_p", "'top_p' 2 must be in [0, 1]"},
+      {R"({"messages": []})", "messages", "'messages' must be a non-empty array", /*chat=*/true},
+      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role", "Supported values are", /*chat=*/true},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content", "only text parts", /*chat=*/true},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": false, "top_logprobs": 2})", "top_logprobs", "needs 'logprobs': true", /*chat=*/true},
+      {R"({"messages": [{"role": "user", "content": "x"}], "continue_final_message": true, "add_generation_prompt": true})",
+       "continue_final_message", "cannot both be true", /*chat=*/true},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})", "tool_choice", "only allowed when 'tools' are given", /*chat=*/true},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "grammar": "root ::= \"a\""})",
+       "tools", "cannot be combined with 'grammar'", /*chat=*/true},
+  };
+  for (const Refusal& c : cases) expect_refused(c, parse_request(json::parse(c.body), c.chat, ctx));
+}
+
+// What needs the model is step 2's: a body can parse and still be refused by prepare_request.
+TEST_F(ParseStep, the_vocabulary_grammar_and_context_are_step_twos) {
+  const Refusal cases[] = {
+      {R"({"prompt": [1, 99999]})", "prompt", "token 99999 is not in"},
+      {R"({"prompt": "hi", "grammar": "root ::= ("})", "grammar", "grammar: "},
+      {R"({"prompt": "hi", "max_tokens": 100})", "prompt", "maximum context length is 64"},
+      {R"({"prompt": []})", "prompt", "'prompt' is an empty array"},
+  };
+  for (const Refusal& c : cases) expect_refused(c, prepare_request(parsed(c.body), ctx));
+  const ApiError e = refused(R"({"prompt": "hi", "max_tokens": 100})");
+  EXPECT_EQ(e.type, "exceed_context_size_error");
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(e.extra["n_ctx"], 64);
+  // Step 2 on a parsed body: the prompt tokenized, ignore_eos's bans, the grammar compiled.
+  auto r = prepare_request(parsed(R"({"prompt": "hello", "ignore_eos": true, "grammar": "root ::= \"a\""})"), ctx);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->prompt, tok->encode("hello", tok->add_bos(), true));
+  EXPECT_EQ(r->prompt_text, "hello");
+  EXPECT_TRUE(r->grammar);
+  for (int32_t id : tok->eog_ids()) EXPECT_TRUE(std::isinf(r->sampling.logit_bias.at(id)));
 }
 
 }  // namespace
