@@ -34,18 +34,18 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   # ASan + UBSan with leak checks; TSan does not see into the driver, so not there.
   vulkan=""
   if [ "$preset" = asan ] && ninja -C "$dir" -t targets all 2>/dev/null | grep -q '^test-vulkan-ops:'; then vulkan=test-vulkan-ops; fi
-  if ! cmake --build "$dir" -- minfer test-thread-pool test-server-engine $vulkan > "$LOGDIR/build.log" 2>&1; then
+  if ! cmake --build "$dir" -- minfer test-core-thread-pool test-server-engine $vulkan > "$LOGDIR/build.log" 2>&1; then
     echo "[sanitizers] FAIL build $preset"; tail -30 "$LOGDIR/build.log"; failed=$((failed + 1)); continue
   fi
   echo "[sanitizers] time: $(printf '%-26s %5d s' "$preset build" $((SECONDS - t_build)))"
   t_runs=$SECONDS
   # The sanitizer builds compile at -O1, where std templates stay out of line: the tree where an
   # ISA file's copy of one reached the tokenizer (tests/isa/isa_scan.py, docs/recipes.md).
-  run "$preset.isa-scan" python3 tests/isa/isa_scan.py "$dir/bin/minfer" "$dir/tests/test-thread-pool" "$dir/tests/test-server-engine"
+  run "$preset.isa-scan" python3 tests/isa/isa_scan.py "$dir/bin/minfer" "$dir/tests/test-core-thread-pool" "$dir/tests/test-server-engine"
   rm -f /tmp/minfer-serve-*.log
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$ROOT/tests/server/tsan.supp"
-  run "$preset.thread-pool" "$dir/tests/test-thread-pool"
+  run "$preset.thread-pool" "$dir/tests/test-core-thread-pool"
   [ -z "$vulkan" ] || run "$preset.vulkan-ops" "$dir/tests/test-vulkan-ops"
   run "$preset.engine" env MINFER_SMOLLM2="$MODEL" "$dir/tests/test-server-engine"
   run "$preset.chaos" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" MINFER_CHAOS_SECONDS="${MINFER_SAN_CHAOS_SECONDS:-30}" \

@@ -8,7 +8,7 @@
 //   bf16_to_fp32: exact (the bf16 bits are the top half of the fp32 bits).
 //   fp32_to_bf16: round-to-nearest-even on the top 16 bits, NaN forced quiet (| 0x40), as ggml
 //                 and gguf-py.
-// All four are checked in tests/unit/test-fp16.cpp.
+// All four are checked in tests/unit/test-core-fp16.cpp.
 //
 //   uint16_t h = fp32_to_fp16(1.5f);   // 0x3e00
 //   float f = fp16_to_fp32(h);

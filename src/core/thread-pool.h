@@ -11,7 +11,7 @@
 //   ThreadPool pool(4);
 //   pool.parallel_for(n_rows, [&](int64_t begin, int64_t end) { ... });
 //
-// Correctness rules (tests/unit/test-thread-pool.cpp checks each under injected delays):
+// Correctness rules (tests/unit/test-core-thread-pool.cpp checks each under injected delays):
 //  - a chunk is claimed by one CAS on a single word that holds the job's generation, its chunk
 //    count and the next index, so a thread still looking at an older job can never claim a
 //    chunk of a newer one, nor a chunk past the count of the job it claims from;
