@@ -36,6 +36,20 @@ def stream_events(resp):
     return events
 
 
+def wait_processing(port, timeout=20):
+    """Until a slot runs a job (GET /slots): a signal sent then finds the request admitted,
+    however slow the build (sanitizers) or the machine."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("GET", "/slots")
+        slots = json.loads(c.getresponse().read())
+        if any(x.get("is_processing") for x in slots):
+            return
+        time.sleep(0.02)
+    raise AssertionError("no slot started the request")
+
+
 def slow_server(*extra, delay_ms=200):
     os.environ["MINFER_TEST_STEP_DELAY_MS"] = str(delay_ms)
     try:
@@ -81,7 +95,7 @@ def test_sigterm_lets_short_requests_finish(delay_ms):
 
     t = threading.Thread(target=run)
     t.start()
-    time.sleep(0.3)
+    wait_processing(s.port)
     s.proc.send_signal(signal.SIGTERM)
     assert s.proc.wait(timeout=30) == 0
     t.join(timeout=10)
