@@ -79,7 +79,7 @@ std::string base64_floats(const std::vector<float>& v) {
   return out;
 }
 
-json embeddings_json(const EmbeddingRequest& r, const std::vector<JobEvent::Embedding>& out, const std::string& model_id) {
+json embeddings_json(const EmbeddingRequest& r, const std::vector<DoneEvent::Embedding>& out, const std::string& model_id) {
   if (!r.oai) {
     json a = json::array();
     for (size_t i = 0; i < out.size(); ++i) a.push_back({{"index", i}, {"embedding", out[i].rows}});

@@ -3,7 +3,7 @@
 //
 //   auto req = parse_embedding_request(body, /*oai=*/true, tok, n_ctx_slot, Pooling::kLast);
 //   if (auto* e = std::get_if<ApiError>(&req)) return reply(*e);
-//   ... Jobs with Job::embed carrying the inputs; their kDone events' embeddings by input ...
+//   ... Jobs with Job::embed carrying the inputs; their DoneEvents' embeddings by input ...
 //   reply(embeddings_json(std::get<EmbeddingRequest>(req), vectors, model_id));
 //
 // "input" (or llama-server's "content", which always answers in its own shape): a string, token
@@ -34,7 +34,7 @@ ApiResult<EmbeddingRequest> parse_embedding_request(const json& body, bool oai, 
                                                     int n_ctx_slot, Pooling pooling);
 
 // The reply to r from each input's vectors (out[i] is input i's).
-json embeddings_json(const EmbeddingRequest& r, const std::vector<JobEvent::Embedding>& out, const std::string& model_id);
+json embeddings_json(const EmbeddingRequest& r, const std::vector<DoneEvent::Embedding>& out, const std::string& model_id);
 
 std::string base64_floats(const std::vector<float>& v);  // little-endian float32 bytes, base64
 

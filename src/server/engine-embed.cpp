@@ -60,7 +60,7 @@ bool Engine::Impl::embed_step() {
     const Job::Embed& how = *s.job.embed;
     const Job::Embed::Input& in = how.inputs[e.input];
     if (ctx->seq_len(s.id) < static_cast<int>(in.ids.size())) continue;  // more chunks to come
-    JobEvent::Embedding v;  // this input is read: its vector(s)
+    DoneEvent::Embedding v;  // this input is read: its vector(s)
     v.input = in.index;
     v.n_tokens = static_cast<int>(in.ids.size());
     const int n_rows = static_cast<int>(e.rows.size() / d);
@@ -76,18 +76,16 @@ bool Engine::Impl::embed_step() {
     e.rows.clear();
     ctx->seq_clear(s.id);
     if (++e.input < how.inputs.size()) continue;
-    JobEvent ev;  // every input is read: the job is done
-    ev.kind = JobEvent::kDone;
-    ev.index = s.job.index;
+    DoneEvent ev;  // every input is read: the job is done
     ev.finish_reason = "stop";
     ev.stop_type = "eos";
     ev.slot = s.id;
-    for (const JobEvent::Embedding& x : e.out) ev.n_prompt += x.n_tokens;
+    for (const DoneEvent::Embedding& x : e.out) ev.usage.n_prompt += x.n_tokens;
     ev.embeddings = std::move(e.out);
-    ev.prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
-    m.prompt_s += ev.prompt_ms / 1000.0;
+    ev.usage.prompt_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
+    m.prompt_s += ev.usage.prompt_ms / 1000.0;
     m.n_jobs_done++;
-    send(s.job, std::move(ev));
+    send(s.job, JobEvent{s.job.index, std::move(ev)});
     release(s);
   }
   return true;

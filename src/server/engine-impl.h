@@ -66,7 +66,7 @@ struct GenRun {
 struct EmbedRun {
   size_t input = 0;
   std::vector<float> rows;
-  std::vector<JobEvent::Embedding> out;
+  std::vector<DoneEvent::Embedding> out;
 };
 
 // One sequence of the context. `cached` are the tokens whose K/V sit in the slot's sequence

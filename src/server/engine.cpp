@@ -10,62 +10,57 @@ namespace minfer::server {
 // ---- events and the end of a job ----
 
 void Engine::Impl::send_error(const Job& job, const std::string& msg) {
-  JobEvent ev;
-  ev.kind = JobEvent::kError;
-  ev.index = job.index;
-  ev.error = msg;
-  send(job, std::move(ev));
+  send(job, JobEvent{job.index, ErrorEvent{msg}});
 }
 
 void Engine::Impl::emit(Slot& s, std::string text, bool done, const char* reason) {
   GenRun& g = *s.gen();
-  JobEvent ev;
-  ev.kind = done ? JobEvent::kDone : JobEvent::kText;
-  ev.index = s.job.index;
-  ev.text = std::move(text);
-  ev.logprobs = std::move(g.pending_lp);
+  TextDelta delta;
+  delta.text = std::move(text);
+  delta.logprobs = std::move(g.pending_lp);
   g.pending_lp.clear();
-  ev.tokens = std::move(g.pending_tokens);
+  delta.tokens = std::move(g.pending_tokens);
   g.pending_tokens.clear();
-  // Usage and times so far (the final ones on kDone; timings_per_token streams them).
-  ev.n_prompt = static_cast<int>(s.job.prompt.size());
-  ev.n_cached = g.n_cached;
-  ev.n_gen = g.step ? g.step->n_gen() : 0;
+  if (!done && delta.empty()) return;
+  // Usage and times so far (the final ones on a done event; timings_per_token streams them).
+  JobUsage u;
+  u.n_prompt = static_cast<int>(s.job.prompt.size());
+  u.n_cached = g.n_cached;
+  u.n_gen = g.step ? g.step->n_gen() : 0;
   if (g.spec) {
-    ev.n_draft = g.spec->stats().n_drafted;
-    ev.n_draft_accepted = g.spec->stats().n_accepted;
+    u.n_draft = g.spec->stats().n_drafted;
+    u.n_draft_accepted = g.spec->stats().n_accepted;
   }
   const auto now = Clock::now();
   const Clock::time_point first = g.first_token ? now : g.first_at;
-  ev.prompt_ms = std::chrono::duration<double, std::milli>(first - s.started).count();
-  ev.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
-  if (done) {
-    ev.finish_reason = reason;
-    ev.truncated = g.end_context_full || g.shifted;
-    ev.n_kv = ctx->seq_len(s.id);
-    ev.stop_type = g.end_stop_type;
-    ev.stop_word = g.end_stop_word;
-    ev.slot = s.id;
-    m.prompt_s += ev.prompt_ms / 1000.0;
-    m.predicted_s += ev.predicted_ms / 1000.0;
-  }
-  if (!done && ev.text.empty() && ev.logprobs.empty() && ev.tokens.empty()) return;
-  send(s.job, std::move(ev));
+  u.prompt_ms = std::chrono::duration<double, std::milli>(first - s.started).count();
+  u.predicted_ms = std::chrono::duration<double, std::milli>(now - first).count();
+  if (!done) return send(s.job, JobEvent{s.job.index, TextEvent{std::move(delta), u}});
+  DoneEvent d;
+  d.delta = std::move(delta);
+  d.usage = u;
+  d.finish_reason = reason;
+  d.truncated = g.end_context_full || g.shifted;
+  d.n_kv = ctx->seq_len(s.id);
+  d.stop_type = g.end_stop_type;
+  d.stop_word = g.end_stop_word;
+  d.slot = s.id;
+  m.prompt_s += u.prompt_ms / 1000.0;
+  m.predicted_s += u.predicted_ms / 1000.0;
+  send(s.job, JobEvent{s.job.index, std::move(d)});
 }
 
 void Engine::Impl::progress(Slot& s) {
   if (!s.job.return_progress) return;
   const GenRun& g = *s.gen();
-  JobEvent ev;
-  ev.kind = JobEvent::kProgress;
-  ev.index = s.job.index;
-  ev.progress_total = static_cast<int>(s.job.prompt.size());
-  ev.progress_cache = g.n_cached;
-  ev.progress_processed = static_cast<int>(g.n_fed);
+  ProgressEvent ev;
+  ev.total = static_cast<int>(s.job.prompt.size());
+  ev.cache = g.n_cached;
+  ev.processed = static_cast<int>(g.n_fed);
   // The first event comes before any prompt token is decoded: no time has gone into it yet.
-  ev.progress_ms = g.n_fed == static_cast<size_t>(g.n_cached) ? 0.0
-                                                              : std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
-  send(s.job, std::move(ev));
+  ev.ms = g.n_fed == static_cast<size_t>(g.n_cached) ? 0.0
+                                                     : std::chrono::duration<double, std::milli>(Clock::now() - s.started).count();
+  send(s.job, JobEvent{s.job.index, ev});
 }
 
 void Engine::Impl::release(Slot& s) {

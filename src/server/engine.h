@@ -9,7 +9,8 @@
 //   auto ch = std::make_shared<EventChannel>();
 //   Job j; j.prompt = ids; j.n_predict = 64; j.channel = ch;
 //   if (!(*eng)->submit({std::move(j)})) reply_503();         // queue full
-//   for (JobEvent ev; ch->pop(ev, 100ms) != EventChannel::kClosed;) ...  // text, then done
+//   for (JobEvent ev; ch->pop(ev, 100ms) != EventChannel::kClosed;)
+//     if (const TextDelta* d = ev.delta()) out += d->text;     // TextEvent..., then DoneEvent
 //   ch->cancel();                                              // client went away: slot freed
 //
 // Determinism: a token's arithmetic depends on nothing else in its batch. Matmul rows are
@@ -29,7 +30,10 @@
 // When another slot (free or busy) holds a much longer common prefix, it is copied over
 // (Context::seq_cp, on the backend) instead of prefilled again.
 //
-// Lifecycle: every job ends, with its text or an error event: done, max tokens, its deadline
+// Events: a JobEvent is the job's choice index and one of TextEvent, DoneEvent, ErrorEvent or
+// ProgressEvent (a variant: each kind holds only its own fields, read through as<Kind>()).
+//
+// Lifecycle: every job ends, with a DoneEvent or an ErrorEvent: done, max tokens, its deadline
 // (checked while queued, prefilling and generating), its channel cancelled (client gone), a
 // queue wait past queue_timeout_s, cancel_all() (shutdown after the drain deadline), or the
 // engine's destruction. stalled() is true when there is work but no step has finished for
@@ -58,6 +62,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/dtype.h"
@@ -108,36 +113,77 @@ struct TokenLogprob {
   bool post_sampling = false;
 };
 
-struct JobEvent {
-  enum Kind { kText, kDone, kError, kProgress };
-  Kind kind = kText;
-  int index = 0;                      // the job's choice index
-  std::string text;                   // kText: final bytes; kDone: the last ones (may be empty)
-  std::vector<TokenLogprob> logprobs; // the tokens behind `text` (when the job asked for them)
-  std::vector<int32_t> tokens;        // the ids behind `text` (end-of-generation tokens excluded)
-  std::string finish_reason;          // kDone: "stop" or "length"
-  std::string stop_type;              // kDone: llama-server's "eos", "word" or "limit"
-  std::string stop_word;              // kDone, stop_type "word": the stop string that ended it
-  int slot = -1;                      // kDone: the slot that ran the job
-  bool truncated = false;             // kDone: it ended because the slot's context was full
-  int n_kv = 0;                       // kDone: positions the slot's cache holds after it
-  // kText and kDone: usage and times so far (final on kDone).
+// A job's events, in order: progress (Job::return_progress), text, then one done or one error.
+// Each kind holds only its own fields; the parts text and done events share are small structs.
+// JobEvent is the choice index (which every kind needs: a channel carries all of a request's
+// choices and merges text per choice) beside a variant of the kinds, so a reader gets the
+// index without a visit and can read a kind's fields only through as<Kind>().
+struct TextDelta {  // what a text or done event adds to the reply
+  std::string text;                    // final bytes (a done event's last ones; may be empty)
+  std::vector<TokenLogprob> logprobs;  // the tokens behind `text` (when the job asked for them)
+  std::vector<int32_t> tokens;         // the ids behind `text` (end-of-generation tokens excluded)
+  bool empty() const { return text.empty() && logprobs.empty() && tokens.empty(); }
+};
+
+struct JobUsage {  // usage and times so far (final on a done event)
   int n_prompt = 0, n_cached = 0, n_gen = 0;  // usage (n_cached: prompt tokens reused)
   int64_t n_draft = 0, n_draft_accepted = 0;  // drafted tokens verified, and accepted
-  double prompt_ms = 0, predicted_ms = 0;     // slot start -> first token -> now (kDone: end)
-  std::string error;                  // kError
-  // kProgress (Job::return_progress): prompt tokens of the job, reused from a cache, and
-  // through the model so far (cache included), and the prefill's time so far.
-  int progress_total = 0, progress_cache = 0, progress_processed = 0;
-  double progress_ms = 0;
-  // kDone of an embedding job: per input it carried, the pooled vector or one per token
-  // (Pooling::kNone).
+  double prompt_ms = 0, predicted_ms = 0;     // slot start -> first token -> now (done: end)
+};
+
+struct TextEvent {
+  TextDelta delta;
+  JobUsage usage;
+};
+
+struct DoneEvent {
+  TextDelta delta;
+  JobUsage usage;
+  std::string finish_reason;  // "stop" or "length"
+  std::string stop_type;      // llama-server's "eos", "word" or "limit"
+  std::string stop_word;      // stop_type "word": the stop string that ended it
+  int slot = -1;              // the slot that ran the job
+  bool truncated = false;     // it ended because the slot's context was full
+  int n_kv = 0;               // positions the slot's cache holds after it
+  // An embedding job's: per input it carried, the pooled vector or one per token (Pooling::kNone).
   struct Embedding {
     int input = 0;     // Job::Embed::Input::index
     int n_tokens = 0;
     std::vector<std::vector<float>> rows;
   };
   std::vector<Embedding> embeddings;
+};
+
+struct ErrorEvent {
+  std::string message;
+};
+
+// The prompt's prefill so far: its tokens, those reused from a cache, those through the model
+// (cache included), and its time.
+struct ProgressEvent {
+  int total = 0, cache = 0, processed = 0;
+  double ms = 0;
+};
+
+struct JobEvent {
+  int index = 0;  // the job's choice index
+  std::variant<TextEvent, DoneEvent, ErrorEvent, ProgressEvent> body;
+
+  template <class T> T* as() { return std::get_if<T>(&body); }
+  template <class T> const T* as() const { return std::get_if<T>(&body); }
+  template <class T> bool is() const { return std::holds_alternative<T>(body); }
+  bool ends() const { return is<DoneEvent>() || is<ErrorEvent>(); }  // the job's last event
+  // The text and the usage of a text or done event; null for the other kinds.
+  const TextDelta* delta() const {
+    if (const auto* t = as<TextEvent>()) return &t->delta;
+    if (const auto* d = as<DoneEvent>()) return &d->delta;
+    return nullptr;
+  }
+  const JobUsage* usage() const {
+    if (const auto* t = as<TextEvent>()) return &t->usage;
+    if (const auto* d = as<DoneEvent>()) return &d->usage;
+    return nullptr;
+  }
 };
 
 // Events of one HTTP request (its n jobs), in order. Closed once every job is done. Bounded: a
@@ -174,20 +220,20 @@ struct Job {
   std::vector<GrammarTrigger> grammar_triggers;  // a lazy grammar's triggers (grammar/trigger.h)
   std::optional<SpecParams> spec;  // speculative decoding for this job (nullopt: off)
   bool cache_prompt = true;     // false: prefill the whole prompt, reusing no slot's cache
-  bool return_progress = false; // kProgress events: at the start of the prefill and after each chunk
+  bool return_progress = false; // ProgressEvents: at the start of the prefill and after each chunk
   int id_slot = -1;             // run on this slot (llama-server's id_slot); -1: the best free one
   // Context shift (EngineParams::context_shift): the first n_keep positions stay (-1: the whole
   // prompt; the BOS is added to it), n_discard after them go (0: half of those after n_keep).
   int n_keep = 0, n_discard = 0;
   // An embedding job (/embeddings): each input's hidden states after the final norm, pooled and
-  // normalized (embedding.h), all in one kDone event; nothing is generated and `prompt` is not
+  // normalized (embedding.h), all in one DoneEvent; nothing is generated and `prompt` is not
   // used. It reads its inputs one after another on a free slot, a chunk of at most n_batch
   // tokens between generation steps, and leaves that slot's cache empty.
   struct Embed {
     Pooling pooling = Pooling::kLast;
     int normalize = 2;  // embedding.h's normalize(); pooled vectors only
     struct Input {
-      int index = 0;  // the request's input number (JobEvent::Embedding::input)
+      int index = 0;  // the request's input number (DoneEvent::Embedding::input)
       std::vector<int32_t> ids;  // not empty, at most n_ctx_slot tokens
     };
     std::vector<Input> inputs;
@@ -207,7 +253,7 @@ struct EngineMetrics {
   int64_t n_jobs_done = 0;
   int64_t n_jobs_cancelled = 0;
   int64_t n_jobs_timed_out = 0; // deadline or queue timeout
-  int64_t n_jobs_failed = 0;    // ended with an error event (cancelled and timed out included)
+  int64_t n_jobs_failed = 0;    // ended with an ErrorEvent (cancelled and timed out included)
   int64_t n_draft_tokens = 0;   // drafted tokens verified (speculative decoding)
   int64_t n_draft_accepted = 0; // of those, accepted
   int64_t n_verify_steps = 0;   // slot passes that carried a draft

@@ -6,16 +6,17 @@ namespace minfer::server {
 void EventChannel::push(JobEvent ev) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (ev.kind == JobEvent::kDone || ev.kind == JobEvent::kError) --open_jobs_;
+    if (ev.ends()) --open_jobs_;
     // A reader that fell behind: merge this text into the choice's last queued text event.
-    if (ev.kind == JobEvent::kText && q_.size() >= kMaxEvents) {
+    if (TextEvent* t = ev.as<TextEvent>(); t && q_.size() >= kMaxEvents) {
       for (auto it = q_.rbegin(); it != q_.rend(); ++it) {
         if (it->index != ev.index) continue;
-        if (it->kind == JobEvent::kText) {
-          it->text += ev.text;
-          it->logprobs.insert(it->logprobs.end(), std::make_move_iterator(ev.logprobs.begin()),
-                              std::make_move_iterator(ev.logprobs.end()));
-          it->tokens.insert(it->tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        if (TextEvent* last = it->as<TextEvent>()) {
+          TextDelta& d = last->delta;
+          d.text += t->delta.text;
+          d.logprobs.insert(d.logprobs.end(), std::make_move_iterator(t->delta.logprobs.begin()),
+                            std::make_move_iterator(t->delta.logprobs.end()));
+          d.tokens.insert(d.tokens.end(), t->delta.tokens.begin(), t->delta.tokens.end());
           return;
         }
         break;

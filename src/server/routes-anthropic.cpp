@@ -10,15 +10,15 @@ namespace minfer::server {
 namespace {
 
 // A reply cut by max_tokens says so even when it had begun a tool call.
-std::string stop_reason(const JobEvent& done, bool called_tools) {
+std::string stop_reason(const DoneEvent& done, bool called_tools) {
   if (done.finish_reason == "length") return "max_tokens";
   if (called_tools) return "tool_use";
   return done.stop_type == "word" ? "stop_sequence" : "end_turn";
 }
 
-json usage(const CompletionRequest& r, const JobEvent& done) {
-  return {{"input_tokens", static_cast<int>(r.prompt.size())}, {"output_tokens", done.n_gen},
-          {"cache_read_input_tokens", done.n_cached}, {"cache_creation_input_tokens", 0}};
+json usage(const CompletionRequest& r, const DoneEvent& done) {
+  return {{"input_tokens", static_cast<int>(r.prompt.size())}, {"output_tokens", done.usage.n_gen},
+          {"cache_read_input_tokens", done.usage.n_cached}, {"cache_creation_input_tokens", 0}};
 }
 
 json tool_input(const std::string& arguments) {
@@ -54,7 +54,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
   const std::string id = random_id("msg_");
   if (!r->stream) {
     s.reply_when_done(res, ch, t0, [&s, r, id](std::vector<JobEvent>& events) {
-          const auto [text, error, done] = join_events(events);
+          const auto [text, error, done, index] = join_events(events);
           if (!error.empty()) return dump(anthropic_error_json(server_error(error)));
           ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
           ReplyReader::Out o = reader.feed(text, true);
@@ -120,10 +120,11 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
           ch->cancel();
           return false;
         }
-        JobEvent done;
+        DoneEvent done;
         const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
-          if (ev.kind == JobEvent::kDone) done = ev;
-          return emit(reader.feed(ev.text, ev.kind == JobEvent::kDone));
+          const TextDelta* d = ev.delta();  // none for progress: Anthropic's stream has no place for it
+          if (const auto* fin = ev.as<DoneEvent>()) done = *fin;
+          return emit(reader.feed(d ? d->text : std::string(), ev.is<DoneEvent>()));
         });
         if (!error) return false;  // the client went away
         if (!error->empty()) {
@@ -135,7 +136,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
           send({{"type", "message_delta"},
                 {"delta", {{"stop_reason", stop_reason(done, called)},
                            {"stop_sequence", done.stop_type == "word" ? json(done.stop_word) : json(nullptr)}}},
-                {"usage", {{"output_tokens", done.n_gen}}}});
+                {"usage", {{"output_tokens", done.usage.n_gen}}}});
           send({{"type", "message_stop"}});
         }
         sse.done();

@@ -34,11 +34,11 @@ void embeddings(ServerState& s, const httplib::Request& req, httplib::Response& 
     jobs[static_cast<size_t>(i % n_jobs)].embed->inputs.push_back({i, std::move(r->inputs[static_cast<size_t>(i)].ids)});
   if (!s.queue(std::move(jobs), res)) return;
   s.reply_when_done(res, ch, t0, [&s, r, n](std::vector<JobEvent>& events) {
-    std::vector<JobEvent::Embedding> out(static_cast<size_t>(n));
+    std::vector<DoneEvent::Embedding> out(static_cast<size_t>(n));
     for (JobEvent& ev : events) {
-      if (ev.kind == JobEvent::kError) return dump(error_json(server_error(ev.error)));
-      if (ev.kind == JobEvent::kDone)
-        for (JobEvent::Embedding& e : ev.embeddings) out[static_cast<size_t>(e.input)] = std::move(e);
+      if (const auto* e = ev.as<ErrorEvent>()) return dump(error_json(server_error(e->message)));
+      if (auto* done = ev.as<DoneEvent>())
+        for (DoneEvent::Embedding& e : done->embeddings) out[static_cast<size_t>(e.input)] = std::move(e);
     }
     return dump(embeddings_json(*r, out, s.model_id));
   });

@@ -113,31 +113,32 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
     std::vector<std::string> content;
     std::vector<std::vector<int32_t>> tokens;
     std::vector<std::vector<TokenLogprob>> probs;
-    std::vector<JobEvent> done;
+    std::vector<DoneEvent> done;
     std::string error;
     bool keep_probs = true;  // a stream sends each event's probabilities as they come
     explicit Choices(size_t n) : content(n), tokens(n), probs(n), done(n) {}
     void add(const JobEvent& ev) {
-      if (ev.kind == JobEvent::kError) error = ev.error;
-      if (ev.kind != JobEvent::kText && ev.kind != JobEvent::kDone) return;
+      if (const auto* e = ev.as<ErrorEvent>()) error = e->message;
+      const TextDelta* d = ev.delta();
+      if (!d) return;
       const size_t k = static_cast<size_t>(ev.index);
-      content[k] += ev.text;
-      tokens[k].insert(tokens[k].end(), ev.tokens.begin(), ev.tokens.end());
-      if (keep_probs) probs[k].insert(probs[k].end(), ev.logprobs.begin(), ev.logprobs.end());
-      if (ev.kind == JobEvent::kDone) done[k] = ev;
+      content[k] += d->text;
+      tokens[k].insert(tokens[k].end(), d->tokens.begin(), d->tokens.end());
+      if (keep_probs) probs[k].insert(probs[k].end(), d->logprobs.begin(), d->logprobs.end());
+      if (const auto* fin = ev.as<DoneEvent>()) done[k] = *fin;
     }
   };
   const size_t n = static_cast<size_t>(r->n_choices());
   auto final_object = [&s, r, fields](const Choices& c, size_t k) {
     const int p = static_cast<int>(k) / r->n;
-    const JobEvent& done = c.done[k];
+    const DoneEvent& done = c.done[k];
     json fin = {{"index", k},
                 {"content", r->stream ? std::string() : c.content[k]},
                 {"tokens", r->stream || !r->return_tokens ? json::array() : json(c.tokens[k])},
                 {"id_slot", done.slot},
                 {"stop", true},
                 {"model", s.model_id},
-                {"tokens_predicted", done.n_gen},
+                {"tokens_predicted", done.usage.n_gen},
                 {"tokens_evaluated", static_cast<int>(r->prompt_ids(p).size())},
                 {"generation_settings", generation_settings(*r)},
                 {"prompt", r->prompt_string(p)},
@@ -146,7 +147,7 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
                 {"stop_type", done.stop_type.empty() ? "limit" : done.stop_type},
                 {"stopping_word", done.stop_word},
                 {"tokens_cached", done.n_kv},
-                {"timings", Timings::of(done)}};
+                {"timings", Timings::of(done.usage)}};
     if (r->n_probs > 0 && !r->stream) fin["completion_probabilities"] = completion_probabilities(*s.tok, c.probs[k]);
     if (s.sp.verbose || r->verbose) fin["__verbose"] = {{"prompt", r->prompt_string(p)}, {"n_prompt_tokens", r->prompt_ids(p).size()}};
     return pick_fields(fin, fields);
@@ -170,22 +171,25 @@ void completion(ServerState& s, const httplib::Request& req, httplib::Response& 
         const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
           c.add(ev);
           bool ok = true;
-          if (ev.kind == JobEvent::kProgress) {  // return_progress
-            json p = {{"index", ev.index}, {"content", ""}, {"tokens", json::array()}, {"stop", false}};
-            p.update(progress_json(ev));
-            ok = send(p);
+          if (const auto* p = ev.as<ProgressEvent>()) {  // return_progress
+            json j = {{"index", ev.index}, {"content", ""}, {"tokens", json::array()}, {"stop", false}};
+            j.update(progress_json(*p));
+            ok = send(j);
           }
           // Text (a done event's last bytes too), then the done event's final object.
-          if (ok && (ev.kind == JobEvent::kText || ev.kind == JobEvent::kDone) && (!ev.text.empty() || !ev.tokens.empty())) {
+          const TextDelta* d = ev.delta();
+          const DoneEvent* done = ev.as<DoneEvent>();
+          if (ok && d && (!d->text.empty() || !d->tokens.empty())) {
             const size_t k = static_cast<size_t>(ev.index);
-            json t = {{"index", k}, {"content", ev.text}, {"tokens", ev.tokens}, {"stop", false}, {"id_slot", ev.slot},
+            // A text event's id_slot is -1: only the done event names the slot.
+            json t = {{"index", k}, {"content", d->text}, {"tokens", d->tokens}, {"stop", false}, {"id_slot", done ? done->slot : -1},
                       {"tokens_predicted", c.tokens[k].size()},
                       {"tokens_evaluated", static_cast<int>(r->prompt_ids(static_cast<int>(k) / r->n).size())}};
-            if (r->n_probs > 0) t["completion_probabilities"] = completion_probabilities(*s.tok, ev.logprobs);
-            if (r->timings_per_token) t["timings"] = Timings::of(ev);
+            if (r->n_probs > 0) t["completion_probabilities"] = completion_probabilities(*s.tok, d->logprobs);
+            if (r->timings_per_token) t["timings"] = Timings::of(*ev.usage());
             ok = send(t);
           }
-          if (ok && ev.kind == JobEvent::kDone) ok = send(final_object(c, static_cast<size_t>(ev.index)));
+          if (ok && done) ok = send(final_object(c, static_cast<size_t>(ev.index)));
           return ok;
         });
         if (!error) return false;  // the client went away

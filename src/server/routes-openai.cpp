@@ -43,7 +43,7 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
       [&s, r, ch, id, created_t, chat, t0](size_t, httplib::DataSink& sink) {
         http::SseWriter sse(sink);
         auto send = [&](const json& j) { return sse.send(dump(j)); };
-        const JobEvent* current = nullptr;  // the event being sent (timings_per_token)
+        const JobUsage* current = nullptr;  // the usage of the event being sent (timings_per_token)
         auto chunk = [&](int index, json delta_or_text, json logprobs, json finish) {
           json c = chunk_base(s, id, chat, created_t);
           if (r->timings_per_token && current) c["timings"] = Timings::of(*current);
@@ -73,39 +73,41 @@ void stream(ServerState& s, httplib::Response& res, std::shared_ptr<CompletionRe
           return false;
         }
         const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
-          if (ev.kind == JobEvent::kProgress) {  // return_progress: a chunk without choices
+          if (const auto* p = ev.as<ProgressEvent>()) {  // return_progress: a chunk without choices
             json c = chunk_base(s, id, chat, created_t);
             c["choices"] = json::array();
-            c.update(progress_json(ev));
+            c.update(progress_json(*p));
             return send(c);
           }
-          current = &ev;
+          const TextDelta& delta = *ev.delta();  // a text or done event (pump_events keeps errors)
+          const DoneEvent* done = ev.as<DoneEvent>();
+          current = ev.usage();
           json lp = nullptr;
-          if (r->logprobs && !ev.logprobs.empty()) {
+          if (r->logprobs && !delta.logprobs.empty()) {
             if (chat) {
-              lp = {{"content", chat_logprobs_json(*s.tok, ev.logprobs)}, {"refusal", nullptr}};
+              lp = {{"content", chat_logprobs_json(*s.tok, delta.logprobs)}, {"refusal", nullptr}};
             } else {
-              append_completion_logprobs(*s.tok, ev.logprobs, lp, offsets[static_cast<size_t>(ev.index)]);
+              append_completion_logprobs(*s.tok, delta.logprobs, lp, offsets[static_cast<size_t>(ev.index)]);
             }
           }
-          std::string finish = ev.finish_reason;
+          std::string finish = done ? done->finish_reason : std::string();
           if (!readers.empty()) {  // chat: reasoning, content and delta.tool_calls, never the markup
             ReplyReader& reader = readers[static_cast<size_t>(ev.index)];
-            ReplyReader::Out d = reader.feed(ev.text, ev.kind == JobEvent::kDone);
-            if (ev.kind == JobEvent::kDone) finish = finish_with_tools(finish, reader.called());
+            ReplyReader::Out d = reader.feed(delta.text, done != nullptr);
+            if (done) finish = finish_with_tools(finish, reader.called());
             if (!d.thinking.empty()) ok = send(chunk(ev.index, json{{"reasoning_content", d.thinking}}, nullptr, nullptr));
             if (ok && (!d.text.empty() || !lp.is_null())) ok = send(chunk(ev.index, json{{"content", d.text}}, lp, nullptr));
             for (const toolcall::CallDelta& cd : d.calls)
               if (ok) ok = send(chunk(ev.index, json{{"tool_calls", json::array({call_delta_json(cd)})}}, nullptr, nullptr));
-          } else if (!ev.text.empty() || !lp.is_null()) {
-            ok = send(chunk(ev.index, chat ? json{{"content", ev.text}} : json(ev.text), lp, nullptr));
+          } else if (!delta.text.empty() || !lp.is_null()) {
+            ok = send(chunk(ev.index, chat ? json{{"content", delta.text}} : json(delta.text), lp, nullptr));
           }
-          if (ok && ev.kind == JobEvent::kDone) {
-            n_gen += ev.n_gen;
-            n_cached = ev.n_cached;
+          if (ok && done) {
+            n_gen += done->usage.n_gen;
+            n_cached = done->usage.n_cached;
             json last = chunk(ev.index, chat ? json::object() : json(""), nullptr, finish);
-            timings.add(ev);
-            last["timings"] = Timings::of(ev);
+            timings.add(ev.index, done->usage);
+            last["timings"] = Timings::of(done->usage);
             ok = send(last);
           }
           return ok;
@@ -145,17 +147,19 @@ void completions(ServerState& s, const httplib::Request& req, httplib::Response&
         std::string error;
         for (JobEvent& ev : events) {
           const size_t k = static_cast<size_t>(ev.index);
-          if (ev.kind == JobEvent::kError) {
-            error = ev.error;
+          if (const auto* e = ev.as<ErrorEvent>()) {
+            error = e->message;
             continue;
           }
-          text[k] += ev.text;
-          lps[k].insert(lps[k].end(), ev.logprobs.begin(), ev.logprobs.end());
-          if (ev.kind == JobEvent::kDone) {
-            reason[k] = ev.finish_reason;
-            n_gen += ev.n_gen;
-            n_cached = ev.n_cached;
-            timings.add(ev);
+          if (const TextDelta* d = ev.delta()) {
+            text[k] += d->text;
+            lps[k].insert(lps[k].end(), d->logprobs.begin(), d->logprobs.end());
+          }
+          if (const auto* done = ev.as<DoneEvent>()) {
+            reason[k] = done->finish_reason;
+            n_gen += done->usage.n_gen;
+            n_cached = done->usage.n_cached;
+            timings.add(ev.index, done->usage);
           }
         }
         std::string reply;

@@ -13,7 +13,7 @@ namespace minfer::server {
 namespace {
 
 // A reply cut by max_output_tokens (or the slot's context) is "incomplete".
-std::string status_of(const JobEvent& done) { return done.finish_reason == "length" ? "incomplete" : "completed"; }
+std::string status_of(const DoneEvent& done) { return done.finish_reason == "length" ? "incomplete" : "completed"; }
 
 // The events of one streamed response: each output item (reasoning, message, function_call) is
 // opened, gets its deltas and is closed before the next one starts.
@@ -137,13 +137,14 @@ void responses(ServerState& s, const httplib::Request& req, httplib::Response& r
       ResponseMeta{random_id("resp_"), static_cast<int64_t>(std::time(nullptr)), s.model_id, std::move(*body)});
   if (!r->stream) {
     s.reply_when_done(res, ch, t0, [&s, r, meta](std::vector<JobEvent>& events) {
-      const auto [text, error, done] = join_events(events);
+      const auto [text, error, done, index] = join_events(events);
       if (!error.empty()) return dump(error_json(server_error(error)));
       ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
       const ReplyReader::Out o = reader.feed(text, true);
-      json out = response_json(*meta, status_of(done), output_items(o, reader), response_usage_json(done.n_prompt, done.n_gen, done.n_cached));
+      const JobUsage& u = done.usage;
+      json out = response_json(*meta, status_of(done), output_items(o, reader), response_usage_json(u.n_prompt, u.n_gen, u.n_cached));
       Timings t;
-      t.add(done);
+      t.add(index, done.usage);
       out["timings"] = t.to_json();
       return dump(out);
     });
@@ -159,15 +160,21 @@ void responses(ServerState& s, const httplib::Request& req, httplib::Response& r
           return false;
         }
         ReplyReader reader = make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get());
-        JobEvent done;
+        DoneEvent done;
+        int done_index = 0;
         const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
-          if (ev.kind == JobEvent::kProgress) {  // return_progress: llama-server's prompt_progress on an in_progress event
+          if (const auto* p = ev.as<ProgressEvent>()) {  // return_progress: llama-server's prompt_progress on an in_progress event
             json j = {{"response", rs.response("in_progress", nullptr)}};
-            j.update(progress_json(ev));
+            j.update(progress_json(*p));
             return rs.send("response.in_progress", std::move(j));
           }
-          if (ev.kind == JobEvent::kDone) done = ev;
-          return rs.emit(reader.feed(ev.text, ev.kind == JobEvent::kDone), r->timings_per_token ? Timings::of(ev) : json(nullptr));
+          if (const auto* fin = ev.as<DoneEvent>()) {
+            done = *fin;
+            done_index = ev.index;
+          }
+          // A text or done event (pump_events keeps errors).
+          return rs.emit(reader.feed(ev.delta()->text, ev.is<DoneEvent>()),
+                         r->timings_per_token ? Timings::of(*ev.usage()) : json(nullptr));
         });
         if (!error) return false;  // the client went away
         if (!error->empty()) {
@@ -179,8 +186,9 @@ void responses(ServerState& s, const httplib::Request& req, httplib::Response& r
         } else {
           rs.close_or_empty_message();
           Timings t;
-          t.add(done);
-          rs.send("response.completed", {{"response", rs.response(status_of(done), response_usage_json(done.n_prompt, done.n_gen, done.n_cached))},
+          t.add(done_index, done.usage);
+          const JobUsage& u = done.usage;
+          rs.send("response.completed", {{"response", rs.response(status_of(done), response_usage_json(u.n_prompt, u.n_gen, u.n_cached))},
                                          {"timings", t.to_json()}});
         }
         rs.done();

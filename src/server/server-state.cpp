@@ -17,18 +17,18 @@ std::string random_id(const char* prefix) {
   return s;
 }
 
-void Timings::set(const JobEvent& ev) {
-  prompt_n = ev.n_prompt - ev.n_cached;
-  cache_n = ev.n_cached;
-  predicted_n = ev.n_gen;
-  prompt_ms = ev.prompt_ms;
-  predicted_ms = ev.predicted_ms;
+void Timings::set(const JobUsage& u) {
+  prompt_n = u.n_prompt - u.n_cached;
+  cache_n = u.n_cached;
+  predicted_n = u.n_gen;
+  prompt_ms = u.prompt_ms;
+  predicted_ms = u.predicted_ms;
 }
 
-void Timings::add(const JobEvent& ev) {
-  if (ev.index == 0) set(ev);
-  draft_n += ev.n_draft;
-  draft_n_accepted += ev.n_draft_accepted;
+void Timings::add(int index, const JobUsage& done) {
+  if (index == 0) set(done);
+  draft_n += done.n_draft;
+  draft_n_accepted += done.n_draft_accepted;
 }
 
 json Timings::to_json() const {
@@ -48,22 +48,24 @@ json Timings::to_json() const {
           {"draft_n_accepted", draft_n_accepted}};
 }
 
-json progress_json(const JobEvent& ev) {
+json progress_json(const ProgressEvent& p) {
   Timings t;
-  t.prompt_n = ev.progress_processed - ev.progress_cache;
-  t.cache_n = ev.progress_cache;
-  t.prompt_ms = ev.progress_ms;
-  return {{"prompt_progress", {{"total", ev.progress_total}, {"cache", ev.progress_cache}, {"processed", ev.progress_processed},
-                               {"time_ms", ev.progress_ms}}},
+  t.prompt_n = p.processed - p.cache;
+  t.cache_n = p.cache;
+  t.prompt_ms = p.ms;
+  return {{"prompt_progress", {{"total", p.total}, {"cache", p.cache}, {"processed", p.processed}, {"time_ms", p.ms}}},
           {"timings", t.to_json()}};
 }
 
 JoinedReply join_events(std::vector<JobEvent>& events) {
   JoinedReply j;
   for (JobEvent& ev : events) {
-    if (ev.kind == JobEvent::kError) j.error = ev.error;
-    j.text += ev.text;
-    if (ev.kind == JobEvent::kDone) j.done = std::move(ev);
+    if (const auto* e = ev.as<ErrorEvent>()) j.error = e->message;
+    if (const TextDelta* d = ev.delta()) j.text += d->text;
+    if (auto* d = ev.as<DoneEvent>()) {
+      j.done = std::move(*d);
+      j.index = ev.index;
+    }
   }
   return j;
 }
@@ -197,7 +199,7 @@ void ServerState::reply_when_done(httplib::Response& res, std::shared_ptr<EventC
       return;
     }
     if (pr != EventChannel::kEvent) continue;
-    if (ev.kind == JobEvent::kError) {
+    if (ev.is<ErrorEvent>()) {
       failed = true;
       ch->cancel();  // the reply is that error: the other jobs stop
     }
@@ -220,7 +222,7 @@ void ServerState::reply_when_done(httplib::Response& res, std::shared_ptr<EventC
             }
           }
           if (pr != EventChannel::kEvent) continue;
-          if (ev.kind == JobEvent::kError) ch->cancel();  // the reply is that error: the other jobs stop
+          if (ev.is<ErrorEvent>()) ch->cancel();  // the reply is that error: the other jobs stop
           events.push_back(std::move(ev));
         }
         return finish_body(sink, body(events), t0);
@@ -240,8 +242,8 @@ std::optional<std::string> ServerState::pump_events(EventChannel& ch, httplib::D
     bool ok = true;
     if (pr == EventChannel::kTimeout)
       ok = !sink.is_writable || sink.is_writable();
-    else if (ev.kind == JobEvent::kError)
-      error = ev.error;
+    else if (const auto* e = ev.as<ErrorEvent>())
+      error = e->message;
     else
       ok = on_event(ev);
     if (!ok) {

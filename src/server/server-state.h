@@ -38,34 +38,36 @@ std::string dump(const json& j);              // compact, invalid UTF-8 replaced
 std::string random_id(const char* prefix);    // "chatcmpl-" + 24 alphanumerics
 
 // llama-server's "timings" of a request (choice 0; draft counts over all choices), from its
-// kDone events, or of one event so far (timings_per_token).
+// done events, or of one text or done event so far (timings_per_token).
 struct Timings {
   int prompt_n = 0, cache_n = 0, predicted_n = 0;
   double prompt_ms = 0, predicted_ms = 0;
   int64_t draft_n = 0, draft_n_accepted = 0;
-  void add(const JobEvent& done);  // the prompt and generation figures from choice 0's event
+  void add(int index, const JobUsage& done);  // the prompt and generation figures from choice 0's
   json to_json() const;
-  static json of(const JobEvent& ev) {  // one event's own timings, whatever its choice
+  static json of(const JobUsage& u) {  // one event's own timings, whatever its choice
     Timings t;
-    t.set(ev);
-    t.draft_n = ev.n_draft;
-    t.draft_n_accepted = ev.n_draft_accepted;
+    t.set(u);
+    t.draft_n = u.n_draft;
+    t.draft_n_accepted = u.n_draft_accepted;
     return t.to_json();
   }
 
  private:
-  void set(const JobEvent& ev);  // the prompt and generation figures of ev
+  void set(const JobUsage& u);  // the prompt and generation figures of u
 };
 
-// A kProgress event as llama-server streams it: {"prompt_progress": {total, cache, processed,
+// A ProgressEvent as llama-server streams it: {"prompt_progress": {total, cache, processed,
 // time_ms}, "timings": {...}} (merged into the route's chunk).
-json progress_json(const JobEvent& ev);
+json progress_json(const ProgressEvent& p);
 
-// The events of a one-choice request joined: its text, its kDone event, and the error text of
-// an error event ("" for none). Anthropic's and the Responses API's non-streamed replies.
+// The events of a one-choice request joined: its text, its done event and that event's choice,
+// and the error text of an error event ("" for none). Anthropic's and the Responses API's
+// non-streamed replies.
 struct JoinedReply {
   std::string text, error;
-  JobEvent done;
+  DoneEvent done;
+  int index = 0;
 };
 JoinedReply join_events(std::vector<JobEvent>& events);
 

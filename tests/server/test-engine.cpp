@@ -85,12 +85,12 @@ Result collect(EventChannel& ch, int stop_after_events = -1, bool* hit = nullptr
     auto pr = ch.pop(ev, std::chrono::milliseconds(100));
     if (pr == EventChannel::kClosed) break;
     if (pr == EventChannel::kTimeout) continue;
-    EXPECT_NE(ev.kind, JobEvent::kError) << ev.error;
-    r.text += ev.text;
-    if (ev.kind == JobEvent::kDone) {
-      r.reason = ev.finish_reason;
-      r.n_gen = ev.n_gen;
-      r.n_cached = ev.n_cached;
+    if (const auto* e = ev.as<ErrorEvent>()) ADD_FAILURE() << e->message;
+    if (const TextDelta* d = ev.delta()) r.text += d->text;
+    if (const auto* done = ev.as<DoneEvent>()) {
+      r.reason = done->finish_reason;
+      r.n_gen = done->usage.n_gen;
+      r.n_cached = done->usage.n_cached;
     }
     if (++n == stop_after_events && hit) {
       *hit = true;
