@@ -69,16 +69,43 @@ ReasoningSplitter::Delta ReasoningSplitter::finish() {
   return d;
 }
 
+namespace {
+
+// The thinking markers of the template families that have them (DeepSeek-R1 / QwQ / Qwen3's
+// <think>, Command R7B's): `both_when_off`, with thinking off such a template gets an empty block.
+struct ThinkFamily {
+  std::string_view open, close;
+  bool both_when_off;
+};
+constexpr ThinkFamily kThinkFamilies[] = {{"<think>", "</think>", false}, {"<|START_THINKING|>", "<|END_THINKING|>", true}};
+
+// The prompt without its trailing blanks: what a template's opened block ends with.
+std::string_view trimmed_tail(std::string_view prompt) {
+  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ')) prompt.remove_suffix(1);
+  return prompt;
+}
+
+}  // namespace
+
+std::string apply_reasoning_mode(std::string prompt, const std::string& template_source, const std::string& reasoning) {
+  if (reasoning != "off") return prompt;
+  for (const ThinkFamily& t : kThinkFamilies) {
+    const std::string_view tail = trimmed_tail(prompt);
+    if (tail.ends_with(t.open)) return prompt + std::string(t.close);
+    if (t.both_when_off && template_source.find(t.open) != std::string::npos && !tail.ends_with(t.close))
+      return prompt + std::string(t.open) + std::string(t.close);
+  }
+  return prompt;
+}
+
 ThinkingTags thinking_tags(const std::string& template_source, const std::string& prompt) {
   ThinkingTags t;
-  for (auto [open, close] : {std::pair<const char*, const char*>{"<think>", "</think>"},
-                             {"<|START_THINKING|>", "<|END_THINKING|>"}}) {
-    std::string_view tail(prompt);
-    while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.remove_suffix(1);
-    if (template_source.find(open) == std::string::npos && !tail.ends_with(open)) continue;
-    t.open = open;
-    t.close = close;
-    t.forced_open = tail.ends_with(open);
+  for (const ThinkFamily& f : kThinkFamilies) {
+    const std::string_view tail = trimmed_tail(prompt);
+    if (template_source.find(f.open) == std::string::npos && !tail.ends_with(f.open)) continue;
+    t.open = f.open;
+    t.close = f.close;
+    t.forced_open = tail.ends_with(f.open);
     break;
   }
   return t;

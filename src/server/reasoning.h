@@ -36,6 +36,12 @@ class ReasoningSplitter {
   std::string open_, close_, held_;
 };
 
+// --reasoning off on a prompt whose template opens a thinking block: the block is closed
+// ("<think>\n" -> "<think>\n</think>"), or, for templates with Command R7B's markers, an empty
+// one is added. on/auto: the prompt as it is. It and thinking_tags() read one table of the
+// template families' markers (reasoning.cpp).
+std::string apply_reasoning_mode(std::string prompt, const std::string& template_source, const std::string& reasoning);
+
 // The thinking tags a template uses ("<think>"/"</think>", Command R7B's markers), or empty
 // strings when it has none; *forced_open: the prompt ends inside an opened block.
 struct ThinkingTags {

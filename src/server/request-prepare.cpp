@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "runtime/chat-prompt.h"
+#include "server/reasoning.h"
 
 namespace minfer::server {
 namespace {
@@ -86,15 +87,6 @@ ApiResult<ParsedPrompt> parse_prompt(const json& p, const Tokenizer& tok, bool a
   return ParsedPrompt{std::move(ids), std::move(text)};
 }
 
-// Thinking markers of the template families that have them: a prompt ending in `open` has its
-// thinking forced open by the template; with thinking off it is closed right away (llama.cpp's
-// handling of DeepSeek-R1, QwQ); `both_when_off` families (Command R7B) get an empty block.
-struct ThinkTags {
-  std::string_view open, close;
-  bool both_when_off;
-};
-constexpr ThinkTags kThinkTags[] = {{"<think>", "</think>", false}, {"<|START_THINKING|>", "<|END_THINKING|>", true}};
-
 }  // namespace
 
 ApiResult<std::vector<ParsedPrompt>> parse_prompts(const json& p, const Tokenizer& tok, bool add_bos, const std::string& field_name) {
@@ -132,18 +124,6 @@ ApiError context_size_error(int64_t n_prompt, int64_t n_predict, bool count_pred
                             n_ctx, want, n_prompt, param, n_predict, param);
   e.extra = {{"n_prompt_tokens", n_prompt}, {"n_ctx", n_ctx}};
   return e;
-}
-
-std::string apply_reasoning_mode(std::string prompt, const std::string& template_source, const std::string& reasoning) {
-  if (reasoning != "off") return prompt;
-  for (const ThinkTags& t : kThinkTags) {
-    std::string_view tail(prompt);
-    while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.remove_suffix(1);
-    if (tail.ends_with(t.open)) return prompt + std::string(t.close);
-    if (t.both_when_off && template_source.find(t.open) != std::string::npos && !tail.ends_with(t.close))
-      return prompt + std::string(t.open) + std::string(t.close);
-  }
-  return prompt;
 }
 
 ApiResult<RenderedChat> render_chat(ParsedChat chat, const ParseContext& ctx, bool add_generation_prompt) {

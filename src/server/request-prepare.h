@@ -42,11 +42,6 @@ struct ParsedPrompt {
 };
 ApiResult<std::vector<ParsedPrompt>> parse_prompts(const json& p, const Tokenizer& tok, bool add_bos, const std::string& field_name);
 
-// --reasoning off on a prompt whose template opens a thinking block: the block is closed
-// ("<think>\n" -> "<think>\n</think>"), or, for templates with Command R7B's markers, an empty
-// one is added. on/auto: the prompt as it is.
-std::string apply_reasoning_mode(std::string prompt, const std::string& template_source, const std::string& reasoning);
-
 // The 400 of a prompt that does not fit a slot (or, with count_predict, of prompt + max_tokens):
 // llama-server's type exceed_context_size_error with n_prompt_tokens and n_ctx, OpenAI's code
 // context_length_exceeded.
