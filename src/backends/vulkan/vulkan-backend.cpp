@@ -47,9 +47,14 @@ struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
 };
 
-// shaders/dequant.glsl's type numbers.
-uint32_t dequant_type(DType t) {
-  return t == DType::F32 ? 0u : t == DType::F16 ? 1u : t == DType::Q8_0 ? 2u : 3u;
+// shaders/dequant.glsl's type numbers, in its order; -1: a type it does not read.
+int dequant_type(DType t) {
+  constexpr DType kTypes[] = {DType::F32,  DType::F16,  DType::Q8_0, DType::Q4_0, DType::BF16,
+                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q2_K,
+                              DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
+  for (size_t i = 0; i < std::size(kTypes); ++i)
+    if (kTypes[i] == t) return static_cast<int>(i);
+  return -1;
 }
 
 const char* vk_result_name(VkResult r) {
@@ -400,9 +405,7 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
   if (n.n_elements() >= (int64_t{1} << 31)) return false;  // 32-bit indices in the shaders
   // Weights the shaders read from their raw bytes (shaders/dequant.glsl), byte offsets in 32 bits.
   auto dequantizes = [](const Node& w) {
-    const bool blocks = w.type == DType::Q8_0 || w.type == DType::Q4_0;
-    return (w.type == DType::F32 || w.type == DType::F16 || (blocks && w.ne[0] % 32 == 0)) &&
-           w.n_bytes() < (size_t{1} << 32);
+    return dequant_type(w.type) >= 0 && w.ne[0] % dtype_info(w.type).block_elems == 0 && w.n_bytes() < (size_t{1} << 32);
   };
   switch (n.op) {
     case Op::kAdd:
@@ -598,7 +601,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[0] = static_cast<uint32_t>(wn.ne[0]);
       pc[1] = static_cast<uint32_t>(wn.ne[1]);
       pc[2] = static_cast<uint32_t>(n.n_rows());
-      pc[3] = dequant_type(wn.type);
+      pc[3] = static_cast<uint32_t>(dequant_type(wn.type));
       pc[4] = static_cast<uint32_t>(row_bytes(wn.type, wn.ne[0]));
       pc[5] = s0->elem * 4;
       pc[6] = s1->elem;
@@ -609,7 +612,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[0] = static_cast<uint32_t>(t.ne[0]);
       pc[1] = static_cast<uint32_t>(t.n_rows());
       pc[2] = static_cast<uint32_t>(n.n_rows());
-      pc[3] = dequant_type(t.type);
+      pc[3] = static_cast<uint32_t>(dequant_type(t.type));
       pc[4] = static_cast<uint32_t>(row_bytes(t.type, t.ne[0]));
       pc[5] = s0->elem * 4;
       pc[6] = s1->elem;
