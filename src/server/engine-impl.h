@@ -5,11 +5,12 @@
 //
 // Threads: everything here belongs to the engine thread except what `mu` guards (the
 // scheduler's queue, the flags, the published metrics and slot views, slot-file tasks). The
-// thread counts into `m` as it goes and publishes once per loop turn: metrics and slot views
-// first, then the events of that turn (outbox), so a client that has read its last event
+// thread counts into `m` as it goes and publishes after each step: metrics and slot views
+// first, then the events of that step (outbox), so a client that has read its last event
 // finds its job counted and its slot free.
 //
-//   Impl::loop(): cancel -> slot tasks -> admit -> step() -> embed_step() -> publish() -> deliver
+//   Impl::loop(): cancel -> slot tasks -> admit -> step() -> embed_step(), each of the last
+//   three followed by publish() and deliver()
 #pragma once
 
 #include <chrono>

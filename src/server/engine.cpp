@@ -135,7 +135,9 @@ void Engine::Impl::admit() {
       pick = queue.pick(views);
       if (!pick) return;
       slots[static_cast<size_t>(pick->slot)].active = true;
-      n_taken++;
+      // Taken slots as they are now (a slot freed earlier in this turn, or by a failed start
+      // just before, no longer counts; publish() recounts too).
+      n_taken = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
     }
     Slot& s = slots[static_cast<size_t>(pick->slot)];
     s.submitted = pick->submitted;
@@ -208,8 +210,15 @@ void Engine::Impl::loop() {
     }
     if (cancel) cancel_everything(*cancel);
     run_slot_tasks();
+    // Published and delivered after each phase: a job's first progress event goes out before
+    // its first prompt chunk is decoded, and a generation step's tokens do not wait for the
+    // embedding pass.
     admit();
+    publish();
+    deliver();
     step();
+    publish();
+    deliver();
     embed_step();
     publish();
     deliver();

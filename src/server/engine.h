@@ -44,8 +44,8 @@
 //
 // Inside (engine-impl.h): the Scheduler (scheduler.h) holds the queue and picks slots; a slot's
 // job state is a variant (generation or embedding) reset whole when the job ends; the thread
-// counts as it goes and publishes metrics() and slots() once per loop turn, before delivering
-// that turn's events, so a client that has read its last event finds its job counted and its
+// counts as it goes and publishes metrics() and slots() after each step (admission, generation,
+// embedding), before delivering that step's events, so a client that has read its last event finds its job counted and its
 // slot free. engine.cpp: the loop and the public side; engine-step.cpp: one generation step;
 // engine-embed.cpp: one embedding pass.
 #pragma once

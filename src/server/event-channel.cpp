@@ -17,6 +17,7 @@ void EventChannel::push(JobEvent ev) {
           d.logprobs.insert(d.logprobs.end(), std::make_move_iterator(t->delta.logprobs.begin()),
                             std::make_move_iterator(t->delta.logprobs.end()));
           d.tokens.insert(d.tokens.end(), t->delta.tokens.begin(), t->delta.tokens.end());
+          last->usage = t->usage;  // usage and times so far: the newer event's (timings_per_token)
           return;
         }
         break;
