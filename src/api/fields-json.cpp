@@ -91,9 +91,7 @@ std::optional<FieldError> read_one(const json& v, const Field& f, const std::str
       f.set_number(s, v.get<double>());
       return std::nullopt;
     case FieldType::kInt: {
-      // Integers, and numbers with no fraction (JavaScript clients send 5.0); int64 exactly.
-      const bool integral = v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-      if (!integral) return refuse(name, fmt::format("'{}' must be an integer, got {}", name, v.dump()));
+      if (!is_integral(v)) return refuse(name, fmt::format("'{}' must be an integer, got {}", name, v.dump()));
       if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
         return range_error(f, name, v.get<double>());
       if (auto e = range_error(f, name, v.get<double>())) return e;
@@ -139,6 +137,10 @@ std::optional<FieldError> read_one(const json& v, const Field& f, const std::str
 }
 
 }  // namespace
+
+bool is_integral(const json& v) {
+  return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+}
 
 const json* find_field_value(const json& body, const Field& f, Api api, std::string* name) {
   if (!body.is_object()) return nullptr;

@@ -25,6 +25,10 @@ struct FieldError {
   std::string message;  // names the field, the value and what is allowed
 };
 
+// An integer, or a number with no fraction (JavaScript clients send 5.0): what every JSON API
+// takes where an integer is asked for.
+bool is_integral(const json& v);
+
 // The present, non-null value of one row in `body` by the names `api` reads it by (the first
 // that is present), or nullptr; `name` gets the name found.
 const json* find_field_value(const json& body, const Field& f, Api api, std::string* name = nullptr);

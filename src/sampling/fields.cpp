@@ -17,10 +17,8 @@ constexpr double kI64 = static_cast<double>(std::numeric_limits<int64_t>::max())
 #define MINFER_FLOAT(m)                                                     \
   .get = [](const GenerationSettings& s) -> double { return s.m; },         \
   .put = [](GenerationSettings& s, double v) { s.m = static_cast<float>(v); }
-#define MINFER_INT(m)                                                                    \
-  .get = [](const GenerationSettings& s) -> double { return static_cast<double>(s.m); }, \
-  .put = [](GenerationSettings& s, double v) { s.m = static_cast<decltype(s.m)>(v); },   \
-  .get_int = [](const GenerationSettings& s) -> int64_t { return s.m; },                 \
+#define MINFER_INT(m)                                                    \
+  .get_int = [](const GenerationSettings& s) -> int64_t { return s.m; }, \
   .put_int = [](GenerationSettings& s, int64_t v) { s.m = static_cast<decltype(s.m)>(v); }
 
 //                     names: CLI, JSON (OpenAI / llama-server / viz), Anthropic, Responses, Ollama
@@ -144,7 +142,9 @@ std::vector<std::string_view> Field::names_in(Api api) const {
 
 void Field::set_number(GenerationSettings& s, double v) const { put(s, v); }
 void Field::set_integer(GenerationSettings& s, int64_t v) const { put_int(s, v); }
-double Field::number(const GenerationSettings& s) const { return get(s); }
+double Field::number(const GenerationSettings& s) const {
+  return type == FieldType::kFloat ? get(s) : static_cast<double>(get_int(s));
+}
 int64_t Field::integer(const GenerationSettings& s) const { return get_int(s); }
 
 std::span<const Field> fields() { return kFields; }

@@ -56,7 +56,8 @@ struct Field {
   bool lo_open = false, hi_open = false;
   std::string_view off = {};                      // what special values mean: "0 = greedy"
   std::string_view help = {};
-  // kFloat / kInt / kBool: the value inside GenerationSettings (kBool as 0 / 1).
+  // The value inside GenerationSettings: kFloat through get/put, kInt and kBool (0 / 1) through
+  // get_int/put_int (exact for int64).
   double (*get)(const GenerationSettings&) = nullptr;
   void (*put)(GenerationSettings&, double) = nullptr;
   int64_t (*get_int)(const GenerationSettings&) = nullptr;
@@ -66,10 +67,10 @@ struct Field {
   bool is_sampler() const;  // a SamplerParams field (the settings echo's "params")
   // The names `api` reads this field by, first the preferred one (kResponses falls back to kJson).
   std::vector<std::string_view> names_in(Api api) const;
-  void set_number(GenerationSettings& s, double v) const;      // kFloat / kInt / kBool
-  void set_integer(GenerationSettings& s, int64_t v) const;    // kInt / kBool, exact for int64
-  double number(const GenerationSettings& s) const;
-  int64_t integer(const GenerationSettings& s) const;
+  void set_number(GenerationSettings& s, double v) const;      // kFloat
+  void set_integer(GenerationSettings& s, int64_t v) const;    // kInt / kBool
+  double number(const GenerationSettings& s) const;            // kFloat / kInt / kBool (as a double)
+  int64_t integer(const GenerationSettings& s) const;          // kInt / kBool
 };
 
 // Every row, in docs/sampling.md's order; kStages last.

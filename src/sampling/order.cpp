@@ -98,10 +98,10 @@ Status apply_sampler_list(SamplerParams& p, std::string_view list) {
       names.emplace_back(list.substr(start, i - start));
       start = i + 1;
     }
+  if (list.empty()) return apply_sampler_names(p, {});  // no stage: every one off
   const bool one_name = names.size() == 1 && std::any_of(std::begin(kNames), std::end(kNames),
                                                          [&](const StageName& n) { return n.name == names[0]; });
-  if (names.size() > 1 || one_name || list.empty()) return apply_sampler_names(p, list.empty() ? std::vector<std::string>{} : names);
-  return apply_sampler_chars(p, list);
+  return names.size() > 1 || one_name ? apply_sampler_names(p, names) : apply_sampler_chars(p, list);
 }
 
 }  // namespace minfer

@@ -27,8 +27,7 @@ Status validate(const SamplerParams& p, int32_t n_vocab) {
   g.sampling = p;
   for (const Field& f : fields()) {
     if (!f.is_sampler() || !f.is_number()) continue;
-    const double v = f.type == FieldType::kInt ? static_cast<double>(f.integer(g)) : f.number(g);
-    MINFER_TRY(check_value(f, v, fmt::format("sampling: {}", f.key)));
+    MINFER_TRY(check_value(f, f.number(g), fmt::format("sampling: {}", f.key)));
   }
   // What one row cannot say: combinations, and the token ids of the vocabulary.
   if (!std::isfinite(p.temp + p.dynatemp_range)) {

@@ -45,7 +45,7 @@ ApiResult<double> read_number(const json& obj, const char* name, double lo, doub
 ApiResult<int64_t> read_integer(const json& obj, const char* name, int64_t lo, int64_t hi, int64_t absent) {
   const json* v = field(obj, name);
   if (!v) return absent;
-  if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
+  if (!api::is_integral(*v))
     return invalid_param(name, fmt::format("'{}' must be an integer, got {}", name, v->dump()));
   const double x = v->get<double>();
   if (x < static_cast<double>(lo) || x > static_cast<double>(hi))

@@ -30,7 +30,7 @@ TEST(fields, rows_are_well_formed) {
           EXPECT_TRUE(names[a].insert(n).second) << "name twice in api " << a << ": " << n;
         }
     if (f.is_number()) {
-      const double v = f.type == FieldType::kInt ? static_cast<double>(f.integer(d)) : f.number(d);
+      const double v = f.number(d);
       EXPECT_TRUE(check_value(f, v, f.key)) << f.key << " default " << v << " is outside its own range";
       EXPECT_LE(f.lo, f.hi) << f.key;
     }
