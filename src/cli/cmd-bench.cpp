@@ -93,12 +93,15 @@ int cmd_bench(int argc, char** argv) {
   add_batch_size(app, co.n_batch);
   add_kv_type(app, co.kv);
   add_swa_full_flag(app, co.swa_full);
+  add_offload_options(app, co.offload);
   add_compat_options(app, co.compat);
   app.add_option("-o,--output", out, "output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   auto kv = co.kv.dtype();
   if (!kv) return usage_fail("bench", kv.error().message);
   co.compat.warn(co.n_threads);
+  auto offload = co.offload.resolve();
+  if (!offload) return fail("bench", offload.error().message);
   auto pp = parse_list("-p", p_list);
   if (!pp) return fail("bench", pp.error().message);
   auto tg = parse_list("-n", n_list);
@@ -126,6 +129,7 @@ int cmd_bench(int argc, char** argv) {
   sp.n_threads = co.n_threads;
   sp.kv_type = *kv;
   sp.swa_full = co.swa_full;
+  sp.offload = *offload;
   if (static_cast<int64_t>(max_len) > (*m)->hparams().n_ctx_train && (*m)->hparams().n_ctx_train > 0)
     return fail("bench", fmt::format("a test of {} tokens exceeds the model's context of {}", max_len, (*m)->hparams().n_ctx_train));
   auto s = Session::create(*m, sp);

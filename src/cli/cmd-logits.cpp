@@ -105,6 +105,7 @@ int cmd_logits(int argc, char** argv) {
                "minfer logits"};
   std::string model, tokens, out, dump_dot, dump_json, dump_tensors;
   KvTypeOptions kv;
+  OffloadOptions offload;
   int greedy = 0, n_threads = 0, n_batch = 512, n_ctx = 0;
   bool no_fuse = false, verbose = false;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
@@ -115,6 +116,7 @@ int cmd_logits(int argc, char** argv) {
   add_batch_size(app, n_batch);
   add_ctx_size(app, n_ctx, "KV cache positions (default 0: the tokens plus --greedy)");
   add_kv_type(app, kv);
+  add_offload_options(app, offload);
   app.add_option("--dump-graph", dump_dot, "write the prompt graph as Graphviz DOT");
   app.add_option("--dump-graph-json", dump_json, "write the prompt graph as JSON (docs/graph.md)");
   app.add_option("--dump-tensors", dump_tensors,
@@ -124,6 +126,8 @@ int cmd_logits(int argc, char** argv) {
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   auto kv_type = kv.dtype();
   if (!kv_type) return usage_fail("logits", kv_type.error().message);
+  auto off = offload.resolve();
+  if (!off) return fail("logits", off.error().message);
   if (out.empty() && greedy == 0 && dump_dot.empty() && dump_json.empty() && dump_tensors.empty())
     return usage_fail("logits", "nothing to do: give --out, --greedy, --dump-tensors or a --dump-graph option");
   auto ids = parse_ids(tokens);
@@ -140,6 +144,7 @@ int cmd_logits(int argc, char** argv) {
   sp.n_threads = n_threads;
   sp.kv_type = *kv_type;
   sp.fuse = !no_fuse;
+  sp.offload = *off;
   if (sp.n_ctx < n + std::max(greedy - 1, 0))
     return fail("logits", fmt::format("-c {} is too small for {} tokens plus {} greedy steps", sp.n_ctx, n, greedy));
   auto s = Session::create(*m, sp);
@@ -147,6 +152,8 @@ int cmd_logits(int argc, char** argv) {
   Session& session = **s;
   if (verbose)
     for (const std::string& d : session.context().backend_descriptions()) std::fprintf(stderr, "[backend] %s\n", d.c_str());
+  if (const std::string where = session.context().placement(); !where.empty() && verbose)
+    std::fprintf(stderr, "[offload] %s\n", where.c_str());
 
   if (!dump_dot.empty() || !dump_json.empty()) {
     const int first = std::min(n, session.n_batch());

@@ -52,6 +52,7 @@ int cmd_perplexity(int argc, char** argv) {
   add_threads(app, co.n_threads);
   add_kv_type(app, co.kv);
   add_swa_full_flag(app, co.swa_full);
+  add_offload_options(app, co.offload);
   add_compat_options(app, co.compat);
   app.add_option("--chunks", max_chunks, "score at most N chunks (0 = all)")->check(CLI::Range(0, 1 << 20));
   app.add_flag("--json", json, "also print a JSON line with the figures");
@@ -61,6 +62,8 @@ int cmd_perplexity(int argc, char** argv) {
   auto kv = co.kv.dtype();
   if (!kv) return usage_fail("perplexity", kv.error().message);
   co.compat.warn(co.n_threads);
+  auto offload = co.offload.resolve();
+  if (!offload) return fail("perplexity", offload.error().message);
   std::ifstream in(file, std::ios::binary);
   if (!in) return fail("perplexity", fmt::format("cannot read '{}'", file));
   const std::string text{std::istreambuf_iterator<char>(in), {}};
@@ -84,6 +87,7 @@ int cmd_perplexity(int argc, char** argv) {
   p.n_threads = co.n_threads > 0 ? co.n_threads : hardware_threads();
   p.kv_type = *kv;
   p.swa_full = co.swa_full;
+  p.offload = *offload;
   auto session = Session::create(*m, p);
   if (!session) return fail("perplexity", session.error().message);
   Session& s = **session;

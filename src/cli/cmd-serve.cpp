@@ -145,6 +145,8 @@ int cmd_serve(int argc, char** argv) {
   std::string model = !model_opt.empty() ? model_opt : model_pos;
   if (!hf_repo.empty()) model = "hf:" + hf_repo + (hf_file.empty() ? "" : ":" + hf_file);
   auto kv = co.kv.dtype();
+  auto offload = co.offload.resolve();
+  if (!offload) return fail("serve", offload.error().message);
   if (!kv) return usage_fail("serve", kv.error().message);
   if (Status st = finish_spec_options(spo); !st) return usage_fail("serve", st.error().message);
   if (auto p = so.to_params(INT32_MAX); !p) return usage_fail("serve", p.error().message);
@@ -245,6 +247,7 @@ int cmd_serve(int argc, char** argv) {
   ep.n_threads = co.n_threads;
   ep.kv_type = *kv;
   ep.swa_full = co.swa_full;
+  ep.offload = *offload;
   sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
   sp.cache_prompt = !no_cache_prompt;
   server::EngineDraft draft;

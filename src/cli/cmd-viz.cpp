@@ -17,7 +17,12 @@ int cmd_viz(int argc, char** argv) {
   app.add_option("--port", o.port, "port")->capture_default_str()->check(CLI::Range(0, 65535));
   add_ctx_size(app, o.n_ctx, "context size (at least 16), capped at the model's; 0 = the model's");
   add_threads(app, o.n_threads);
+  OffloadOptions offload;
+  add_offload_options(app, offload);
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  auto off = offload.resolve();
+  if (!off) return fail("viz", off.error().message);
+  o.offload = *off;
   if (o.n_ctx != 0 && o.n_ctx < 16) return usage_fail("viz", "-c: the context needs at least 16 positions");
   const std::string path = resolve_model(model);
   if (path.empty()) return 1;

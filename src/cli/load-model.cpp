@@ -69,6 +69,8 @@ Expected<RunnableModel> load_runnable(const std::string& path, const ContextOpti
   };
   auto kv = co.kv.dtype();
   if (!kv) return fail(kv.error());
+  auto offload = co.offload.resolve();
+  if (!offload) return fail(offload.error());
   RunnableModel r;
   auto m = Model::load(path);
   if (!m) return fail(m.error());
@@ -82,6 +84,7 @@ Expected<RunnableModel> load_runnable(const std::string& path, const ContextOpti
   p.n_threads = co.n_threads > 0 ? co.n_threads : hardware_threads();
   p.kv_type = *kv;
   p.swa_full = co.swa_full;
+  p.offload = *offload;
   auto s = Session::create(r.model, p);
   if (!s) return fail(s.error());
   r.session = std::move(*s);

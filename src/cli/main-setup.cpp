@@ -31,6 +31,7 @@ Expected<MainSetup> prepare_main(const MainOptions& o, const std::string& path) 
   info(fmt::format("[model] {}: {}, {} threads, ctx {}, {} KV", hp.name, hp.arch, s.n_threads(), s.n_ctx(), o.ctx.kv.name()));
   if (o.log.verbose)
     for (const std::string& d : s.context().backend_descriptions()) std::fprintf(stderr, "[backend] %s\n", d.c_str());
+  if (const std::string where = s.context().placement(); !where.empty()) info("[offload] " + where);
   if (o.log.verbose)
     std::fprintf(stderr, "[sampler] seed %llu: %s\n", static_cast<unsigned long long>(r.sampler->seed()),
                  r.sampler->describe().c_str());

@@ -1,5 +1,6 @@
 #include "cli/options.h"
 
+#include <charconv>
 #include <fmt/format.h>
 #include <sys/mman.h>
 
@@ -26,7 +27,7 @@ struct Alias {
   std::string_view from, to;
 };
 constexpr Alias kAliases[] = {
-    {"-ngl", "--gpu-layers"},      {"-fa", "--flash-attn"},          {"-ctk", "--cache-type-k"},
+    {"-ngl", "--gpu-layers"},      {"-dev", "--device"},             {"-fa", "--flash-attn"},          {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"},    {"-tb", "--threads-batch"},       {"-ub", "--ubatch-size"},
     {"-cnv", "--conversation"},    {"-no-cnv", "--no-conversation"}, {"-if", "--interactive-first"},
     {"-st", "--single-turn"},      {"-sys", "--system-prompt"},      {"-sysf", "--system-prompt-file"},
@@ -58,9 +59,11 @@ const Unsupported kUnsupported[] = {
      "LoRA adapters and control vectors are not supported"},
     {{"-mm", "--mmproj", "-mmu", "--mmproj-url", "--image", "--audio", "--video"},
      "multimodal projectors (vision, audio) are not supported"},
-    {{"-ts", "--tensor-split", "-sm", "--split-mode", "-mg", "--main-gpu", "-dev", "--device", "-ot",
-      "--override-tensor", "-cmoe", "--cpu-moe", "-ncmoe", "--n-cpu-moe", "--rpc"},
-     "this build has no GPU or RPC backend: every tensor is on the CPU"},
+    {{"-ts", "--tensor-split", "-sm", "--split-mode", "-mg", "--main-gpu", "-ot", "--override-tensor", "-cmoe",
+      "--cpu-moe", "-ncmoe", "--n-cpu-moe"},
+     "per-tensor placement is not supported: whole layers go to GPUs with -ngl N and --device NAME[,NAME] (offloaded "
+     "layers are divided equally between the devices)"},
+    {{"--rpc"}, "RPC backends are not supported"},
     {{"--rope-scaling", "--rope-scale", "--rope-freq-base", "--rope-freq-scale", "--yarn-orig-ctx", "--yarn-ext-factor",
       "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast", "-gan", "--grp-attn-n", "-gaw", "--grp-attn-w"},
      "RoPE scaling overrides are not supported (the GGUF's own RoPE parameters are used)"},
@@ -334,10 +337,48 @@ void add_swa_full_flag(CLI::App& app, bool& swa_full) {
                "a ring of n_swa + n_batch rows; full caches let any prefix be reused or rolled back)");
 }
 
+void add_offload_options(CLI::App& app, OffloadOptions& o) {
+  const char* g = "GPU";
+  app.add_option("--gpu-layers,--n-gpu-layers", o.n_gpu_layers,
+                 "(-ngl) N|all: the last N layers run on the GPU (all, or N past the layer count: the output layer "
+                 "too); without --device the first hardware GPU (--list-devices)")
+      ->group(g);
+  app.add_option("--device", o.devices,
+                 "(-dev) NAME[,NAME]|none: the GPUs for -ngl (--list-devices names; a software device runs only when "
+                 "named here); alone: every layer on them")
+      ->group(g);
+}
+
+Expected<Offload> OffloadOptions::resolve() const {
+  Offload off;
+  if (n_gpu_layers.empty()) {
+    off.n_gpu_layers = devices.empty() || devices == "none" ? 0 : kAllLayers;
+  } else if (n_gpu_layers == "all" || n_gpu_layers == "auto" || n_gpu_layers == "-1") {
+    off.n_gpu_layers = kAllLayers;
+  } else {
+    int n = -1;
+    const auto [p, ec] = std::from_chars(n_gpu_layers.data(), n_gpu_layers.data() + n_gpu_layers.size(), n);
+    if (ec != std::errc() || p != n_gpu_layers.data() + n_gpu_layers.size() || n < 0)
+      return make_error("-ngl {}: give a number of layers (0 or more) or all", n_gpu_layers);
+    off.n_gpu_layers = n;
+  }
+  auto devs = select_devices(devices);
+  if (!devs) return devs.error();
+  if (off.n_gpu_layers == 0 || devices == "none") return Offload{};
+  if (devs->empty()) {
+    const std::string_view note = device_support_note();
+    std::string why = note.empty() ? "no GPU here" : std::string(note);
+    for (const DeviceInfo& d : list_devices())
+      if (d.software) why += fmt::format("; {} ({}) is a software device: name it with --device to use it", d.name, d.description);
+    warning(fmt::format("-ngl {}: {}; every layer runs on the CPU", n_gpu_layers, why));
+    return Offload{};
+  }
+  for (const DeviceInfo& d : *devs) off.devices.push_back(d.name);
+  return off;
+}
+
 void add_compat_options(CLI::App& app, CompatOptions& o) {
   const char* g = "llama.cpp compatibility";
-  app.add_option("--gpu-layers,--n-gpu-layers", o.n_gpu_layers, "(-ngl) accepted; this build runs every layer on the CPU")
-      ->group(g);
   app.add_option("--flash-attn", o.flash_attn, "(-fa) [on|off|auto] accepted; attention is always one fused kernel here")
       ->check(CLI::IsMember({"on", "off", "auto", "1", "0", "true", "false"}))
       ->group(g);
@@ -350,13 +391,6 @@ void add_compat_options(CLI::App& app, CompatOptions& o) {
 }
 
 void CompatOptions::warn(int n_threads) const {
-  if (n_gpu_layers && *n_gpu_layers != 0) {
-    const std::string_view none = device_support_note();
-    warning(fmt::format("-ngl {}: {}; every layer runs on the CPU", *n_gpu_layers,
-                        none.empty() ? "layers do not run on a GPU yet (the Vulkan backend has only its first ops, "
-                                       "docs/backends.md)"
-                                     : "this build has no GPU backend"));
-  }
   if (flash_attn == "off" || flash_attn == "0" || flash_attn == "false") warning("-fa off: attention is always one fused kernel here; the flag changes nothing");
   if (no_mmap)
     warning("--no-mmap: weights are read through mmap once and kept as a repacked copy (the mapped pages are released); "
@@ -378,6 +412,7 @@ void add_context_options(CLI::App& app, ContextOptions& o, const std::string& ct
   add_threads(app, o.n_threads);
   add_kv_type(app, o.kv);
   add_swa_full_flag(app, o.swa_full);
+  add_offload_options(app, o.offload);
   add_compat_options(app, o.compat);
 }
 

@@ -19,6 +19,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "runtime/context.h"
+#include "runtime/placement.h"
 #include "core/dtype.h"
 #include "core/status.h"
 
@@ -53,11 +55,23 @@ void add_kv_type(CLI::App& app, KvTypeOptions& o);
 // --swa-full: sliding-window layers keep the whole context (Context's swa_full).
 void add_swa_full_flag(CLI::App& app, bool& swa_full);
 
-// llama.cpp flags accepted for compatibility: -ngl/--gpu-layers N, -fa/--flash-attn [on|off|auto],
+// -ngl/--gpu-layers/--n-gpu-layers N|all and -dev/--device NAME[,NAME]|none, as llama.cpp spells
+// them: the last N layers (all: every layer and the output) on GPUs (runtime/placement.h).
+struct OffloadOptions {
+  std::string n_gpu_layers;  // as given; "" = not given
+  std::string devices;       // as given; "" = not given
+  // The Offload for ContextParams. -ngl with no --device takes the first hardware GPU (a software
+  // device such as lavapipe only when named: it is slower than the CPU backend); with no GPU, or a
+  // build without one, a warning says every layer runs on the CPU. --device alone offloads every
+  // layer. Errors: a -ngl that is neither a count nor "all", a device this machine lacks.
+  Expected<Offload> resolve() const;
+};
+void add_offload_options(CLI::App& app, OffloadOptions& o);
+
+// llama.cpp flags accepted for compatibility: -fa/--flash-attn [on|off|auto],
 // --no-mmap, --mlock, -tb/--threads-batch N. warn() says on stderr what does nothing on this
 // build; mlock() locks the process's memory (what --mlock asks) and warns when it cannot.
 struct CompatOptions {
-  std::optional<int> n_gpu_layers;
   std::string flash_attn;  // "on", "off", "auto" or empty
   bool no_mmap = false, mlock_memory = false;
   std::optional<int> threads_batch;
@@ -73,6 +87,7 @@ struct ContextOptions {
   int n_threads = 0;
   KvTypeOptions kv;
   bool swa_full = false;
+  OffloadOptions offload;
   CompatOptions compat;
 };
 void add_context_options(CLI::App& app, ContextOptions& o, const std::string& ctx_help = {});

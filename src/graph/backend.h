@@ -57,6 +57,9 @@ class Backend {
   virtual Status compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) = 0;
   // Waits for submitted work (a no-op for synchronous backends).
   virtual void synchronize() {}
+  // Bytes of the backend's own memory held now (a device backend: its weights, caches and
+  // arenas; 0 for the host, whose memory the process reports).
+  virtual size_t memory_used() const { return 0; }
 };
 
 }  // namespace minfer

@@ -18,13 +18,69 @@ std::string describe(const Graph& g, const Node& n) {
   return s + ")";
 }
 
+// A split's copies run when the split starts (compute()), but insert_copies() put each one just
+// before its first reader, possibly after other nodes of the same split. Moves every kCopy node
+// to just before the first compute node of its run (a run: consecutive compute nodes of one
+// backend, as prepare() cuts splits), so that the memory planner sees each copy live from when it
+// really runs: no node of the run may reuse its buffer. A copy's source is a compute node of an
+// earlier run (another backend) or a leaf (emitted first when it comes later in the order).
+Graph hoist_copies(const Graph& g) {
+  const size_t n = g.nodes.size();
+  std::vector<int> run_of(n, -1), first_of_run;
+  int prev_backend = -1;
+  for (const Node& x : g.nodes) {
+    if (x.dead || op_is_leaf(x.op)) continue;
+    if (first_of_run.empty() || x.backend != prev_backend) first_of_run.push_back(x.id);
+    prev_backend = x.backend;
+    run_of[static_cast<size_t>(x.id)] = static_cast<int>(first_of_run.size()) - 1;
+  }
+  std::vector<std::vector<int>> copies_of_run(first_of_run.size());
+  for (const Node& x : g.nodes)
+    if (!x.dead && x.op == Op::kCopy && first_of_run[static_cast<size_t>(run_of[static_cast<size_t>(x.id)])] != x.id)
+      copies_of_run[static_cast<size_t>(run_of[static_cast<size_t>(x.id)])].push_back(x.id);
+  std::vector<int> order;
+  std::vector<bool> emitted(n, false);
+  auto emit = [&](int id) {
+    if (!emitted[static_cast<size_t>(id)]) order.push_back(id);
+    emitted[static_cast<size_t>(id)] = true;
+  };
+  for (const Node& x : g.nodes) {
+    const int r = run_of[static_cast<size_t>(x.id)];
+    if (r >= 0 && first_of_run[static_cast<size_t>(r)] == x.id) {
+      for (int c : copies_of_run[static_cast<size_t>(r)]) {
+        const int src = g.nodes[static_cast<size_t>(c)].src[0];
+        MINFER_ASSERT(emitted[static_cast<size_t>(src)] || op_is_leaf(g.nodes[static_cast<size_t>(src)].op));
+        emit(src);
+        emit(c);
+      }
+    }
+    emit(x.id);
+  }
+  MINFER_ASSERT(order.size() == n);
+  std::vector<int> remap(n);
+  for (size_t i = 0; i < n; ++i) remap[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  Graph out;
+  out.nodes.reserve(n);
+  for (int id : order) {
+    Node x = g.nodes[static_cast<size_t>(id)];
+    x.id = remap[static_cast<size_t>(id)];
+    for (int& src : x.src) src = remap[static_cast<size_t>(src)];
+    out.nodes.push_back(std::move(x));
+  }
+  for (int i : g.inputs) out.inputs.push_back(remap[static_cast<size_t>(i)]);
+  for (int o : g.outputs) out.outputs.push_back(remap[static_cast<size_t>(o)]);
+  return out;
+}
+
 }  // namespace
 
-Status assign_backends(Graph& g, const std::vector<Backend*>& backends) {
+Status assign_backends(Graph& g, const std::vector<Backend*>& backends,
+                       const std::function<bool(const Node&, int)>& allow) {
   for (Node& n : g.nodes) {
     if (n.dead || op_is_leaf(n.op)) continue;
     int best = -1;
     for (size_t b = 0; b < backends.size(); ++b) {
+      if (allow && !allow(n, static_cast<int>(b))) continue;
       if (!backends[b]->supports_op(g, n)) continue;
       if (best < 0 || backends[b]->priority() > backends[static_cast<size_t>(best)]->priority()) best = static_cast<int>(b);
     }
@@ -139,7 +195,7 @@ Expected<void*> Scheduler::persistent(const Node& n) {
 
 Expected<std::unique_ptr<PreparedGraph>> Scheduler::prepare(Graph g, const SchedulerOptions& opt) {
   auto pg = std::make_unique<PreparedGraph>();
-  MINFER_TRY(assign_backends(g, backends_));
+  MINFER_TRY(assign_backends(g, backends_, opt.allow));
   if (opt.fuse) {
     pg->n_fused = fuse_graph(g, [&](const Node& f) {
       return backends_[static_cast<size_t>(f.backend)]->supports_op(g, f);
@@ -147,7 +203,7 @@ Expected<std::unique_ptr<PreparedGraph>> Scheduler::prepare(Graph g, const Sched
   }
   auto with_copies = insert_copies(g);
   if (!with_copies) return with_copies.error();
-  pg->graph = std::move(*with_copies);
+  pg->graph = hoist_copies(*with_copies);
   const Graph& graph = pg->graph;
   const int nb = static_cast<int>(backends_.size());
   pg->plan = plan_memory(graph, nb);

@@ -29,6 +29,10 @@ namespace minfer {
 
 struct SchedulerOptions {
   bool fuse = true;
+  // Placement: whether node n may run on backend b (an index into backends()); null: any. A
+  // node goes to the highest-priority backend that supports it and is allowed (e.g. -ngl: a
+  // layer's nodes on a GPU only when that layer is offloaded).
+  std::function<bool(const Node& n, int backend)> allow = nullptr;
 };
 
 // A contiguous run of nodes executed by one backend.
@@ -111,6 +115,7 @@ class Scheduler {
 
 // Shorthand used by the passes and tests: the first-consumer backend of each leaf, the
 // highest-priority supporting backend of every other node.
-Status assign_backends(Graph& g, const std::vector<Backend*>& backends);
+Status assign_backends(Graph& g, const std::vector<Backend*>& backends,
+                       const std::function<bool(const Node&, int)>& allow = nullptr);
 
 }  // namespace minfer

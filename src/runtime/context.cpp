@@ -8,6 +8,7 @@
 #include "core/thread-pool.h"
 #include "graph/scheduler.h"
 #include "models/model.h"
+#include "runtime/placement.h"
 
 namespace minfer {
 
@@ -65,7 +66,11 @@ struct GraphCache {
 }  // namespace
 
 struct Context::Impl {
-  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<std::unique_ptr<Backend>> backends;  // the offload devices (in order), then the host's
+  std::vector<std::string> device_names;           // [n_devices] list_devices() names
+  LayerPlacement placement;
+  // SchedulerOptions::allow: a device runs the nodes of the layers placed on it; the host any.
+  std::function<bool(const Node&, int)> allow;
   std::unique_ptr<Scheduler> sched;
   GraphCache<std::tuple<int, int, bool>> forward;     // by (n_tokens, n_out, embeddings)
   GraphCache<std::tuple<int, bool, KvLayers>> moves;  // by (n_rows, rotate, layers)
@@ -115,6 +120,29 @@ Expected<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> 
   c->swa_lo_.assign(static_cast<size_t>(p.n_seq), 0);
   c->impl_ = std::make_unique<Impl>();
   std::vector<Backend*> raw;
+  const Offload& off = p.offload;
+  if (off.n_gpu_layers < kAllLayers)
+    return make_error("context: n_gpu_layers {} is negative (-1 = all)", off.n_gpu_layers);
+  const bool offloading = off.n_gpu_layers != 0 && !off.devices.empty();
+  if (offloading) {
+    const std::vector<DeviceInfo> have = list_devices();
+    for (const std::string& d : off.devices) {
+      auto it = std::find_if(have.begin(), have.end(), [&](const DeviceInfo& x) { return x.name == d; });
+      if (it == have.end()) return make_error("context: no device '{}' here", d);
+      auto b = create_backend(it->backend, {.n_threads = c->n_threads_, .device = d});
+      if (!b) return b.error();
+      raw.push_back(b->get());
+      c->impl_->backends.push_back(std::move(*b));
+      c->impl_->device_names.push_back(d);
+    }
+  }
+  Impl& im = *c->impl_;
+  im.placement = {.n_layer = c->model_->hparams().n_layer, .n_gpu_layers = offloading ? off.n_gpu_layers : 0,
+                  .n_devices = static_cast<int>(im.device_names.size())};
+  if (offloading) {
+    const int n_dev = static_cast<int>(im.device_names.size());
+    im.allow = [&im, n_dev](const Node& n, int b) { return b >= n_dev || im.placement.device_of(n.name) == b; };
+  }
   for (const std::string& n : *names) {
     auto b = create_backend(n, {.n_threads = c->n_threads_, .device = ""});
     if (!b) return b.error();
@@ -169,7 +197,7 @@ Expected<GraphEntry*> Context::Impl::forward_graph(const Model& m, const Context
   gp.swa_ring = ring;
   gp.n_ctx_swa = static_cast<int64_t>(ring) * n_seq;
   gp.embeddings = embd;
-  auto pg = im.sched->prepare(m.build_graph(gp), {.fuse = p.fuse});
+  auto pg = im.sched->prepare(m.build_graph(gp), {.fuse = p.fuse, .allow = im.allow});
   if (!pg) return pg.error();
   GraphEntry e;
   e.pg = std::move(*pg);
@@ -206,6 +234,38 @@ std::vector<std::string> Context::backend_descriptions() const {
 }
 
 size_t Context::kv_bytes() const { return impl_->sched->persistent_bytes(); }
+
+std::string Context::placement() const {
+  const Impl& im = *impl_;
+  const LayerPlacement& lp = im.placement;
+  if (lp.n_offloaded() == 0 && !lp.output_offloaded()) return "";
+  auto range = [](int64_t a, int64_t b) { return a == b ? fmt::format("layer {}", a) : fmt::format("layers {}..{}", a, b); };
+  std::string s;
+  for (int d = 0; d < lp.n_devices; ++d) {
+    int64_t lo = -1, hi = -1;
+    for (int64_t il = 0; il < lp.n_layer; ++il)
+      if (lp.device_of_layer(il) == d) {
+        if (lo < 0) lo = il;
+        hi = il;
+      }
+    const bool out = lp.device_of_layer(lp.n_layer) == d;
+    const Backend& b = *im.backends[static_cast<size_t>(d)];
+    size_t kv = 0;
+    for (int64_t il = lo; lo >= 0 && il <= hi; ++il)
+      for (const char* w : {"cache_k", "cache_v"}) {
+        const Scheduler::RegionView r = im.sched->persistent_region(fmt::format("blk.{}.{}", il, w));
+        if (r.backend == &b) kv += r.size;
+      }
+    s += fmt::format("{}{}{} on {}: {:.1f} MiB of device memory ({:.1f} MiB of KV cache)", s.empty() ? "" : "; ",
+                     lo >= 0 ? range(lo, hi) : "", out ? (lo >= 0 ? " and the output" : "the output") : "",
+                     im.device_names[static_cast<size_t>(d)], static_cast<double>(b.memory_used()) / (1 << 20),
+                     static_cast<double>(kv) / (1 << 20));
+  }
+  const int64_t n_host = lp.n_layer - lp.n_offloaded();
+  s += n_host > 0 ? fmt::format("; {} on the CPU", range(0, n_host - 1)) : "";
+  if (!lp.output_offloaded()) s += n_host > 0 ? " with the output" : "; the output on the CPU";
+  return s;
+}
 
 void Context::set_observer(NodeObserver obs) { impl_->sched->set_observer(std::move(obs)); }
 
@@ -352,7 +412,7 @@ Expected<GraphEntry*> Context::Impl::move_graph(const Model& m, const ContextPar
   if (GraphEntry* e = moves.find(key)) return e;
   auto pg = sched->prepare(m.build_kv_move({.n_rows = n, .n_ctx = n_ctx, .kv_type = p.kv_type, .rotate = rotate,
                                             .layers = layers}),
-                           {.fuse = p.fuse});
+                           {.fuse = p.fuse, .allow = allow});
   if (!pg) return pg.error();
   GraphEntry ne;
   ne.pg = std::move(*pg);

@@ -58,6 +58,14 @@ std::string_view kv_type_name(DType t);
 // Bytes of one cache row of n_embd values (a quantized row is whole blocks: n_embd % 32 == 0).
 size_t kv_row_bytes(DType t, int64_t n_embd);
 
+// -ngl and --device: the last n_gpu_layers layers (runtime/placement.h) run on these devices
+// (backends/registry list_devices() names, as chosen by select_devices); none: the host only.
+struct Offload {
+  std::vector<std::string> devices;
+  int n_gpu_layers = 0;  // kAllLayers (-1): every layer and the output
+  bool operator==(const Offload&) const = default;
+};
+
 struct ContextParams {
   int n_seq = 1;       // sequences sharing the cache
   int n_ctx_seq = 0;   // KV positions per sequence; 0 = min(4096, the model's context_length)
@@ -65,6 +73,7 @@ struct ContextParams {
   int n_threads = 0;   // 0 = all hardware threads
   DType kv_type = DType::F16;  // F16, F32, Q8_0 or Q4_0 (K and V alike; kv_type_name)
   std::string backends = "cpu";  // registry names, comma-separated (backends/registry)
+  Offload offload = {};  // layers on GPUs (-ngl, --device)
   bool fuse = true;    // run the fusion pass (off: for debugging and fused-vs-unfused tests)
   AttnArith attn = AttnArith::kByBatch;
   bool swa_full = false;  // sliding-window layers cache the whole context (llama.cpp's --swa-full)
@@ -145,6 +154,10 @@ class Context {
   const ContextParams& params() const { return p_; }
   const ContextStats& stats() const { return stats_; }
   std::vector<std::string> backend_names() const;
+  // Where the layers run and the device memory each device holds (weights, KV cache,
+  // activations), for `info` and -v: "layers 20..29 and the output on Vulkan0 (llvmpipe): 52 MiB
+  // of weights, 30 MiB of KV cache; layers 0..19 on the CPU". Empty: all on the host.
+  std::string placement() const;
   // Backend::describe() of each backend, in priority order (for -v).
   std::vector<std::string> backend_descriptions() const;
 

@@ -20,6 +20,7 @@ Expected<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> 
   cp.fuse = p.fuse;
   cp.attn = p.attn;
   cp.swa_full = p.swa_full;
+  cp.offload = p.offload;
   auto ctx = Context::create(std::move(model), cp);
   if (!ctx) return make_error("{}", ctx.error().message);
   std::unique_ptr<Session> s(new Session());

@@ -51,6 +51,7 @@ struct SessionParams {
   std::string backends = "cpu";  // registry names (backends/registry)
   AttnArith attn = AttnArith::kByBatch;
   bool swa_full = false;  // sliding-window layers cache the whole context (ContextParams::swa_full)
+  Offload offload = {};   // layers on GPUs (ContextParams::offload)
 };
 
 using SessionStats = ContextStats;

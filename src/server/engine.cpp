@@ -252,6 +252,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
   cp.n_threads = p.n_threads;
   cp.kv_type = p.kv_type;
   cp.backends = p.backends;
+  cp.offload = p.offload;
   cp.attn = AttnArith::kInvariant;
   cp.swa_full = p.swa_full;
   auto ctx = Context::create(std::move(model), cp);

@@ -69,6 +69,7 @@
 #include "core/status.h"
 #include "grammar/gbnf.h"
 #include "grammar/trigger.h"
+#include "runtime/context.h"
 #include "runtime/speculative.h"
 #include "sampling/params.h"
 #include "server/embedding.h"
@@ -90,6 +91,7 @@ struct EngineParams {
   DType kv_type = DType::F16;
   bool swa_full = false;  // sliding-window layers cache the whole context (--swa-full)
   std::string backends = "cpu";
+  Offload offload = {};  // layers on GPUs (-ngl, --device)
   double queue_timeout_s = 300;  // a job waiting longer for a slot ends with an error
   double watchdog_s = 60;        // work but no finished step for this long: stalled()
   // --context-shift: a generating slot whose context is full drops positions after the job's

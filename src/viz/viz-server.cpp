@@ -220,6 +220,7 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   const int64_t n_train = s.model->hparams().n_ctx_train;
   sp.n_ctx = n_train > 0 ? static_cast<int>(std::min<int64_t>(opt.n_ctx, n_train)) : opt.n_ctx;
   sp.n_threads = opt.n_threads > 0 ? opt.n_threads : hardware_threads();
+  sp.offload = opt.offload;
   auto session = Session::create(s.model, sp);
   if (!session) {
     std::fprintf(stderr, "minfer viz: %s\n", session.error().message.c_str());

@@ -17,6 +17,8 @@
 
 #include <string>
 
+#include "runtime/context.h"
+
 namespace minfer::viz {
 
 struct VizOptions {
@@ -24,6 +26,7 @@ struct VizOptions {
   int port = 8081;
   int n_ctx = 2048;
   int n_threads = 0;
+  Offload offload;  // -ngl, --device
 };
 
 int run_viz_server(const std::string& model_path, const VizOptions& opt);

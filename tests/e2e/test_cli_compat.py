@@ -71,7 +71,7 @@ def test_prompt_from_a_file_and_the_model_from_minus_m(tmp_path):
     (["--ctx", "64"], "unknown option '--ctx'; did you mean '--ctx-size'?"),
     (["-xyz"], "unknown option '-xyz'\n"),
     (["--lora", "a.gguf"], "'--lora' is not supported: LoRA adapters"),
-    (["-ts", "1,1"], "'-ts' is not supported: this build has no GPU"),
+    (["-ts", "1,1"], "'-ts' is not supported: per-tensor placement is not supported"),
     (["-n", "abc"], "abc"),
     (["--flash-attn=maybe"], "maybe"),
     (["--color=purple", "--cnv"], "purple"),

@@ -1,5 +1,7 @@
 #include "backends/registry/registry.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "backends/cpu/cpu-backend.h"
@@ -68,6 +70,36 @@ std::string_view device_support_note() {
 #else
   return "this build has no GPU backend (Vulkan needs libvulkan-dev and glslc at build time)";
 #endif
+}
+
+Expected<std::vector<DeviceInfo>> select_devices(std::string_view list) {
+  const std::vector<DeviceInfo> all = list_devices();
+  std::vector<DeviceInfo> out;
+  if (list == "none") return out;
+  if (list.empty()) {
+    for (const DeviceInfo& d : all)
+      if (!d.software) return std::vector<DeviceInfo>{d};
+    return out;
+  }
+  std::string have;
+  for (const DeviceInfo& d : all)
+    have += fmt::format("{}{} ({}{})", have.empty() ? "" : ", ", d.name, d.description, d.software ? ", software" : "");
+  size_t i = 0;
+  while (i <= list.size()) {
+    const size_t j = std::min(list.find(',', i), list.size());
+    const std::string_view name = list.substr(i, j - i);
+    auto it = std::find_if(all.begin(), all.end(), [&](const DeviceInfo& d) { return d.name == name; });
+    if (it == all.end()) {
+      const std::string_view note = device_support_note();
+      return make_error("--device {}: no device '{}' here ({})", list, name,
+                        !note.empty() ? std::string(note) : have.empty() ? std::string("no GPU found") : "devices: " + have);
+    }
+    if (std::any_of(out.begin(), out.end(), [&](const DeviceInfo& d) { return d.name == name; }))
+      return make_error("--device {}: '{}' given twice", list, name);
+    out.push_back(*it);
+    i = j + 1;
+  }
+  return out;
 }
 
 std::vector<std::string> backend_names() {

@@ -36,6 +36,10 @@ struct DeviceInfo {
 std::vector<DeviceInfo> list_devices();
 // Why a build lists no devices at all ("" when it has device backends).
 std::string_view device_support_note();
+// The devices of a --device list ("Vulkan0,Vulkan1"; "none": no device), each by its
+// list_devices() name, in the order given; "" picks the first hardware GPU (none: an empty list).
+// A name this machine lacks is an error naming the devices there are.
+Expected<std::vector<DeviceInfo>> select_devices(std::string_view list);
 
 // A new backend of the named kind ("cpu").
 Expected<std::unique_ptr<Backend>> create_backend(std::string_view name, const BackendOptions& opt);

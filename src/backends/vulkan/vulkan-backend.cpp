@@ -26,12 +26,30 @@ namespace {
 constexpr uintptr_t kAddressBase = uintptr_t{1} << 46;
 constexpr uintptr_t kWindow = uintptr_t{1} << 30;
 // The compute shaders (shaders/<name>.comp), one pipeline each, built on first use.
-enum class Kernel : uint8_t { kBinary, kScale, kRmsNorm, kUnary, kRope, kMatmul, kGetRows, kCount };
-constexpr const char* kKernelNames[] = {"binary", "scale", "rms_norm", "unary", "rope", "matmul", "get_rows"};
+enum class Kernel : uint8_t {
+  kBinary, kScale, kRmsNorm, kUnary, kRope, kMatmul, kGetRows, kKvStore, kAttn, kActRound, kCount
+};
+constexpr const char* kKernelNames[] = {"binary",   "scale",    "rms_norm", "unary", "rope",     "matmul",
+                                        "get_rows", "kv_store", "attn",     "act_round"};
 static_assert(std::size(kKernelNames) == static_cast<size_t>(Kernel::kCount));
 
-// Storage buffers per dispatch: src0, src1, dst, src2 (a shader declares those it reads).
-constexpr uint32_t kBindings = 4;
+// Storage buffers per dispatch: src0, src1, dst, src2, src3 (a shader declares those it reads).
+constexpr uint32_t kBindings = 5;
+// Push constants per dispatch: 32 words (Vulkan guarantees 128 bytes).
+constexpr uint32_t kPushWords = 32;
+
+// The KV cache types the kv_store and attn shaders read and write (their type numbers are
+// dequant.glsl's: 0 F32, 1 F16, 2 Q8_0, 3 Q4_0). A cache row is written in whole 32-bit words:
+// f16 rows of an even length, quantized rows of whole pairs of blocks.
+bool kv_cache_ok(const Node& c) {
+  switch (c.type) {
+    case DType::F32: return true;
+    case DType::F16: return c.ne[0] % 2 == 0;
+    case DType::Q8_0:
+    case DType::Q4_0: return c.ne[0] % 64 == 0;
+    default: return false;
+  }
+}
 
 struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
@@ -46,6 +64,24 @@ struct Pipeline {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
 };
+
+// How shaders/act_round.comp rounds a matmul's activations for this weight type: as the CPU
+// backend does before its dot products (cpu/kernels.h): 0 not at all (F32), 1 f16, 2 bf16,
+// 3 Q8_0 blocks, 5 Q8_1 blocks (Q8_0's values and each block's sum), 4 Q8_K blocks.
+uint32_t act_round_mode(DType weight) {
+  switch (weight) {
+    case DType::F32: return 0;
+    case DType::F16: return 1;
+    case DType::BF16: return 2;
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0:
+    case DType::IQ4_NL: return 3;
+    case DType::Q4_1:
+    case DType::Q5_1: return 5;
+    default: return 4;  // Q2_K .. Q6_K, IQ4_XS
+  }
+}
 
 // shaders/dequant.glsl's type numbers, in its order; -1: a type it does not read.
 int dequant_type(DType t) {
@@ -84,17 +120,20 @@ struct VulkanBackend::Impl {
   PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
   std::map<uintptr_t, Allocation> allocs;  // by window start
   uintptr_t next = kAddressBase;
-  Pipeline pipelines[static_cast<size_t>(Kernel::kCount)];  // by Kernel; null until first used
+  // By (kernel, specialization constant 0 or -1 for none), built on first use.
+  std::map<std::pair<Kernel, int>, Pipeline> pipelines;
   // Host tensor (its bytes, their count) -> its device copy. Weights are immutable model memory
   // that outlives the backend's graphs (one backend per Context, one model per Context).
   std::map<std::pair<const void*, size_t>, uintptr_t> weights;
   std::mutex mu;  // one submission at a time (the scheduler may run sessions on threads)
+  Allocation scratch;  // rounded matmul activations (act_round), grown to the largest one
 
   ~Impl() {
     if (!device) return;
     vkDeviceWaitIdle(device);
     for (auto& [base, a] : allocs) release(a);
-    for (Pipeline& p : pipelines) {  // vkDestroy* of a null handle does nothing
+    if (scratch.buffer) release(scratch);
+    for (auto& [key, p] : pipelines) {  // vkDestroy* of a null handle does nothing
       vkDestroyPipeline(device, p.pipeline, nullptr);
       vkDestroyPipelineLayout(device, p.layout, nullptr);
       vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
@@ -249,8 +288,10 @@ struct VulkanBackend::Impl {
     return s;
   }
 
-  Expected<Pipeline*> pipeline(Kernel k) {
-    Pipeline& p = pipelines[static_cast<size_t>(k)];
+  // The pipeline of kernel k; spec >= 0 sets the shader's specialization constant 0 (matmul:
+  // the weight type, so that each pipeline compiles one type's dequantization).
+  Expected<Pipeline*> pipeline(Kernel k, int spec = -1) {
+    Pipeline& p = pipelines[{k, spec}];
     if (p.pipeline) return &p;
     const std::string shader = kKernelNames[static_cast<size_t>(k)];
     const std::string_view spv = embedded_file(shader + ".spv");
@@ -269,7 +310,7 @@ struct VulkanBackend::Impl {
     dl.pBindings = b;
     if (Status s = check(vkCreateDescriptorSetLayout(device, &dl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout"); !s)
       return s.error();
-    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, 64};
+    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushWords * 4};
     VkPipelineLayoutCreateInfo pl{};
     pl.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
     pl.setLayoutCount = 1;
@@ -293,6 +334,10 @@ struct VulkanBackend::Impl {
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     ci.stage.module = module;
     ci.stage.pName = "main";
+    const uint32_t spec_value = static_cast<uint32_t>(spec);
+    const VkSpecializationMapEntry entry{0, 0, 4};
+    const VkSpecializationInfo si{1, &entry, 4, &spec_value};
+    if (spec >= 0) ci.stage.pSpecializationInfo = &si;
     ci.layout = p.layout;
     const VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
     vkDestroyShaderModule(device, module, nullptr);
@@ -426,8 +471,29 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
       return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
              (n.src.size() < 3 || src(2).type == DType::F32);
     case Op::kRmsNormMul: return f32_srcs() && src(1).n_elements() == n.ne[0];
+    case Op::kKvStore:  // the cache, x f32 [ne0, n] (or [hd, n_head_kv, n]), rows I32 [n]
+      return kv_cache_ok(src(0)) && src(1).type == DType::F32 && src(1).n_elements() == src(0).ne[0] * src(2).ne[0] &&
+             src(2).type == DType::I32 && n.n_bytes() < (size_t{1} << 32);
+    case Op::kReshape: return true;  // a view: nothing to run
+    case Op::kAttn: {  // q [hd, n_head, n_tokens], K and V (kv_store views of the caches), pos or ranges
+      const int64_t hd = src(0).ne[0], n_head = src(0).ne[1], n_kv = n.params.n_head_kv;
+      if (n_kv <= 0 || n_head % n_kv != 0 || src(2).ne[0] % n_kv != 0) return false;
+      const int64_t hd_v = src(2).ne[0] / n_kv;
+      const bool blocks = (src(1).type != DType::Q8_0 && src(1).type != DType::Q4_0) || (hd % 32 == 0 && hd_v % 32 == 0);
+      return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == src(2).type && kv_cache_ok(src(1)) &&
+             kv_cache_ok(src(2)) && src(3).type == DType::I32 && hd <= 256 && hd_v <= 256 && blocks &&
+             (src(1).type != DType::F16 || (hd % 2 == 0 && hd_v % 2 == 0)) && src(1).n_bytes() < (size_t{1} << 32) &&
+             src(2).n_bytes() < (size_t{1} << 32);
+    }
     default: return false;
   }
+}
+
+size_t VulkanBackend::memory_used() const {
+  std::lock_guard lock(impl_->mu);
+  size_t n = 0;
+  for (const auto& [base, a] : impl_->allocs) n += a.capacity;
+  return n;
 }
 
 Expected<BackendBuffer> VulkanBackend::alloc(size_t bytes) {
@@ -506,6 +572,20 @@ Status VulkanBackend::prepare(const Graph& g, std::span<const int> nodes) {
 Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) {
   std::lock_guard lock(impl_->mu);
   Impl& m = *impl_;
+  // The scratch for rounded activations: the largest x of the split's matmuls that round theirs.
+  size_t scratch_bytes = 0;
+  for (int id : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    if (n.op == Op::kMatmul && act_round_mode(g.nodes[static_cast<size_t>(n.src[0])].type) != 0)
+      scratch_bytes = std::max(scratch_bytes, g.nodes[static_cast<size_t>(n.src[1])].n_bytes() * 33 / 32 + 4);
+  }
+  if (scratch_bytes > m.scratch.size) {
+    if (m.scratch.buffer) m.release(m.scratch);
+    m.scratch = {};
+    auto a = m.make_buffer(scratch_bytes, false);
+    if (!a) return a.error();
+    m.scratch = *a;
+  }
   if (Status s = m.begin(); !s) return s;
   // Where node id's data lives: its buffer, bound from the aligned offset at or below it for
   // the tensor's bytes (within maxStorageBufferRange), and the element offset left over.
@@ -531,8 +611,36 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     return Bound{{a->buffer, base, range}, static_cast<uint32_t>((off - base) / 4)};
   };
   bool first = true;
+  // One dispatch: a barrier after the previous one (each reads what the one before wrote), the
+  // pipeline, its buffers, its push constants.
+  auto record = [&](const Pipeline& pl, const VkDescriptorBufferInfo* bi, const uint32_t* pc, uint32_t groups) {
+    if (!first) {
+      VkMemoryBarrier mb{};
+      mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      vkCmdPipelineBarrier(m.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                           0, nullptr, 0, nullptr);
+    }
+    first = false;
+    VkWriteDescriptorSet w[kBindings]{};
+    for (uint32_t i = 0; i < kBindings; ++i) {
+      w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      w[i].dstBinding = i;
+      w[i].descriptorCount = 1;
+      w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w[i].pBufferInfo = &bi[i];
+    }
+    vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl.pipeline);
+    m.push_descriptor(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl.layout, 0, kBindings, w);
+    vkCmdPushConstants(m.cmd, pl.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushWords * 4, pc);
+    const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + 65534) / 65535;
+    vkCmdDispatch(m.cmd, gx, gy, 1);
+    ++m.dispatches;
+  };
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
+    if (op_is_view(n.op) && n.op != Op::kKvStore) continue;  // reshape: the same bytes
     Kernel kernel;
     switch (n.op) {
       case Op::kAdd:
@@ -548,9 +656,12 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kRope: kernel = Kernel::kRope; break;
       case Op::kMatmul: kernel = Kernel::kMatmul; break;
       case Op::kGetRows: kernel = Kernel::kGetRows; break;
+      case Op::kKvStore: kernel = Kernel::kKvStore; break;
+      case Op::kAttn: kernel = Kernel::kAttn; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
-    auto pl = m.pipeline(kernel);
+    auto pl = kernel == Kernel::kMatmul ? m.pipeline(kernel, dequant_type(g.nodes[static_cast<size_t>(n.src[0])].type))
+                                        : m.pipeline(kernel);
     if (!pl) return pl.error();
     auto d = at(id);
     if (!d) return d.error();
@@ -560,27 +671,10 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     if (!s1) return s1.error();
     auto s2 = n.src.size() > 2 ? at(n.src[2]) : s0;
     if (!s2) return s2.error();
-    if (!first) {  // each dispatch reads what the one before wrote
-      VkMemoryBarrier mb{};
-      mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-      vkCmdPipelineBarrier(m.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
-                           0, nullptr, 0, nullptr);
-    }
-    first = false;
-    VkDescriptorBufferInfo bi[kBindings] = {s0->info, s1->info, d->info, s2->info};
-    VkWriteDescriptorSet w[kBindings]{};
-    for (uint32_t i = 0; i < kBindings; ++i) {
-      w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      w[i].dstBinding = i;
-      w[i].descriptorCount = 1;
-      w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      w[i].pBufferInfo = &bi[i];
-    }
-    vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*pl)->pipeline);
-    m.push_descriptor(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, (*pl)->layout, 0, kBindings, w);
-    uint32_t pc[16] = {};
+    auto s3 = n.src.size() > 3 ? at(n.src[3]) : s0;
+    if (!s3) return s3.error();
+    VkDescriptorBufferInfo bi[kBindings] = {s0->info, s1->info, d->info, s2->info, s3->info};
+    uint32_t pc[kPushWords] = {};
     uint32_t groups = 0;
     const uint32_t n_el = static_cast<uint32_t>(n.n_elements());
     if (kernel == Kernel::kBinary) {
@@ -606,7 +700,21 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[5] = s0->elem * 4;
       pc[6] = s1->elem;
       pc[7] = d->elem;
-      groups = static_cast<uint32_t>(wn.ne[1]);
+      pc[8] = static_cast<uint32_t>((wn.ne[1] + 63) / 64);  // row groups
+      if (const uint32_t mode = act_round_mode(wn.type); mode != 0) {  // x rounded into the scratch first
+        auto ar = m.pipeline(Kernel::kActRound);
+        if (!ar) return ar.error();
+        const Node& xn = g.nodes[static_cast<size_t>(n.src[1])];
+        const uint32_t n_x = static_cast<uint32_t>(xn.n_elements());
+        const VkDescriptorBufferInfo sc{m.scratch.buffer, 0, xn.n_bytes() * 33 / 32 + 4};
+        const VkDescriptorBufferInfo abi[kBindings] = {s1->info, s1->info, sc, s1->info, s1->info};
+        uint32_t apc[kPushWords] = {n_x, mode, s1->elem, 0};
+        const uint32_t per = mode <= 2 ? 1 : mode == 4 ? 256 : 32;
+        record(**ar, abi, apc, (n_x / per + 63) / 64);
+        bi[1] = sc;
+        pc[6] = 0;
+      }
+      groups = pc[8] * static_cast<uint32_t>((n.n_rows() + 7) / 8);
     } else if (kernel == Kernel::kGetRows) {
       const Node& t = g.nodes[static_cast<size_t>(n.src[0])];
       pc[0] = static_cast<uint32_t>(t.ne[0]);
@@ -618,6 +726,44 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[6] = s1->elem;
       pc[7] = d->elem;
       groups = (n_el + 255) / 256;
+    } else if (kernel == Kernel::kKvStore) {
+      const Node& c = g.nodes[static_cast<size_t>(n.src[0])];
+      const uint32_t n_tok = static_cast<uint32_t>(g.nodes[static_cast<size_t>(n.src[2])].ne[0]);
+      pc[0] = static_cast<uint32_t>(c.ne[0]);
+      pc[1] = n_tok;
+      pc[2] = static_cast<uint32_t>(c.n_rows());
+      pc[3] = static_cast<uint32_t>(dequant_type(c.type));
+      pc[4] = static_cast<uint32_t>(row_bytes(c.type, c.ne[0]));
+      pc[5] = s1->elem;
+      pc[6] = d->elem * 4;
+      pc[7] = s2->elem;
+      const uint32_t units = c.type == DType::F32 ? pc[0] : c.type == DType::F16 ? pc[0] / 2 : pc[0] / 64;
+      groups = (units * n_tok + 63) / 64;
+    } else if (kernel == Kernel::kAttn) {
+      const Node& qn = g.nodes[static_cast<size_t>(n.src[0])];
+      const Node& kn = g.nodes[static_cast<size_t>(n.src[1])];
+      const Node& vn = g.nodes[static_cast<size_t>(n.src[2])];
+      const float softcap = n.params.attn_softcap;
+      const float scale = softcap > 0.0f ? n.params.attn_scale / softcap : n.params.attn_scale;
+      pc[0] = static_cast<uint32_t>(qn.ne[0]);
+      pc[1] = static_cast<uint32_t>(qn.ne[1]);
+      pc[2] = static_cast<uint32_t>(qn.ne[2]);
+      pc[3] = static_cast<uint32_t>(n.params.n_head_kv);
+      pc[4] = static_cast<uint32_t>(vn.ne[0] / n.params.n_head_kv);
+      pc[5] = static_cast<uint32_t>(dequant_type(kn.type));
+      pc[6] = static_cast<uint32_t>(row_bytes(kn.type, kn.ne[0]));
+      pc[7] = static_cast<uint32_t>(row_bytes(vn.type, vn.ne[0]));
+      std::memcpy(&pc[8], &scale, 4);
+      std::memcpy(&pc[9], &softcap, 4);
+      pc[10] = static_cast<uint32_t>(n.params.attn_window);
+      pc[11] = static_cast<uint32_t>(n.params.attn_ring);
+      pc[12] = n.params.attn_ranges ? 1u : 0u;
+      pc[13] = s0->elem;
+      pc[14] = s1->elem * 4;
+      pc[15] = s2->elem * 4;
+      pc[16] = s3->elem;
+      pc[17] = d->elem;
+      groups = static_cast<uint32_t>(qn.ne[1] * qn.ne[2]);
     } else if (kernel == Kernel::kRope) {
       const int n_rot = n.params.n_rot;
       const float theta_scale = std::pow(n.params.rope_freq_base, -2.0f / static_cast<float>(n_rot));
@@ -658,10 +804,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[6] = d->elem;
       groups = static_cast<uint32_t>(n.n_rows());
     }
-    vkCmdPushConstants(m.cmd, (*pl)->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
-    const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + 65534) / 65535;
-    vkCmdDispatch(m.cmd, gx, gy, 1);
-    ++m.dispatches;
+    record(**pl, bi, pc, groups);
   }
   return m.submit_and_wait();
 }

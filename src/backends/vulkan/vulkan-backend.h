@@ -1,8 +1,9 @@
 // The Vulkan compute backend (graph/backend.h) on one device: device buffers behind opaque
 // addresses, weights uploaded once in prepare(), each split recorded into one command buffer
-// and submitted once. First ops: add, mul, scale, rms_norm (+ fused mul), silu / swiglu, gelu /
-// geglu, softcap, rope (f32), matmul and get_rows (F32/F16/Q8_0/Q4_0 weights); the rest of
-// the graph stays on the CPU with copies at the split boundaries (docs/backends.md).
+// and submitted once. Ops: add, mul, scale, rms_norm (+ fused mul), silu / swiglu, gelu / geglu,
+// softcap, rope, matmul and get_rows from every weight type, kv_store and attention over f32 /
+// f16 / q8_0 / q4_0 caches; the rest of the graph stays on the CPU with copies at the split
+// boundaries (docs/backends.md has the table and the checks).
 //
 //   auto vk = VulkanBackend::create("Vulkan0");        // vk_devices() names
 //   if (!vk) return vk.error();                        // "device 'Vulkan3': there are Vulkan0"
@@ -35,6 +36,7 @@ class VulkanBackend final : public Backend {
   void read(void* host, const void* src, size_t n_bytes) override;
   Status prepare(const Graph& g, std::span<const int> nodes) override;
   Status compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) override;
+  size_t memory_used() const override;
 
   struct Impl;
 
