@@ -451,6 +451,7 @@ TEST_F(VulkanOps, AttentionAndKvStoreMatchTheCpuBackend) {
     EXPECT_TRUE(want.k_cache == got.k_cache) << "K cache differs";
     EXPECT_TRUE(want.v_cache == got.v_cache) << "V cache differs";
     const double e = nmse(want.out, got.out);
+    if (std::getenv("MINFER_VERBOSE_CASES")) std::printf("  %s %lld+%lld: %.3g\n", std::string(dtype_name(c.type)).c_str(), (long long)c.t1, (long long)c.t2, e);
     EXPECT_LT(e, 1e-8);
     const size_t slot = c.type == DType::F32 ? 0 : c.type == DType::F16 ? 1 : c.type == DType::Q8_0 ? 2 : 3;
     worst[slot] = std::max(worst[slot], e);

@@ -792,6 +792,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[4] = s0->elem;
       pc[5] = s1->elem;
       pc[6] = d->elem;
+      pc[7] = static_cast<uint32_t>(n.ne[0]);
       groups = (n_el + 255) / 256;
     } else {
       const float eps = n.params.eps;

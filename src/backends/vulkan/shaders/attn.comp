@@ -21,7 +21,9 @@
 //     to f16, the V sum kept in f16 (y = f16(fma(v, p, y)));
 //   q8_0 / q4_0 cache: q rounded through q8_0 blocks (the CPU's integer dot partner);
 //   otherwise: f32.
-// Only the order of the dot products' sums differs from the CPU's.
+// f32 and f16 caches with heads of 64-multiples score in the CPU's W64 order (dot_w64), so only
+// exp/tanh (the driver's against libm's), an unfused fma() (lavapipe's) and a quantized cache's
+// integer sums differ.
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { uint kc[]; };
@@ -123,7 +125,28 @@ void main() {
       const uint row = p.ring > 0u ? first + j % p.ring : first + j;
       const uint a = p.off_k + row * p.k_row + k_head;
       float dot = 0.0;
-      for (uint i = 0u; i < p.hd; ++i) dot += qs[i] * k_at(a, i);
+      if (p.hd % 64u == 0u && p.type <= 1u) {
+        // The CPU's W64 order (cpu/kernels.h dot_w64): 64 lanes of fused multiply-add chains
+        // over the head in steps of 64, then a fixed tree over the lanes.
+        float lane[64];
+        for (uint e = 0u; e < 64u; ++e) lane[e] = 0.0;
+        for (uint i0 = 0u; i0 < p.hd; i0 += 64u)
+          for (uint e = 0u; e < 64u; ++e) lane[e] = fma(qs[i0 + e], k_at(a, i0 + e), lane[e]);
+        for (uint e = 0u; e < 16u; ++e) {
+          precise float x = lane[e] + lane[32u + e];
+          precise float y = lane[16u + e] + lane[48u + e];
+          precise float z = x + y;
+          lane[e] = z;
+        }
+        for (uint w = 8u; w >= 1u; w >>= 1)
+          for (uint e = 0u; e < w; ++e) {
+            precise float z = lane[e] + lane[e + w];
+            lane[e] = z;
+          }
+        dot = lane[0];
+      } else {
+        for (uint i = 0u; i < p.hd; ++i) dot += qs[i] * k_at(a, i);
+      }
       precise float s = dot * p.scale;
       sc[tid] = p.softcap > 0.0 ? p.softcap * tanh(s) : s;
     }

@@ -1,8 +1,13 @@
 #version 450
-// Activations, f32 (graph/ops.h): silu x / (1 + e^-x); gelu, tanh approximation evaluated as
-// the CPU backend does (x rounded to f16, the f32 formula, the result rounded to f16; 0 below
-// -10, x above 10); softcap c * tanh(x / c). With a gate (swiglu, geglu) the result times
-// src1. Offsets in elements into the bound ranges.
+#extension GL_GOOGLE_include_directive : require
+// Activations, f32 (graph/ops.h), evaluated as the CPU backend does: silu x / (1 + e^-x) with
+// e^-x by the CPU's exp_poly (cpu/kernels.cpp: the same fused multiply-adds in the same order)
+// for the first ne0 / 16 * 16 elements of a row and the driver's exp for the rest (the CPU:
+// libm's); gelu, tanh approximation (x rounded to f16, the f32 formula, the result rounded to
+// f16; 0 below -10, x above 10); softcap c * tanh(x / c). With a gate (swiglu, geglu) the
+// result times src1. Offsets in elements into the bound ranges.
+// Bit-identical to the CPU only where fma() is fused: lavapipe computes it as a product and a
+// sum (measured: 16 of 64 values of fma(x, x, -1) differ), so there silu is within an ulp.
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -13,26 +18,51 @@ layout(push_constant) uniform P {
   uint gated;  // 1: times b
   float c;     // softcap's cap
   uint off_a, off_b, off_d;
+  uint ne0;    // row length
 } p;
-float f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
+#include "f16.glsl"
+
+// e^x as cpu/kernels.cpp exp_poly: n = round(x / ln 2) by the shift trick, r = x - n ln 2 in two
+// parts, a degree-5 polynomial in Estrin's form, times 2^n.
+float exp_poly(float x) {
+  const float kShift = uintBitsToFloat(0x4b400000u), kInvLn2 = uintBitsToFloat(0x3fb8aa3bu);
+  const float kLn2Hi = uintBitsToFloat(0x3f317200u), kLn2Lo = uintBitsToFloat(0x35bfbe8eu);
+  const float kC0 = uintBitsToFloat(0x3c072010u), kC1 = uintBitsToFloat(0x3d2b9f17u);
+  const float kC2 = uintBitsToFloat(0x3e2aaf33u), kC3 = uintBitsToFloat(0x3efffedbu);
+  const float kC4 = uintBitsToFloat(0x3f7ffff6u);
+  precise float z = fma(x, kInvLn2, kShift);
+  precise float n = z - kShift;
+  precise float r = fma(-n, kLn2Lo, fma(-n, kLn2Hi, x));
+  precise float u = r * r;
+  precise float q = fma(fma(fma(kC0, r, kC1), u, fma(kC2, r, kC3)), u, fma(kC4, r, 1.0));
+  if (isnan(n)) return q;
+  if (abs(n) > 192.0) return n <= 0.0 ? 0.0 : 1.0 / 0.0;
+  return ldexp(q, int(n));
+}
+
 void main() {
   const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256u;
   if (i >= p.n) return;
   const float x = a[p.off_a + i];
-  float y;
+  precise float y;
   if (p.op == 0u) {
-    y = x / (1.0 + exp(-x));
+    const bool poly = i % p.ne0 < p.ne0 / 16u * 16u;
+    precise float nx = 0.0 - x;
+    precise float e = poly ? exp_poly(nx) : exp(nx);
+    precise float den = 1.0 + e;
+    y = x / den;
   } else if (p.op == 1u) {
     if (x <= -10.0) {
       y = 0.0;
     } else if (x >= 10.0) {
       y = x;
     } else {
-      const float h = f16(x);
-      y = f16(0.5 * h * (1.0 + tanh(0.79788456080286535587989211986876 * h * (1.0 + 0.044715 * h * h))));
+      const float h = round_f16(x);
+      y = round_f16(0.5 * h * (1.0 + tanh(0.79788456080286535587989211986876 * h * (1.0 + 0.044715 * h * h))));
     }
   } else {
     y = tanh(x / p.c) * p.c;
   }
-  d[p.off_d + i] = p.gated == 1u ? y * b[p.off_b + i] : y;
+  precise float g = p.gated == 1u ? y * b[p.off_b + i] : y;
+  d[p.off_d + i] = g;
 }
