@@ -14,7 +14,9 @@
 // model fields, and memory:
 // rss_bytes (resident right after that test), peak_rss_bytes, model_file_bytes, kv_bytes, and
 // load_seconds (from opening the file to the first decoded token: mapping, session, repacking,
-// one decode step). The table ends with a resident-memory line (after the last test, peak)
+// one decode step). With layers on a GPU (-ngl, --device) each object also has devices,
+// n_gpu_layers and the device's cost per token of the test: submissions_per_token,
+// dispatches_per_token and host_device_bytes_per_token (bytes copied host -> device and back). The table ends with a resident-memory line (after the last test, peak)
 // against file + KV cache, and the load time.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -58,6 +60,8 @@ struct TestResult {
   int n_prompt = 0, n_gen = 0, n_depth = 0;
   std::vector<double> samples;  // tokens per second, one per repetition
   ProcessMemory mem;            // resident memory right after the test (peak: since start)
+  BackendCounters device;       // the offload devices' work during the repetitions
+  int64_t n_tokens = 0;         // tokens decoded during the repetitions
   double mean() const {
     double s = 0;
     for (double x : samples) s += x;
@@ -193,8 +197,17 @@ int cmd_bench(int argc, char** argv) {
     (prompt ? r.n_prompt : r.n_gen) = n;
     r.n_depth = depth;
     for (int i = 0; i < reps; ++i) {
+      // The depth's prefill is not the test's: counted from after it.
+      if (Status st = to_depth(depth); !st) return st;
+      const BackendCounters c0 = session.context().device_counters();
       auto sec = prompt ? run_pp(n, depth) : run_tg(n, depth);
       if (!sec) return sec.error();
+      const BackendCounters c1 = session.context().device_counters();
+      r.device.submissions += c1.submissions - c0.submissions;
+      r.device.dispatches += c1.dispatches - c0.dispatches;
+      r.device.bytes_to_device += c1.bytes_to_device - c0.bytes_to_device;
+      r.device.bytes_to_host += c1.bytes_to_host - c0.bytes_to_host;
+      r.n_tokens += n;
       r.samples.push_back(n / *sec);
     }
     r.mem = process_memory();
@@ -224,12 +237,24 @@ int cmd_bench(int argc, char** argv) {
   if (out == "json") {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
     for (const TestResult& r : results) {
+      const double per = 1.0 / static_cast<double>(std::max<int64_t>(1, r.n_tokens));
       arr.push_back({{"model_filename", path}, {"model_type", model_type}, {"model_size", size},
                      {"model_n_params", n_params}, {"backend", "CPU"}, {"n_threads", session.n_threads()},
                      {"n_batch", session.n_batch()}, {"type_kv", co.kv.name()}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_depth", r.n_depth},
                      {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()}, {"samples_ts", r.samples},
                      {"model_file_bytes", f.total_file_size()}, {"kv_bytes", session.kv_bytes()},
                      {"rss_bytes", r.mem.rss}, {"peak_rss_bytes", r.mem.peak_rss}, {"load_seconds", load_seconds}});
+      if (!offload->devices.empty()) {
+        nlohmann::ordered_json& o = arr.back();
+        o["backend"] = "Vulkan";
+        o["devices"] = offload->devices;
+        o["n_gpu_layers"] = offload->n_gpu_layers == kAllLayers ? 99 : offload->n_gpu_layers;
+        o["submissions_per_token"] = static_cast<double>(r.device.submissions) * per;
+        o["dispatches_per_token"] = static_cast<double>(r.device.dispatches) * per;
+        o["host_device_bytes_per_token"] = static_cast<double>(r.device.bytes_to_device + r.device.bytes_to_host) * per;
+        o["host_to_device_bytes_per_token"] = static_cast<double>(r.device.bytes_to_device) * per;
+        o["device_to_host_bytes_per_token"] = static_cast<double>(r.device.bytes_to_host) * per;
+      }
     }
     std::printf("%s\n", arr.dump(2).c_str());
     return 0;
@@ -243,8 +268,9 @@ int cmd_bench(int argc, char** argv) {
   for (const TestResult& r : results) {
     std::string test = r.n_prompt > 0 ? fmt::format("pp{}", r.n_prompt) : fmt::format("tg{}", r.n_gen);
     if (r.n_depth > 0) test += fmt::format(" @ d{}", r.n_depth);
-    std::printf("| %s | %.2f MiB | %s | CPU | %d |%s %s | %.2f ± %.2f |\n", model_type.c_str(),
-                static_cast<double>(size) / (1024.0 * 1024.0), human_params(n_params).c_str(), session.n_threads(),
+    std::printf("| %s | %.2f MiB | %s | %s | %d |%s %s | %.2f ± %.2f |\n", model_type.c_str(),
+                static_cast<double>(size) / (1024.0 * 1024.0), human_params(n_params).c_str(),
+                offload->devices.empty() ? "CPU" : "Vulkan", session.n_threads(),
                 kv_cells.c_str(), test.c_str(), r.mean(), r.stddev());
   }
   if (!results.empty()) {

@@ -23,6 +23,13 @@
 
 namespace minfer {
 
+// What a device backend has done so far: command submissions, kernel dispatches, and bytes
+// copied between host and device memory by write() and read() (bench's per-token costs).
+struct BackendCounters {
+  int64_t submissions = 0, dispatches = 0;
+  uint64_t bytes_to_device = 0, bytes_to_host = 0;
+};
+
 struct BackendBuffer {
   void* base = nullptr;
   size_t size = 0;
@@ -60,6 +67,7 @@ class Backend {
   // Bytes of the backend's own memory held now (a device backend: its weights, caches and
   // arenas; 0 for the host, whose memory the process reports).
   virtual size_t memory_used() const { return 0; }
+  virtual BackendCounters counters() const { return {}; }
 };
 
 }  // namespace minfer

@@ -235,6 +235,18 @@ std::vector<std::string> Context::backend_descriptions() const {
 
 size_t Context::kv_bytes() const { return impl_->sched->persistent_bytes(); }
 
+BackendCounters Context::device_counters() const {
+  BackendCounters sum;
+  for (size_t d = 0; d < impl_->device_names.size(); ++d) {
+    const BackendCounters c = impl_->backends[d]->counters();
+    sum.submissions += c.submissions;
+    sum.dispatches += c.dispatches;
+    sum.bytes_to_device += c.bytes_to_device;
+    sum.bytes_to_host += c.bytes_to_host;
+  }
+  return sum;
+}
+
 std::string Context::placement() const {
   const Impl& im = *impl_;
   const LayerPlacement& lp = im.placement;

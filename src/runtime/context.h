@@ -40,6 +40,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "graph/backend.h"
 
 namespace minfer {
 
@@ -158,6 +159,8 @@ class Context {
   // activations), for `info` and -v: "layers 20..29 and the output on Vulkan0 (llvmpipe): 52 MiB
   // of weights, 30 MiB of KV cache; layers 0..19 on the CPU". Empty: all on the host.
   std::string placement() const;
+  // The offload devices' counters summed (graph/backend.h; zero without devices).
+  BackendCounters device_counters() const;
   // Backend::describe() of each backend, in priority order (for -v).
   std::vector<std::string> backend_descriptions() const;
 

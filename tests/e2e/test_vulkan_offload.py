@@ -77,3 +77,28 @@ def test_flag_errors_and_warnings():
                 ["serve", SMOLLM2], ["viz", SMOLLM2], ["logits", SMOLLM2, "--tokens", "1", "--greedy", "1"]):
         r = run(*cmd, "-dev", "Vulkan9")
         assert r.returncode != 0 and "no device 'Vulkan9' here" in r.stderr, (cmd, r.stderr)
+
+
+def test_bench_reports_one_submission_and_the_logits_row_per_decode_token(tmp_path):
+    import json
+    path = str(tmp_path / "llama.gguf")
+    r = subprocess.run([MAKE_MODEL, "--vocab-from", SMOLLM2, "--out", path, "--arch", "llama", "--n-embd", "128",
+                        "--n-layer", "4", "--n-head", "4", "--n-head-kv", "2", "--n-ff", "256", "--type", "F16"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = run("bench", path, "-p", "16", "-n", "8", "-r", "2", "-ngl", "all", *DEV, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    pp, tg = json.loads(r.stdout)
+    n_vocab, n_embd = 49152, 128
+    for t in (pp, tg):
+        assert t["backend"] == "Vulkan" and t["devices"] == ["Vulkan0"], t
+    # Decode: one submission; in, the token's embedding row (the input layer is on the CPU) and
+    # a few position and cache-row ints; out, the logits row.
+    assert tg["submissions_per_token"] == 1.0, tg
+    assert tg["device_to_host_bytes_per_token"] == n_vocab * 4, tg
+    assert n_embd * 4 <= tg["host_to_device_bytes_per_token"] < n_embd * 4 + 64, tg
+    assert tg["dispatches_per_token"] > 4 * 10, tg
+    # A prompt: one submission for its 16 tokens, and only the last row's logits come back.
+    assert pp["submissions_per_token"] == 1 / 16 and pp["device_to_host_bytes_per_token"] == n_vocab * 4 / 16, pp
+    print(f"tiny llama: decode {tg['submissions_per_token']} submissions, {tg['dispatches_per_token']} dispatches, "
+          f"{tg['host_device_bytes_per_token']} host<->device bytes per token")

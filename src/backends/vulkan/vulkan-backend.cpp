@@ -347,6 +347,7 @@ struct VulkanBackend::Impl {
 
   int64_t submissions = 0;
   int64_t dispatches = 0;
+  uint64_t bytes_to_device = 0, bytes_to_host = 0;  // write() and read()
   size_t offset_align = 256;           // minStorageBufferOffsetAlignment
   size_t max_range = size_t{1} << 27;  // maxStorageBufferRange
 };
@@ -489,6 +490,11 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
   }
 }
 
+BackendCounters VulkanBackend::counters() const {
+  std::lock_guard lock(impl_->mu);
+  return {impl_->submissions, impl_->dispatches, impl_->bytes_to_device, impl_->bytes_to_host};
+}
+
 size_t VulkanBackend::memory_used() const {
   std::lock_guard lock(impl_->mu);
   size_t n = 0;
@@ -534,6 +540,7 @@ void VulkanBackend::write(void* dst, const void* host, size_t n) {
   std::lock_guard lock(impl_->mu);
   auto [a, off] = impl_->resolve(dst);
   if (!a || off + n > a->size) impl_->bad_address("write", dst, n);
+  impl_->bytes_to_device += n;
   if (a->mapped) std::memcpy(static_cast<char*>(a->mapped) + off, host, n);
   else if (Status s = impl_->staged(*a, off, const_cast<void*>(host), n, true); !s)
     std::fprintf(stderr, "minfer: %s\n", s.error().message.c_str());
@@ -544,6 +551,7 @@ void VulkanBackend::read(void* host, const void* src, size_t n) {
   std::lock_guard lock(impl_->mu);
   auto [a, off] = impl_->resolve(src);
   if (!a || off + n > a->size) impl_->bad_address("read", src, n);
+  impl_->bytes_to_host += n;
   if (a->mapped) std::memcpy(host, static_cast<const char*>(a->mapped) + off, n);
   else if (Status s = impl_->staged(*a, off, host, n, false); !s)
     std::fprintf(stderr, "minfer: %s\n", s.error().message.c_str());

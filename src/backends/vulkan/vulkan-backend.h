@@ -37,6 +37,7 @@ class VulkanBackend final : public Backend {
   Status prepare(const Graph& g, std::span<const int> nodes) override;
   Status compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) override;
   size_t memory_used() const override;
+  BackendCounters counters() const override;
 
   struct Impl;
 
