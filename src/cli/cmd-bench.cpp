@@ -16,7 +16,8 @@
 // load_seconds (from opening the file to the first decoded token: mapping, session, repacking,
 // one decode step). With layers on a GPU (-ngl, --device) each object also has devices,
 // n_gpu_layers and the device's cost per token of the test: submissions_per_token,
-// dispatches_per_token and host_device_bytes_per_token (bytes copied host -> device and back). The table ends with a resident-memory line (after the last test, peak)
+// dispatches_per_token, replayed_submissions_per_token (submissions of a command buffer recorded
+// by an earlier step) and host_device_bytes_per_token (bytes copied host -> device and back). The table ends with a resident-memory line (after the last test, peak)
 // against file + KV cache, and the load time.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -205,6 +206,7 @@ int cmd_bench(int argc, char** argv) {
       const BackendCounters c1 = session.context().device_counters();
       r.device.submissions += c1.submissions - c0.submissions;
       r.device.dispatches += c1.dispatches - c0.dispatches;
+      r.device.replayed += c1.replayed - c0.replayed;
       r.device.bytes_to_device += c1.bytes_to_device - c0.bytes_to_device;
       r.device.bytes_to_host += c1.bytes_to_host - c0.bytes_to_host;
       r.n_tokens += n;
@@ -251,6 +253,7 @@ int cmd_bench(int argc, char** argv) {
         o["n_gpu_layers"] = offload->n_gpu_layers == kAllLayers ? 99 : offload->n_gpu_layers;
         o["submissions_per_token"] = static_cast<double>(r.device.submissions) * per;
         o["dispatches_per_token"] = static_cast<double>(r.device.dispatches) * per;
+        o["replayed_submissions_per_token"] = static_cast<double>(r.device.replayed) * per;
         o["host_device_bytes_per_token"] = static_cast<double>(r.device.bytes_to_device + r.device.bytes_to_host) * per;
         o["host_to_device_bytes_per_token"] = static_cast<double>(r.device.bytes_to_device) * per;
         o["device_to_host_bytes_per_token"] = static_cast<double>(r.device.bytes_to_host) * per;

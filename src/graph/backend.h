@@ -27,6 +27,7 @@ namespace minfer {
 // copied between host and device memory by write() and read() (bench's per-token costs).
 struct BackendCounters {
   int64_t submissions = 0, dispatches = 0;
+  int64_t replayed = 0;  // submissions of a command buffer recorded earlier (not re-recorded)
   uint64_t bytes_to_device = 0, bytes_to_host = 0;
 };
 

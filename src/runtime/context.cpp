@@ -241,6 +241,7 @@ BackendCounters Context::device_counters() const {
     const BackendCounters c = impl_->backends[d]->counters();
     sum.submissions += c.submissions;
     sum.dispatches += c.dispatches;
+    sum.replayed += c.replayed;
     sum.bytes_to_device += c.bytes_to_device;
     sum.bytes_to_host += c.bytes_to_host;
   }

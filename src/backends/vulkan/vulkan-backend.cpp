@@ -3,6 +3,7 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +132,7 @@ struct VulkanBackend::Impl {
   ~Impl() {
     if (!device) return;
     vkDeviceWaitIdle(device);
+    drop_recorded();
     for (auto& [base, a] : allocs) release(a);
     if (scratch.buffer) release(scratch);
     for (auto& [key, p] : pipelines) {  // vkDestroy* of a null handle does nothing
@@ -238,31 +240,55 @@ struct VulkanBackend::Impl {
     return base;
   }
 
-  Status begin() {
-    if (Status s = check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer"); !s) return s;
+  // Starts recording into c (the shared one-time buffer, or a split's kept one).
+  Status begin(VkCommandBuffer c, bool one_time) {
+    if (Status s = check(vkResetCommandBuffer(c, 0), "vkResetCommandBuffer"); !s) return s;
     VkCommandBufferBeginInfo bi{};
     bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    return check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+    bi.flags = one_time ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
+    return check(vkBeginCommandBuffer(c, &bi), "vkBeginCommandBuffer");
   }
+  Status begin() { return begin(cmd, true); }
 
-  Status submit_and_wait() {
-    // The device's writes made visible to the host before it reads (the fence alone does not).
+  // Ends recording: the device's writes made visible to the host before it reads (the fence
+  // alone does not).
+  Status finish(VkCommandBuffer c) {
     VkMemoryBarrier mb{};
     mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+    vkCmdPipelineBarrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
-    if (Status s = check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"); !s) return s;
+    return check(vkEndCommandBuffer(c), "vkEndCommandBuffer");
+  }
+
+  // One submission of a recorded buffer, and the wait for it.
+  Status submit(VkCommandBuffer c) {
     VkSubmitInfo si{};
     si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
     si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
+    si.pCommandBuffers = &c;
     if (Status s = check(vkResetFences(device, 1, &fence), "vkResetFences"); !s) return s;
     if (Status s = check(vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit"); !s) return s;
     ++submissions;
     return check(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  }
+
+  Status submit_and_wait() {
+    if (Status s = finish(cmd); !s) return s;
+    return submit(cmd);
+  }
+
+  // Splits recorded once and replayed (what CUDA graphs do for a decode step): by a fingerprint
+  // of the graph, its nodes and every address they read and write. Any freed buffer or a new
+  // scratch drops them all (a recorded buffer names the VkBuffers it binds).
+  std::map<uint64_t, VkCommandBuffer> recorded;
+  std::map<uint64_t, int64_t> recorded_dispatches;  // dispatches in each, counted per replay
+  int64_t replays = 0;
+  void drop_recorded() {
+    for (auto& [fp, c] : recorded) vkFreeCommandBuffers(device, pool, 1, &c);
+    recorded.clear();
+    recorded_dispatches.clear();
   }
 
   // Host <-> device copy for memory the host cannot map: a staging buffer and one submission.
@@ -437,7 +463,8 @@ std::string VulkanBackend::describe() const {
   const VkDeviceDesc& d = impl_->desc;
   return "vulkan: " + d.name + " " + d.description + " (" + std::to_string(d.memory_bytes >> 20) + " MiB" +
          (d.software ? ", software" : "") + "), " + std::to_string(impl_->submissions) + " submissions, " +
-         std::to_string(impl_->dispatches) + " dispatches so far";
+         std::to_string(impl_->dispatches) + " dispatches so far (" + std::to_string(impl_->replays) +
+         " submissions replayed a recorded split)";
 }
 
 bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
@@ -492,7 +519,7 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
 
 BackendCounters VulkanBackend::counters() const {
   std::lock_guard lock(impl_->mu);
-  return {impl_->submissions, impl_->dispatches, impl_->bytes_to_device, impl_->bytes_to_host};
+  return {impl_->submissions, impl_->dispatches, impl_->replays, impl_->bytes_to_device, impl_->bytes_to_host};
 }
 
 size_t VulkanBackend::memory_used() const {
@@ -528,6 +555,7 @@ void VulkanBackend::free(BackendBuffer b) {
   auto it = impl_->allocs.find(reinterpret_cast<uintptr_t>(b.base));
   if (it == impl_->allocs.end()) return;
   vkDeviceWaitIdle(impl_->device);
+  impl_->drop_recorded();
   impl_->release(it->second);
   impl_->allocs.erase(it);
 }
@@ -588,13 +616,68 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       scratch_bytes = std::max(scratch_bytes, g.nodes[static_cast<size_t>(n.src[1])].n_bytes() * 33 / 32 + 4);
   }
   if (scratch_bytes > m.scratch.size) {
+    m.drop_recorded();
     if (m.scratch.buffer) m.release(m.scratch);
     m.scratch = {};
     auto a = m.make_buffer(scratch_bytes, false);
     if (!a) return a.error();
     m.scratch = *a;
   }
-  if (Status s = m.begin(); !s) return s;
+  // A split of several nodes is recorded once into its own command buffer and replayed while
+  // its graph and addresses stay (a decode step: one submission, nothing re-recorded); a lone
+  // node (the observer's node-by-node runs) goes through the shared one-time buffer.
+  uint64_t fp = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { fp = (fp ^ v) * 1099511628211ull; };
+  mix(reinterpret_cast<uintptr_t>(&g));
+  for (int id : nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    mix(static_cast<uint64_t>(id));
+    mix(static_cast<uint64_t>(n.op));
+    mix(static_cast<uint64_t>(n.type));
+    mix(reinterpret_cast<uintptr_t>(addrs[static_cast<size_t>(id)]));
+    for (int64_t e : n.ne) mix(static_cast<uint64_t>(e));
+    const OpParams& q = n.params;
+    for (float f : {q.eps, q.attn_scale, q.rope_freq_base, q.rope_freq_scale, q.attn_softcap, q.scale})
+      mix(std::bit_cast<uint32_t>(f));
+    for (int32_t i : {q.n_head_kv, q.n_rot, q.attn_window, q.attn_ring, static_cast<int32_t>(q.rope_mode),
+                      static_cast<int32_t>(q.attn_ranges)})
+      mix(static_cast<uint32_t>(i));
+    for (int src : n.src) {
+      const Node& sn = g.nodes[static_cast<size_t>(src)];
+      mix(reinterpret_cast<uintptr_t>(sn.op == Op::kWeight ? sn.data : addrs[static_cast<size_t>(src)]));
+      mix(static_cast<uint64_t>(sn.type));
+      for (int64_t e : sn.ne) mix(static_cast<uint64_t>(e));
+    }
+  }
+  const bool keep = nodes.size() >= 2;
+  if (keep) {
+    if (auto it = m.recorded.find(fp); it != m.recorded.end()) {
+      ++m.replays;
+      m.dispatches += m.recorded_dispatches[fp];
+      return m.submit(it->second);
+    }
+    if (m.recorded.size() >= 64) m.drop_recorded();
+  }
+  VkCommandBuffer cb = m.cmd;
+  if (keep) {
+    VkCommandBufferAllocateInfo ai{};
+    ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    ai.commandPool = m.pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    if (Status s = m.check(vkAllocateCommandBuffers(m.device, &ai, &cb), "vkAllocateCommandBuffers"); !s) return s;
+  }
+  // A recording that fails frees its buffer.
+  struct Guard {
+    Impl& m;
+    VkCommandBuffer cb;
+    bool armed;
+    ~Guard() {
+      if (armed) vkFreeCommandBuffers(m.device, m.pool, 1, &cb);
+    }
+  } guard{m, cb, keep};
+  const int64_t dispatches0 = m.dispatches;
+  if (Status s = m.begin(cb, !keep); !s) return s;
   // Where node id's data lives: its buffer, bound from the aligned offset at or below it for
   // the tensor's bytes (within maxStorageBufferRange), and the element offset left over.
   struct Bound {
@@ -627,7 +710,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
       mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
       mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-      vkCmdPipelineBarrier(m.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
                            0, nullptr, 0, nullptr);
     }
     first = false;
@@ -639,11 +722,11 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       w[i].pBufferInfo = &bi[i];
     }
-    vkCmdBindPipeline(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl.pipeline);
-    m.push_descriptor(m.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl.layout, 0, kBindings, w);
-    vkCmdPushConstants(m.cmd, pl.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushWords * 4, pc);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.pipeline);
+    m.push_descriptor(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl.layout, 0, kBindings, w);
+    vkCmdPushConstants(cb, pl.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushWords * 4, pc);
     const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = (groups + 65534) / 65535;
-    vkCmdDispatch(m.cmd, gx, gy, 1);
+    vkCmdDispatch(cb, gx, gy, 1);
     ++m.dispatches;
   };
   for (int id : nodes) {
@@ -815,7 +898,13 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     }
     record(**pl, bi, pc, groups);
   }
-  return m.submit_and_wait();
+  if (Status s = m.finish(cb); !s) return s;
+  if (keep) {
+    m.recorded[fp] = cb;
+    m.recorded_dispatches[fp] = m.dispatches - dispatches0;
+    guard.armed = false;
+  }
+  return m.submit(cb);
 }
 
 }  // namespace minfer::vulkan
