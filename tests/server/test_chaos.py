@@ -10,7 +10,10 @@ the chaos server splits prompts into 5-token chunks and reuses prefixes from its
 run that hangs or crashes, and afterwards an idle server (/metrics slots_busy and queue_length 0,
 /health 200) that still answers greedy requests as before. The counts are printed (pytest -s).
 
-MINFER_CHAOS_SECONDS bounds the mixed phase (default 60)."""
+MINFER_CHAOS_SECONDS bounds the mixed phase (default 60). MINFER_CHAOS_SERVER_ARGS adds flags to
+every server here (e.g. "-ngl all --device Vulkan0": the same guarantees with the layers on a
+GPU) and MINFER_CHAOS_MODEL serves another GGUF (e.g. a small random-weight model, for a
+software device)."""
 import http.client
 import json
 import os
@@ -21,7 +24,15 @@ import threading
 import time
 from collections import Counter
 
-from conftest import BIN, MODEL, ServerProcess, metric
+from conftest import BIN, MODEL, ServerProcess as _ServerProcess, metric
+
+EXTRA = os.environ.get("MINFER_CHAOS_SERVER_ARGS", "").split()
+CHAOS_MODEL = os.environ.get("MINFER_CHAOS_MODEL", "") or MODEL
+
+
+def ServerProcess(*args, **kw):
+    kw.setdefault("model", CHAOS_MODEL)
+    return _ServerProcess(*args, *EXTRA, **kw)
 
 SECONDS = float(os.environ.get("MINFER_CHAOS_SECONDS", "60"))
 SYS = {"role": "system", "content": "You are a concise assistant."}
@@ -220,7 +231,7 @@ def test_chaos_long_lived_server():
         n = 0
         while time.time() < deadline:
             try:
-                p = subprocess.run([BIN, MODEL, "hi", "-n", "16", "-c", "128", "-t", "2"], capture_output=True,
+                p = subprocess.run([BIN, CHAOS_MODEL, "hi", "-n", "16", "-c", "128", "-t", "2", *EXTRA], capture_output=True,
                                    timeout=60)
                 cli_results.append(p.returncode)
                 if p.returncode != 0:
