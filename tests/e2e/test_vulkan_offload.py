@@ -12,6 +12,7 @@ import pytest
 MINFER = os.environ.get("MINFER_BIN", "")
 MAKE_MODEL = os.environ.get("MINFER_MAKE_MODEL", "")
 SMOLLM2 = os.environ.get("MINFER_SMOLLM2", "")
+GEMMA3 = os.environ.get("MINFER_GEMMA3", "")
 DEV = ["--device", "Vulkan0"]
 
 
@@ -56,6 +57,21 @@ def test_random_families_greedy_equals_the_cpu(arch, tmp_path):
     nmse = float(np.sum((a - b) ** 2) / np.sum(a ** 2))
     print(f"{arch}: greedy 16 equal, logits NMSE {nmse:.3g}")
     assert nmse < 1e-3, nmse
+
+
+def test_gemma3_270m_on_the_device(tmp_path):
+    """Gemma 3 270M: head size 256, sliding windows, and a 262144 x 640 tied LM head (178 MB,
+    over lavapipe's 128 MiB storage buffer range: bound in row ranges). Its logits drift from the
+    CPU's at NMSE ~1e-3 (docs/backends.md, numerics): the prompt's argmax and 6 greedy tokens agree."""
+    tokens = "2,105,2364,107,818,5279,529,7001,563"
+    cpu = greedy(GEMMA3, tokens, 6, out=str(tmp_path / "cpu.f32"))
+    assert greedy(GEMMA3, tokens, 6, "-ngl", "all", *DEV, out=str(tmp_path / "vk.f32")) == cpu
+    a = np.fromfile(tmp_path / "cpu.f32", dtype=np.float32).reshape(9, -1)
+    b = np.fromfile(tmp_path / "vk.f32", dtype=np.float32).reshape(9, -1)
+    assert (a.argmax(axis=1) == b.argmax(axis=1)).all()
+    nmse = float(np.sum((a - b) ** 2) / np.sum(a ** 2))
+    print(f"Gemma 3 270M: greedy 6 equal, prompt argmax equal, logits NMSE {nmse:.3g}")
+    assert nmse < 1e-2, nmse
 
 
 def test_one_shot_names_where_the_layers_run():

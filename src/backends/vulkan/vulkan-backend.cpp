@@ -11,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -756,7 +757,11 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     if (!pl) return pl.error();
     auto d = at(id);
     if (!d) return d.error();
-    auto s0 = at(n.src[0]);
+    // A matmul weight over the storage buffer range (a large vocabulary's LM head) is bound
+    // in row ranges below, one dispatch each.
+    const Node& n0 = g.nodes[static_cast<size_t>(n.src[0])];
+    const bool chunked = kernel == Kernel::kMatmul && n0.n_bytes() + m.offset_align > m.max_range;
+    auto s0 = chunked ? Expected<Bound>(Bound{}) : at(n.src[0]);
     if (!s0) return s0.error();
     auto s1 = n.src.size() > 1 ? at(n.src[1]) : s0;
     if (!s1) return s1.error();
@@ -792,6 +797,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[6] = s1->elem;
       pc[7] = d->elem;
       pc[8] = static_cast<uint32_t>((wn.ne[1] + 63) / 64);  // row groups
+      pc[9] = static_cast<uint32_t>(wn.ne[1]);               // output row stride
       if (const uint32_t mode = act_round_mode(wn.type); mode != 0) {  // x rounded into the scratch first
         auto ar = m.pipeline(Kernel::kActRound);
         if (!ar) return ar.error();
@@ -806,6 +812,29 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
         pc[6] = 0;
       }
       groups = pc[8] * static_cast<uint32_t>((n.n_rows() + 7) / 8);
+      if (chunked) {  // row ranges whose bytes start at aligned offsets and fit the range
+        auto wit = m.weights.find({wn.data, wn.n_bytes()});
+        if (wit == m.weights.end()) return make_error("vulkan: node '{}' has no device memory", wn.name);
+        auto [wa, woff] = m.resolve(reinterpret_cast<const void*>(wit->second));
+        const size_t rb = row_bytes(wn.type, wn.ne[0]);
+        size_t per = (m.max_range - m.offset_align) / rb;
+        const size_t step = m.offset_align / std::gcd(rb, m.offset_align);  // rows per aligned offset
+        per -= per % step;
+        if (!wa || woff % m.offset_align != 0 || per == 0)
+          return make_error("vulkan {}: weight '{}' ({} bytes) cannot be bound in parts", m.desc.name, wn.name, wn.n_bytes());
+        for (size_t r0 = 0; r0 < static_cast<size_t>(wn.ne[1]); r0 += per) {
+          const size_t rows = std::min(per, static_cast<size_t>(wn.ne[1]) - r0);
+          bi[0] = {wa->buffer, woff + r0 * rb, (rows * rb + 3) & ~size_t{3}};
+          uint32_t cpc[kPushWords];
+          std::memcpy(cpc, pc, sizeof(cpc));
+          cpc[1] = static_cast<uint32_t>(rows);
+          cpc[5] = 0;
+          cpc[7] = pc[7] + static_cast<uint32_t>(r0);
+          cpc[8] = static_cast<uint32_t>((rows + 63) / 64);
+          record(**pl, bi, cpc, cpc[8] * static_cast<uint32_t>((n.n_rows() + 7) / 8));
+        }
+        continue;
+      }
     } else if (kernel == Kernel::kGetRows) {
       const Node& t = g.nodes[static_cast<size_t>(n.src[0])];
       pc[0] = static_cast<uint32_t>(t.ne[0]);

@@ -21,6 +21,7 @@ layout(push_constant) uniform P {
   uint off_w;      // in bytes
   uint off_x, off_d;
   uint row_groups;  // workgroups along the rows (the grid's x, unrolled over y past 65535)
+  uint out_stride;  // floats between two tokens' output rows (n_out, or more for a row range)
 } p;
 #include "dequant.glsl"
 const uint TT = 8u;
@@ -63,5 +64,5 @@ void main() {
       for (uint t = 0u; t < nt; ++t) acc[t] += v * x[xb + t * p.n_in + i];
     }
   }
-  for (uint t = 0u; t < nt; ++t) d[p.off_d + (t0 + t) * p.n_out + o] = acc[t];
+  for (uint t = 0u; t < nt; ++t) d[p.off_d + (t0 + t) * p.out_stride + o] = acc[t];
 }
