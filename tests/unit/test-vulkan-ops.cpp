@@ -118,7 +118,7 @@ TEST_F(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
       {"mul", true, false, [](GraphBuilder& b, int x, int y, int) { return b.mul("out", x, y); }},
       {"mul_weight", true, true, [](GraphBuilder& b, int x, int, int w) { return b.mul("out", x, w); }},
       {"scale", true, false, [](GraphBuilder& b, int x, int, int) { return b.scale("out", x, 0.37f); }},
-      {"rms_norm", false, false, [](GraphBuilder& b, int x, int, int) { return b.rms_norm("out", x, 1e-6f); }},
+      {"rms_norm", true, false, [](GraphBuilder& b, int x, int, int) { return b.rms_norm("out", x, 1e-6f); }},
       {"rms_norm_mul", false, false,
        [](GraphBuilder& b, int x, int, int w) { return b.rms_norm_mul("out", x, w, 1e-5f); }},
       {"silu", false, false, [](GraphBuilder& b, int x, int, int) { return b.silu("out", x); }},
@@ -131,7 +131,7 @@ TEST_F(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
          return b.scale("out", b.add("a", b.rms_norm_mul("n", x, w, 1e-6f), y), 2.0f);
        }},
   };
-  int n_checked = 0;
+  int n_checked = 0, n_exact = 0;
   double worst = 0;
   for (const OpCase& c : cases)
     for (int64_t ne0 : {1, 7, 64, 4097})
@@ -142,7 +142,13 @@ TEST_F(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
         const Result got = run({vk.get(), &cpu}, ne0, rows, y_rows, c.build);
         ASSERT_EQ(want.out.size(), got.out.size());
         EXPECT_GE(got.on_device, 1) << "the op did not run on the Vulkan backend";
-        if (c.exact) EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
+        // With the exact variants (lavapipe): rms_norm takes the CPU's double sum, silu its
+        // exp_poly on rows of 16-multiples (the rest of a row: the driver's exp against libm's).
+        const std::string name = c.name;
+        const bool exact = c.exact || (vk->exact() && (name == "rms_norm" || name == "rms_norm_mul" || name == "chain" ||
+                                                       ((name == "silu" || name == "swiglu") && ne0 % 16 == 0)));
+        n_exact += exact;
+        if (exact) EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
         else EXPECT_LT(nmse(want.out, got.out), 1e-10);
         worst = std::max(worst, nmse(want.out, got.out));
         ++n_checked;
@@ -155,12 +161,15 @@ TEST_F(VulkanOps, EveryOpAndShapeMatchesTheCpuBackend) {
     const Result got = run({vk.get(), &cpu}, 3, 70000, 70000, c.build);
     EXPECT_GE(got.on_device, 1);
     EXPECT_LT(nmse(want.out, got.out), 1e-10);
+    if (vk->exact()) {
+      EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
+    }
     worst = std::max(worst, nmse(want.out, got.out));
     ++n_checked;
   }
   EXPECT_EQ(n_checked, 13 * 4 * 3 + 1);
-  std::printf("vulkan ops on %s: %d op x shape cases, worst NMSE %.3g\n", vulkan::vk_devices()[0].description.c_str(),
-              n_checked, worst);
+  std::printf("vulkan ops on %s: %d op x shape cases (%d bit-identical), worst NMSE %.3g\n",
+              vulkan::vk_devices()[0].description.c_str(), n_checked, n_exact, worst);
 }
 
 // RoPE on both pairings, full and partial rotation (n_rot < head size: the tail copied), with

@@ -320,7 +320,10 @@ struct VulkanBackend::Impl {
   Expected<Pipeline*> pipeline(Kernel k, int spec = -1) {
     Pipeline& p = pipelines[{k, spec}];
     if (p.pipeline) return &p;
-    const std::string shader = kKernelNames[static_cast<size_t>(k)];
+    // The exact variant (`<name>_exact.spv`: fused multiply-adds and the CPU's double sums in
+    // double precision) where the device's own fma() is not fused and it has doubles.
+    std::string shader = kKernelNames[static_cast<size_t>(k)];
+    if (exact && !embedded_file(shader + "_exact.spv").empty()) shader += "_exact";
     const std::string_view spv = embedded_file(shader + ".spv");
     if (spv.empty()) return make_error("vulkan: no shader '{}' in this build", shader);
     VkDescriptorSetLayoutBinding b[kBindings]{};
@@ -372,6 +375,9 @@ struct VulkanBackend::Impl {
     return &p;
   }
 
+  // Software devices (lavapipe) compute fma() as a product and a sum; with shaderFloat64 the
+  // shaders that must round as the CPU does use their exact variants (CMakeLists.txt).
+  bool exact = false;
   int64_t submissions = 0;
   int64_t dispatches = 0;
   uint64_t bytes_to_device = 0, bytes_to_host = 0;  // write() and read()
@@ -430,6 +436,12 @@ Expected<std::unique_ptr<VulkanBackend>> VulkanBackend::create(std::string_view 
   di.pQueueCreateInfos = &qi;
   di.enabledExtensionCount = 1;
   di.ppEnabledExtensionNames = ext_names;
+  VkPhysicalDeviceFeatures feats{};
+  vkGetPhysicalDeviceFeatures(d->handle, &feats);
+  VkPhysicalDeviceFeatures want{};
+  want.shaderFloat64 = feats.shaderFloat64;
+  di.pEnabledFeatures = &want;
+  impl->exact = d->software && feats.shaderFloat64;
   if (Status s = impl->check(vkCreateDevice(d->handle, &di, nullptr, &impl->device), "vkCreateDevice"); !s)
     return s.error();
   vkGetDeviceQueue(impl->device, impl->queue_family, 0, &impl->queue);
@@ -517,6 +529,8 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     default: return false;
   }
 }
+
+bool VulkanBackend::exact() const { return impl_->exact; }
 
 BackendCounters VulkanBackend::counters() const {
   std::lock_guard lock(impl_->mu);

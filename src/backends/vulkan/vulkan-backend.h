@@ -37,6 +37,9 @@ class VulkanBackend final : public Backend {
   Status prepare(const Graph& g, std::span<const int> nodes) override;
   Status compute(const Graph& g, std::span<const int> nodes, std::span<void* const> addrs) override;
   size_t memory_used() const override;
+  // Whether the shaders' exact variants run here (a software device with doubles: its fma() is
+  // not fused), making rms_norm, silu and attention's sums round as the CPU backend's.
+  bool exact() const;
   BackendCounters counters() const override;
 
   struct Impl;

@@ -22,8 +22,8 @@
 //   q8_0 / q4_0 cache: q rounded through q8_0 blocks (the CPU's integer dot partner);
 //   otherwise: f32.
 // f32 and f16 caches with heads of 64-multiples score in the CPU's W64 order (dot_w64), so only
-// exp/tanh (the driver's against libm's), an unfused fma() (lavapipe's) and a quantized cache's
-// integer sums differ.
+// exp/tanh (the driver's against libm's) and a quantized cache's integer sums differ (fused
+// multiply-adds by exact.glsl's FMA: exact also on lavapipe).
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { uint kc[]; };
@@ -45,6 +45,7 @@ shared float sc[64];  // the chunk's scores
 shared float qmax[8];  // q8_0 rounding: each block's max |q|
 
 #include "f16.glsl"
+#include "exact.glsl"
 
 uint kbyte(uint a) { return (kc[a >> 2] >> ((a & 3u) * 8u)) & 0xffu; }
 uint vbyte(uint a) { return (vc[a >> 2] >> ((a & 3u) * 8u)) & 0xffu; }
@@ -131,7 +132,7 @@ void main() {
         float lane[64];
         for (uint e = 0u; e < 64u; ++e) lane[e] = 0.0;
         for (uint i0 = 0u; i0 < p.hd; i0 += 64u)
-          for (uint e = 0u; e < 64u; ++e) lane[e] = fma(qs[i0 + e], k_at(a, i0 + e), lane[e]);
+          for (uint e = 0u; e < 64u; ++e) lane[e] = FMA(qs[i0 + e], k_at(a, i0 + e), lane[e]);
         for (uint e = 0u; e < 16u; ++e) {
           precise float x = lane[e] + lane[32u + e];
           precise float y = lane[16u + e] + lane[48u + e];
@@ -175,7 +176,7 @@ void main() {
           precise float r = y * ms;
           y = f16_sums ? round_f16(r) : r;
         }
-        const float f = fma(v_at(va, dim), pj, y);
+        const float f = FMA(v_at(va, dim), pj, y);
         acc[k] = f16_sums ? round_f16(f) : f;
       }
     }

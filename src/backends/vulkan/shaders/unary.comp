@@ -6,8 +6,8 @@
 // libm's); gelu, tanh approximation (x rounded to f16, the f32 formula, the result rounded to
 // f16; 0 below -10, x above 10); softcap c * tanh(x / c). With a gate (swiglu, geglu) the
 // result times src1. Offsets in elements into the bound ranges.
-// Bit-identical to the CPU only where fma() is fused: lavapipe computes it as a product and a
-// sum (measured: 16 of 64 values of fma(x, x, -1) differ), so there silu is within an ulp.
+// Bit-identical to the CPU where fma() is fused; lavapipe computes it as a product and a sum
+// (measured: 16 of 64 values of fma(x, x, -1) differ) and takes the exact variant (exact.glsl).
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -21,6 +21,7 @@ layout(push_constant) uniform P {
   uint ne0;    // row length
 } p;
 #include "f16.glsl"
+#include "exact.glsl"
 
 // e^x as cpu/kernels.cpp exp_poly: n = round(x / ln 2) by the shift trick, r = x - n ln 2 in two
 // parts, a degree-5 polynomial in Estrin's form, times 2^n.
@@ -30,11 +31,11 @@ float exp_poly(float x) {
   const float kC0 = uintBitsToFloat(0x3c072010u), kC1 = uintBitsToFloat(0x3d2b9f17u);
   const float kC2 = uintBitsToFloat(0x3e2aaf33u), kC3 = uintBitsToFloat(0x3efffedbu);
   const float kC4 = uintBitsToFloat(0x3f7ffff6u);
-  precise float z = fma(x, kInvLn2, kShift);
+  precise float z = FMA(x, kInvLn2, kShift);
   precise float n = z - kShift;
-  precise float r = fma(-n, kLn2Lo, fma(-n, kLn2Hi, x));
+  precise float r = FMA(-n, kLn2Lo, FMA(-n, kLn2Hi, x));
   precise float u = r * r;
-  precise float q = fma(fma(fma(kC0, r, kC1), u, fma(kC2, r, kC3)), u, fma(kC4, r, 1.0));
+  precise float q = FMA(FMA(FMA(kC0, r, kC1), u, FMA(kC2, r, kC3)), u, FMA(kC4, r, 1.0));
   if (isnan(n)) return q;
   if (abs(n) > 192.0) return n <= 0.0 ? 0.0 : 1.0 / 0.0;
   return ldexp(q, int(n));
