@@ -13,6 +13,7 @@
 #include <mutex>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/vulkan/vk-instance.h"
@@ -129,6 +130,8 @@ struct VulkanBackend::Impl {
   std::map<std::pair<const void*, size_t>, uintptr_t> weights;
   std::mutex mu;  // one submission at a time (the scheduler may run sessions on threads)
   Allocation scratch;  // rounded matmul activations (act_round), grown to the largest one
+  // RoPE's cos and sin, computed on the host before each submission (rope.comp), host-visible.
+  Allocation rope_tab;
 
   ~Impl() {
     if (!device) return;
@@ -136,6 +139,7 @@ struct VulkanBackend::Impl {
     drop_recorded();
     for (auto& [base, a] : allocs) release(a);
     if (scratch.buffer) release(scratch);
+    if (rope_tab.buffer) release(rope_tab);
     for (auto& [key, p] : pipelines) {  // vkDestroy* of a null handle does nothing
       vkDestroyPipeline(device, p.pipeline, nullptr);
       vkDestroyPipelineLayout(device, p.layout, nullptr);
@@ -628,7 +632,70 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
     if (n.op == Op::kMatmul && act_round_mode(g.nodes[static_cast<size_t>(n.src[0])].type) != 0)
-      scratch_bytes = std::max(scratch_bytes, g.nodes[static_cast<size_t>(n.src[1])].n_bytes() * 33 / 32 + 4);
+      scratch_bytes = std::max(scratch_bytes, g.nodes[static_cast<size_t>(n.src[1])].n_bytes() * 9 / 8 + 16);
+  }
+  // RoPE tables: per rope node an offset into rope_tab (nodes of the same positions and
+  // parameters share one), filled now from the positions the host wrote, as the CPU backend
+  // computes them (cpu/ops-rope.cpp: the power by repeated f32 products, libm's cos and sin).
+  std::map<int, uint32_t> rope_off;  // node id -> float offset
+  {
+    struct Key {
+      const void* pos;
+      int64_t n_tok;
+      int n_rot;
+      float base, scale;
+      const void* factors;
+      bool operator<(const Key& o) const {
+        return std::tie(pos, n_tok, n_rot, base, scale, factors) < std::tie(o.pos, o.n_tok, o.n_rot, o.base, o.scale, o.factors);
+      }
+    };
+    std::map<Key, uint32_t> seen;
+    std::vector<std::pair<Key, uint32_t>> fills;
+    size_t total = 0;
+    for (int id : nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      if (n.op != Op::kRope) continue;
+      const Node* f = n.src.size() > 2 ? &g.nodes[static_cast<size_t>(n.src[2])] : nullptr;
+      const Key k{addrs[static_cast<size_t>(n.src[1])], n.ne[2], n.params.n_rot, n.params.rope_freq_base,
+                  n.params.rope_freq_scale, f ? f->data : nullptr};
+      auto it = seen.find(k);
+      if (it == seen.end()) {
+        it = seen.emplace(k, static_cast<uint32_t>(total)).first;
+        fills.emplace_back(k, static_cast<uint32_t>(total));
+        total += static_cast<size_t>(k.n_tok) * static_cast<size_t>(k.n_rot / 2) * 2;
+      }
+      rope_off[id] = it->second;
+    }
+    if (total * 4 > m.rope_tab.size) {
+      m.drop_recorded();
+      if (m.rope_tab.buffer) m.release(m.rope_tab);
+      m.rope_tab = {};
+      auto a = m.make_buffer(std::max<size_t>(total * 4, 4096), true);
+      if (!a) return a.error();
+      m.rope_tab = *a;
+    }
+    std::vector<int32_t> pos;
+    for (const auto& [k, off] : fills) {
+      pos.resize(static_cast<size_t>(k.n_tok));
+      auto [pa, poff] = m.resolve(k.pos);
+      if (!pa) return make_error("vulkan: rope positions have no device memory");
+      if (pa->mapped) std::memcpy(pos.data(), static_cast<const char*>(pa->mapped) + poff, pos.size() * 4);
+      else if (Status st = m.staged(*pa, poff, pos.data(), pos.size() * 4, false); !st) return st;
+      const int64_t half = k.n_rot / 2;
+      const float theta_scale = std::pow(k.base, -2.0f / static_cast<float>(k.n_rot));
+      const float* factors = static_cast<const float*>(k.factors);
+      float* tab = static_cast<float*>(m.rope_tab.mapped) + off;
+      for (int64_t t = 0; t < k.n_tok; ++t) {
+        float theta = static_cast<float>(pos[static_cast<size_t>(t)]);
+        float* ft = tab + t * half * 2;
+        for (int64_t i = 0; i < half; ++i) {
+          const float th = k.scale * (factors ? theta / factors[i] : theta);
+          ft[i] = std::cos(th);
+          ft[half + i] = std::sin(th);
+          theta *= theta_scale;
+        }
+      }
+    }
   }
   if (scratch_bytes > m.scratch.size) {
     m.drop_recorded();
@@ -817,7 +884,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
         if (!ar) return ar.error();
         const Node& xn = g.nodes[static_cast<size_t>(n.src[1])];
         const uint32_t n_x = static_cast<uint32_t>(xn.n_elements());
-        const VkDescriptorBufferInfo sc{m.scratch.buffer, 0, xn.n_bytes() * 33 / 32 + 4};
+        const VkDescriptorBufferInfo sc{m.scratch.buffer, 0, xn.n_bytes() * 9 / 8 + 16};
         const VkDescriptorBufferInfo abi[kBindings] = {s1->info, s1->info, sc, s1->info, s1->info};
         uint32_t apc[kPushWords] = {n_x, mode, s1->elem, 0};
         const uint32_t per = mode <= 2 ? 1 : mode == 4 ? 256 : 32;
@@ -914,6 +981,9 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[9] = s1->elem;
       pc[10] = d->elem;
       pc[11] = s2->elem;
+      pc[12] = rope_off.at(id);
+      pc[13] = 1u;
+      bi[4] = {m.rope_tab.buffer, 0, VK_WHOLE_SIZE};
       const uint32_t per_head = static_cast<uint32_t>(n_rot / 2 + (n.ne[0] - n_rot));
       groups = (per_head * static_cast<uint32_t>(n.ne[1] * n.ne[2]) + 255) / 256;
     } else if (kernel == Kernel::kUnary) {

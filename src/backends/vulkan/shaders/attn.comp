@@ -79,11 +79,37 @@ float v_at(uint a, uint i) {
 }
 uint head_bytes(uint n) { return p.type == 0u ? 4u * n : p.type == 1u ? 2u * n : p.type == 2u ? n / 32u * 34u : n / 32u * 18u; }
 
+
+// W64's tail: the lanes' sum, plus the products of elements np .. hd - 1 (rounded to f32)
+// added in double (exact variant; the driver's float sum otherwise).
+float TAIL_SUM(float sum0, uint a, uint np) {
+#ifdef MINFER_EXACT
+  double sum = double(sum0);
+  for (uint i = np; i < p.hd; ++i) {
+    precise float pr = qs[i] * k_at(a, i);
+    sum += double(pr);
+  }
+  return float(sum);
+#else
+  float sum = sum0;
+  for (uint i = np; i < p.hd; ++i) sum += qs[i] * k_at(a, i);
+  return sum;
+#endif
+}
+
+// How the CPU backend computes a token's attention (cpu/ops-attn.cpp op_attn), by the token's
+// batch rows of its sequence, the keys it sees and the layer: its narrow arithmetic (per-key
+// online softmax, W64 or integer scores), its tiles (blocks of 32 keys, exp_poly clamped,
+// cpu/attn-tile-ref.cpp) or its wide kernel (blocks of 8 keys, exp_poly, attn-wide-ref.cpp).
+const uint kNarrow = 0u, kTile = 1u, kWide = 2u;
+const uint kTileRows = 64u;  // the CPU's attn_tile_rows (AVX-512 and the reference)
+
 void main() {
   const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (wg >= p.n_head * p.n_tokens) return;
   const uint t = wg / p.n_head, h = wg % p.n_head;
-  const uint kvh = h / (p.n_head / p.n_head_kv);
+  const uint group = p.n_head / p.n_head_kv;
+  const uint kvh = h / group;
   const uint tid = gl_LocalInvocationID.x;
   uint first = 0u, n_kv, rows = p.n_tokens;
   if (p.ranges != 0u) {
@@ -94,11 +120,14 @@ void main() {
     n_kv = uint(pos[p.off_pos + t]) + 1u;
   }
   const uint lo = p.window > 0u && n_kv > p.window ? n_kv - p.window : 0u;
-  const bool f16_sums = p.type == 1u && rows < 64u && n_kv < 512u;
-  const bool q8 = p.type >= 2u;
+  const bool quant = p.type >= 2u;
+  const bool tiles = p.window == 0u && p.ring == 0u && group <= kTileRows;
+  const bool long_keys = n_kv >= 512u && (!quant || group >= 4u);
+  const uint mode = tiles ? (rows >= 64u || long_keys ? kTile : kNarrow) : (!quant && rows >= 64u ? kWide : kNarrow);
+  const bool f16_sums = mode == kNarrow && p.type == 1u;
   for (uint i = tid; i < p.hd; i += 64u) qs[i] = q[p.off_q + (t * p.n_head + h) * p.hd + i];
   barrier();
-  if (q8) {  // q through q8_0 blocks: d = f16(max / 127), q = round-half-even(x * 127 / max)
+  if (quant) {  // q through q8_0 blocks: d = f16(max / 127), q = round-half-even(x * 127 / max)
     if (tid < p.hd / 32u) {
       float amax = 0.0;
       for (uint i = 0u; i < 32u; ++i) amax = max(amax, abs(qs[32u * tid + i]));
@@ -109,10 +138,18 @@ void main() {
       const float amax = qmax[i / 32u];
       const float id = amax != 0.0 ? 127.0 / amax : 0.0;
       precise float v = qs[i] * id;
-      precise float r = roundEven(v) * round_f16(amax / 127.0);
-      qs[i] = r;
+      qs[i] = roundEven(v);  // the integer; its block's d in qmax below
     }
     barrier();
+    if (tid < p.hd / 32u) qmax[tid] = round_f16(qmax[tid] / 127.0);
+    barrier();
+    if (mode != kNarrow) {  // the tiles widen q: d * q
+      for (uint i = tid; i < p.hd; i += 64u) {
+        precise float w = qmax[i / 32u] * qs[i];
+        qs[i] = w;
+      }
+      barrier();
+    }
   } else if (f16_sums) {
     for (uint i = tid; i < p.hd; i += 64u) qs[i] = round_f16(qs[i]);
     barrier();
@@ -126,12 +163,27 @@ void main() {
       const uint row = p.ring > 0u ? first + j % p.ring : first + j;
       const uint a = p.off_k + row * p.k_row + k_head;
       float dot = 0.0;
-      if (p.hd % 64u == 0u && p.type <= 1u) {
+      if (mode != kNarrow) {  // a fused multiply-add chain over the widened values
+        for (uint i = 0u; i < p.hd; ++i) dot = FMA(qs[i], k_at(a, i), dot);
+      } else if (quant) {  // the K type's integer dot product with q's q8_0 blocks (Seq order)
+        for (uint b = 0u; b < p.hd / 32u; ++b) {
+          const uint bo = a + b * (p.type == 2u ? 34u : 18u);
+          int isum = 0;
+          for (uint i = 0u; i < 32u; ++i) {
+            const uint nb = kbyte(bo + 2u + (p.type == 2u ? i : (i & 15u)));
+            const int kq = p.type == 2u ? int(nb << 24) >> 24 : int(i < 16u ? nb & 15u : nb >> 4) - 8;
+            isum += kq * int(qs[32u * b + i]);
+          }
+          precise float dd = kf16(bo) * qmax[b];
+          dot = FMA(dd, float(isum), dot);
+        }
+      } else {
         // The CPU's W64 order (cpu/kernels.h dot_w64): 64 lanes of fused multiply-add chains
-        // over the head in steps of 64, then a fixed tree over the lanes.
+        // over the head in steps of 64, a fixed tree over the lanes, the n % 64 tail in double.
+        const uint np = p.hd / 64u * 64u;
         float lane[64];
         for (uint e = 0u; e < 64u; ++e) lane[e] = 0.0;
-        for (uint i0 = 0u; i0 < p.hd; i0 += 64u)
+        for (uint i0 = 0u; i0 < np; i0 += 64u)
           for (uint e = 0u; e < 64u; ++e) lane[e] = FMA(qs[i0 + e], k_at(a, i0 + e), lane[e]);
         for (uint e = 0u; e < 16u; ++e) {
           precise float x = lane[e] + lane[32u + e];
@@ -144,40 +196,77 @@ void main() {
             precise float z = lane[e] + lane[e + w];
             lane[e] = z;
           }
-        dot = lane[0];
-      } else {
-        for (uint i = 0u; i < p.hd; ++i) dot += qs[i] * k_at(a, i);
+        dot = TAIL_SUM(lane[0], a, np);
       }
       precise float s = dot * p.scale;
-      sc[tid] = p.softcap > 0.0 ? p.softcap * tanh(s) : s;
+      sc[tid] = p.softcap > 0.0 ? p.softcap * TANH(s) : s;
     }
     barrier();
     const uint n = min(64u, n_kv - c);
-    for (uint jj = 0u; jj < n; ++jj) {
-      const float s = sc[jj];
-      float ms = 1.0, pj = 1.0;
-      if (s > m) {
-        ms = exp(m - s);  // 0 on the first key
-        m = s;
-      } else {
-        pj = exp(s - m);
-      }
-      precise float lm = l * ms;
-      precise float ln = lm + pj;
-      l = ln;
-      const uint jr = c + jj;
-      const uint row = p.ring > 0u ? first + jr % p.ring : first + jr;
-      const uint va = p.off_v + row * p.v_row + v_head;
-      for (uint k = 0u; k < 4u; ++k) {
-        const uint dim = tid + 64u * k;
-        if (dim >= p.hd_v) break;
-        float y = acc[k];
-        if (ms != 1.0) {
-          precise float r = y * ms;
-          y = f16_sums ? round_f16(r) : r;
+    if (mode == kNarrow) {
+      for (uint jj = 0u; jj < n; ++jj) {
+        const float s = sc[jj];
+        float ms = 1.0, pj = 1.0;
+        if (s > m) {
+          ms = EXP(m - s);  // 0 on the first key
+          m = s;
+        } else {
+          pj = EXP(s - m);
         }
-        const float f = FMA(v_at(va, dim), pj, y);
-        acc[k] = f16_sums ? round_f16(f) : f;
+        precise float lm = l * ms;
+        precise float ln = lm + pj;
+        l = ln;
+        const uint jr = c + jj;
+        const uint row = p.ring > 0u ? first + jr % p.ring : first + jr;
+        const uint va = p.off_v + row * p.v_row + v_head;
+        for (uint k = 0u; k < 4u; ++k) {
+          const uint dim = tid + 64u * k;
+          if (dim >= p.hd_v) break;
+          float y = acc[k];
+          if (ms != 1.0) {
+            precise float r = y * ms;
+            y = f16_sums ? round_f16(r) : r;
+          }
+          const float f = FMA(v_at(va, dim), pj, y);
+          acc[k] = f16_sums ? round_f16(f) : f;
+        }
+      }
+    } else {
+      const uint B = mode == kTile ? 32u : 8u;  // keys per block, from the first key
+      for (uint b0 = 0u; b0 < n; b0 += B) {
+        const uint nb = min(B, n - b0);
+        float bm = -1.0 / 0.0;
+        for (uint k = 0u; k < nb; ++k) bm = max(bm, sc[b0 + k]);
+        const float nm = max(m, bm);
+        const float cr = mode == kTile ? exp_poly(clamp(m - nm, -87.0, 0.0)) : exp_poly(m - nm);
+        float pw[32];
+        float sum = 0.0;
+        for (uint k = 0u; k < nb; ++k) {
+          const float x = sc[b0 + k] - nm;
+          pw[k] = mode == kTile ? exp_poly(clamp(x, -87.0, 0.0)) : exp_poly(x);
+          precise float ns = sum + pw[k];
+          sum = ns;
+        }
+        if (mode == kTile) {
+          l = FMA(l, cr, sum);
+        } else {
+          precise float lc = l * cr;
+          precise float ln = lc + sum;
+          l = ln;
+        }
+        m = nm;
+        for (uint k = 0u; k < 4u; ++k) {
+          const uint dim = tid + 64u * k;
+          if (dim >= p.hd_v) break;
+          precise float o = acc[k] * cr;
+          float y = o;
+          for (uint kk = 0u; kk < nb; ++kk) {
+            const uint jr = c + b0 + kk;
+            const uint row = p.ring > 0u ? first + jr % p.ring : first + jr;
+            y = FMA(pw[kk], v_at(p.off_v + row * p.v_row + v_head, dim), y);
+          }
+          acc[k] = y;
+        }
       }
     }
     barrier();

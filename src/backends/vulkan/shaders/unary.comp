@@ -23,24 +23,6 @@ layout(push_constant) uniform P {
 #include "f16.glsl"
 #include "exact.glsl"
 
-// e^x as cpu/kernels.cpp exp_poly: n = round(x / ln 2) by the shift trick, r = x - n ln 2 in two
-// parts, a degree-5 polynomial in Estrin's form, times 2^n.
-float exp_poly(float x) {
-  const float kShift = uintBitsToFloat(0x4b400000u), kInvLn2 = uintBitsToFloat(0x3fb8aa3bu);
-  const float kLn2Hi = uintBitsToFloat(0x3f317200u), kLn2Lo = uintBitsToFloat(0x35bfbe8eu);
-  const float kC0 = uintBitsToFloat(0x3c072010u), kC1 = uintBitsToFloat(0x3d2b9f17u);
-  const float kC2 = uintBitsToFloat(0x3e2aaf33u), kC3 = uintBitsToFloat(0x3efffedbu);
-  const float kC4 = uintBitsToFloat(0x3f7ffff6u);
-  precise float z = FMA(x, kInvLn2, kShift);
-  precise float n = z - kShift;
-  precise float r = FMA(-n, kLn2Lo, FMA(-n, kLn2Hi, x));
-  precise float u = r * r;
-  precise float q = FMA(FMA(FMA(kC0, r, kC1), u, FMA(kC2, r, kC3)), u, FMA(kC4, r, 1.0));
-  if (isnan(n)) return q;
-  if (abs(n) > 192.0) return n <= 0.0 ? 0.0 : 1.0 / 0.0;
-  return ldexp(q, int(n));
-}
-
 void main() {
   const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256u;
   if (i >= p.n) return;
@@ -49,7 +31,7 @@ void main() {
   if (p.op == 0u) {
     const bool poly = i % p.ne0 < p.ne0 / 16u * 16u;
     precise float nx = 0.0 - x;
-    precise float e = poly ? exp_poly(nx) : exp(nx);
+    precise float e = poly ? exp_poly(nx) : EXP(nx);
     precise float den = 1.0 + e;
     y = x / den;
   } else if (p.op == 1u) {
@@ -59,10 +41,10 @@ void main() {
       y = x;
     } else {
       const float h = round_f16(x);
-      y = round_f16(0.5 * h * (1.0 + tanh(0.79788456080286535587989211986876 * h * (1.0 + 0.044715 * h * h))));
+      y = round_f16(0.5 * h * (1.0 + TANH(0.79788456080286535587989211986876 * h * (1.0 + 0.044715 * h * h))));
     }
   } else {
-    y = tanh(x / p.c) * p.c;
+    y = TANH(x / p.c) * p.c;
   }
   precise float g = p.gated == 1u ? y * b[p.off_b + i] : y;
   d[p.off_d + i] = g;
