@@ -123,7 +123,8 @@ def test_bench_reports_one_submission_and_the_logits_row_per_decode_token(tmp_pa
     import json
     path = str(tmp_path / "llama.gguf")
     r = subprocess.run([MAKE_MODEL, "--vocab-from", SMOLLM2, "--out", path, "--arch", "llama", "--n-embd", "128",
-                        "--n-layer", "4", "--n-head", "4", "--n-head-kv", "2", "--n-ff", "256", "--type", "F16"],
+                        "--n-layer", "4", "--n-head", "4", "--n-head-kv", "2", "--n-ff", "256", "--head-dim", "64",
+                        "--type", "F16"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     r = run("bench", path, "-p", "16", "-n", "8", "-r", "2", "-ngl", "all", *DEV, "-o", "json")
@@ -138,10 +139,12 @@ def test_bench_reports_one_submission_and_the_logits_row_per_decode_token(tmp_pa
     # Recorded once and replayed: every step but the first after the prompt test, whose larger
     # batch grew the device's activation scratch (which drops the recorded buffers): 15 of 16.
     assert tg["replayed_submissions_per_token"] >= 15 / 16, tg
-    assert tg["device_to_host_bytes_per_token"] == n_vocab * 4, tg
-    assert n_embd * 4 <= tg["host_to_device_bytes_per_token"] < n_embd * 4 + 64, tg
+    # (and RoPE: the token's position read, its cos/sin table written: n_rot / 2 pairs of floats)
+    n_rot = 64
+    assert tg["device_to_host_bytes_per_token"] == n_vocab * 4 + 4, tg
+    assert n_embd * 4 + n_rot * 4 <= tg["host_to_device_bytes_per_token"] < n_embd * 4 + n_rot * 4 + 64, tg
     assert tg["dispatches_per_token"] > 4 * 10, tg
     # A prompt: one submission for its 16 tokens, and only the last row's logits come back.
-    assert pp["submissions_per_token"] == 1 / 16 and pp["device_to_host_bytes_per_token"] == n_vocab * 4 / 16, pp
+    assert pp["submissions_per_token"] == 1 / 16 and pp["device_to_host_bytes_per_token"] == n_vocab * 4 / 16 + 4, pp
     print(f"tiny llama: decode {tg['submissions_per_token']} submissions, {tg['dispatches_per_token']} dispatches, "
           f"{tg['host_device_bytes_per_token']} host<->device bytes per token")

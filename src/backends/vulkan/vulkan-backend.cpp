@@ -681,6 +681,9 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       if (!pa) return make_error("vulkan: rope positions have no device memory");
       if (pa->mapped) std::memcpy(pos.data(), static_cast<const char*>(pa->mapped) + poff, pos.size() * 4);
       else if (Status st = m.staged(*pa, poff, pos.data(), pos.size() * 4, false); !st) return st;
+      // Counted as copies between the host and the device: the positions read, the table written.
+      m.bytes_to_host += pos.size() * 4;
+      m.bytes_to_device += static_cast<uint64_t>(k.n_tok) * static_cast<uint64_t>(k.n_rot / 2) * 8;
       const int64_t half = k.n_rot / 2;
       const float theta_scale = std::pow(k.base, -2.0f / static_cast<float>(k.n_rot));
       const float* factors = static_cast<const float*>(k.factors);
