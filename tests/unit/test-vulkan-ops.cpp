@@ -329,6 +329,50 @@ TEST_F(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
               "vs the CPU backend\n", n_checked, n_identical, worst_exact, worst_cpu);
 }
 
+// matmul_id (MoE): W [n_in, n_out, n_expert], x [n_in, 1 or k, T], ids [k, T]: each slot's
+// rows from its expert, as op_matmul computes a row; against the CPU backend, bit-identical for
+// the quantized types where the exact variants run, NMSE < 1e-9 otherwise.
+TEST_F(VulkanOps, MatmulIdMatchesTheCpuBackend) {
+  std::list<std::vector<uint8_t>> weights;
+  std::mt19937 rng(9);
+  int n_checked = 0, n_identical = 0;
+  for (DType type : {DType::F16, DType::Q8_0, DType::Q4_1, DType::Q4_K, DType::Q6_K})
+    for (int64_t n_tok : {1, 5})
+      for (bool x_per_slot : {false, true}) {
+        const int64_t n_in = 256, n_out = 70, n_expert = 4, k = 2;
+        SCOPED_TRACE(std::string(dtype_name(type)) + " tokens " + std::to_string(n_tok) + (x_per_slot ? " x per slot" : ""));
+        const auto wf = random_values(static_cast<size_t>(n_in * n_out * n_expert), 51);
+        std::vector<uint8_t>& wq = weights.emplace_back(row_bytes(type, n_in) * static_cast<size_t>(n_out * n_expert));
+        for (int64_t r = 0; r < n_out * n_expert; ++r)
+          quantize_row(type, wf.data() + r * n_in, wq.data() + static_cast<size_t>(r) * row_bytes(type, n_in), n_in);
+        const int64_t x_rows = x_per_slot ? k : 1;
+        const auto x = random_values(static_cast<size_t>(n_in * x_rows * n_tok), 52);
+        std::vector<int32_t> ids(static_cast<size_t>(k * n_tok));
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((rng() % n_expert));
+        auto one = [&](std::vector<Backend*> backends) {
+          GraphBuilder b;
+          const int xi = b.input("x", DType::F32, {n_in, x_rows, n_tok});
+          const int ii = b.input("ids", DType::I32, {k, n_tok});
+          const int wi = b.weight("blk.0.ffn_up_exps.weight", type, {n_in, n_out, n_expert}, wq.data());
+          return run_graph(std::move(backends), b.finish({b.matmul_id("out", wi, xi, ii)}),
+                           {{x.data(), x.size() * 4}, {ids.data(), ids.size() * 4}}, Op::kMatmulId);
+        };
+        const Result want = one({&cpu});
+        const Result got = one({vk.get(), &cpu});
+        EXPECT_EQ(got.on_device, 1);
+        ASSERT_EQ(want.out.size(), got.out.size());
+        const bool same = std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4) == 0;
+        EXPECT_LT(nmse(want.out, got.out), 1e-9);
+        if (type != DType::F16 && vk->exact()) {
+          EXPECT_TRUE(same) << "not bit-identical to the CPU backend";
+        }
+        n_identical += same;
+        ++n_checked;
+      }
+  EXPECT_EQ(n_checked, 20);
+  std::printf("vulkan matmul_id: %d cases, %d bit-identical to the CPU backend\n", n_checked, n_identical);
+}
+
 // get_rows (the embedding lookup) from tables of every weight type: the shader computes each
 // element with the CPU reference's operations in its order (no fused multiply-add), so the rows
 // are bit-identical.

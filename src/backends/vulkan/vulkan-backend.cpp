@@ -510,6 +510,9 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kGeglu: return f32_srcs() && src(1).n_elements() == n.n_elements();
     case Op::kMatmul:
       return n.type == DType::F32 && src(1).type == DType::F32 && dequantizes(src(0));
+    case Op::kMatmulId:  // the experts' weights bound whole
+      return n.type == DType::F32 && src(1).type == DType::F32 && src(2).type == DType::I32 && dequantizes(src(0)) &&
+             src(0).n_bytes() + impl_->offset_align <= impl_->max_range;
     case Op::kGetRows:
       return n.type == DType::F32 && src(1).type == DType::I32 && dequantizes(src(0));
     case Op::kRope:
@@ -631,7 +634,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
   size_t scratch_bytes = 0;
   for (int id : nodes) {
     const Node& n = g.nodes[static_cast<size_t>(id)];
-    if (n.op == Op::kMatmul && act_round_mode(g.nodes[static_cast<size_t>(n.src[0])].type) != 0)
+    if ((n.op == Op::kMatmul || n.op == Op::kMatmulId) && act_round_mode(g.nodes[static_cast<size_t>(n.src[0])].type) != 0)
       scratch_bytes = std::max(scratch_bytes, g.nodes[static_cast<size_t>(n.src[1])].n_bytes() * 9 / 8 + 16);
   }
   // RoPE tables: per rope node an offset into rope_tab (nodes of the same positions and
@@ -830,7 +833,8 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kGeglu:
       case Op::kSoftcap: kernel = Kernel::kUnary; break;
       case Op::kRope: kernel = Kernel::kRope; break;
-      case Op::kMatmul: kernel = Kernel::kMatmul; break;
+      case Op::kMatmul:
+      case Op::kMatmulId: kernel = Kernel::kMatmul; break;
       case Op::kGetRows: kernel = Kernel::kGetRows; break;
       case Op::kKvStore: kernel = Kernel::kKvStore; break;
       case Op::kAttn: kernel = Kernel::kAttn; break;
@@ -844,7 +848,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     // A matmul weight over the storage buffer range (a large vocabulary's LM head) is bound
     // in row ranges below, one dispatch each.
     const Node& n0 = g.nodes[static_cast<size_t>(n.src[0])];
-    const bool chunked = kernel == Kernel::kMatmul && n0.n_bytes() + m.offset_align > m.max_range;
+    const bool chunked = n.op == Op::kMatmul && n0.n_bytes() + m.offset_align > m.max_range;
     auto s0 = chunked ? Expected<Bound>(Bound{}) : at(n.src[0]);
     if (!s0) return s0.error();
     auto s1 = n.src.size() > 1 ? at(n.src[1]) : s0;
@@ -882,6 +886,16 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[7] = d->elem;
       pc[8] = static_cast<uint32_t>((wn.ne[1] + 63) / 64);  // row groups
       pc[9] = static_cast<uint32_t>(wn.ne[1]);               // output row stride
+      const bool by_id = n.op == Op::kMatmulId;
+      if (by_id) {  // slots (j, t) of ids [k, T]; x rows: one per token or per slot
+        const Node& xn = g.nodes[static_cast<size_t>(n.src[1])];
+        pc[2] = static_cast<uint32_t>(xn.n_rows());
+        pc[10] = 1u;
+        pc[11] = static_cast<uint32_t>(n.ne[1]);
+        pc[12] = xn.ne[1] == 1 ? 0u : 1u;
+        pc[13] = s2->elem;
+        pc[14] = static_cast<uint32_t>(n.ne[1] * n.ne[2]);
+      }
       if (const uint32_t mode = act_round_mode(wn.type); mode != 0) {  // x rounded into the scratch first
         auto ar = m.pipeline(Kernel::kActRound);
         if (!ar) return ar.error();
@@ -895,7 +909,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
         bi[1] = sc;
         pc[6] = 0;
       }
-      groups = pc[8] * static_cast<uint32_t>((n.n_rows() + 7) / 8);
+      groups = pc[8] * (by_id ? pc[14] : static_cast<uint32_t>((n.n_rows() + 7) / 8));
       if (chunked) {  // row ranges whose bytes start at aligned offsets and fit the range
         auto wit = m.weights.find({wn.data, wn.n_bytes()});
         if (wit == m.weights.end()) return make_error("vulkan: node '{}' has no device memory", wn.name);

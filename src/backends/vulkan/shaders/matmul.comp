@@ -15,6 +15,8 @@
 // Integer sums are exact; with exact.glsl's FMA the result is the CPU reference's bit for bit.
 // One invocation per output row and tile of up to 8 tokens: it walks its row once, reading each
 // weight once for the tile's tokens; a workgroup is 64 consecutive rows of one token tile.
+// matmul_id (MoE): W [n_in, n_out, n_expert], x [n_in, 1 or k, T], ids [k, T] -> [n_out, k, T]:
+// a tile is one slot (j, t), its weight rows those of expert ids[j, t], its x row t (or slot).
 //   scratch (act_round, modes 3-5): q [n_tok][n_in] (integers as floats), then d per block,
 //   then (Q8_1) s per block or (Q8_K) the 16-element sums
 layout(local_size_x = 64) in;
@@ -30,12 +32,18 @@ layout(push_constant) uniform P {
   uint off_x, off_d;
   uint row_groups;  // workgroups along the rows (the grid's x, unrolled over y past 65535)
   uint out_stride;  // floats between two tokens' output rows (n_out, or more for a row range)
+  uint id_mode;     // 1: matmul_id: each output row is a slot (j, t) of ids [k, T] (one per tile)
+  uint k;           // matmul_id: slots per token
+  uint x_per_slot;  // matmul_id: x has a row per slot (else one per token)
+  uint off_ids;
+  uint n_slots;     // matmul_id: k * T
 } p;
+layout(std430, binding = 3) readonly buffer Ids { int ids[]; };
 #include "dequant.glsl"
 #include "exact.glsl"
 const uint TT = 8u;
 
-uint n_x() { return p.n_tok * p.n_in; }
+uint n_x() { return p.n_tok * p.n_in; }  // n_tok: the x rows
 int qx(uint t, uint i) { return int(x[p.off_x + t * p.n_in + i]); }  // token t's Q8 integer i
 float xd(uint t, uint b, uint bs) { return x[p.off_x + n_x() + (t * p.n_in) / bs + b]; }  // its block d
 float xs(uint t, uint b) { return x[p.off_x + n_x() + n_x() / 32u + t * (p.n_in / 32u) + b]; }  // Q8_1 s
@@ -54,10 +62,22 @@ int q32(uint bo, uint j) {
 void main() {
   const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   const uint o = (wg % p.row_groups) * 64u + gl_LocalInvocationID.x;
-  const uint t0 = (wg / p.row_groups) * TT;
-  if (o >= p.n_out || t0 >= p.n_tok) return;
-  const uint nt = min(TT, p.n_tok - t0);
-  const uint r = p.off_w + o * p.row_bytes;
+  if (o >= p.n_out) return;
+  uint t0, nt, r, orow;  // the tile's first x row, its rows, the weight row's byte, its output row
+  if (p.id_mode == 1u) {
+    const uint slot = wg / p.row_groups;
+    if (slot >= p.n_slots) return;
+    t0 = p.x_per_slot == 1u ? slot : slot / p.k;
+    nt = 1u;
+    r = p.off_w + (uint(ids[p.off_ids + slot]) * p.n_out + o) * p.row_bytes;
+    orow = slot;
+  } else {
+    t0 = (wg / p.row_groups) * TT;
+    if (t0 >= p.n_tok) return;
+    nt = min(TT, p.n_tok - t0);
+    r = p.off_w + o * p.row_bytes;
+    orow = t0;
+  }
   float res[TT];
   if (TYPE == 0u || TYPE == 1u || TYPE == 4u) {  // dot_f32_order
     float acc[TT][8];
@@ -221,5 +241,5 @@ void main() {
     }
     for (uint t = 0u; t < nt; ++t) res[t] = s[t];
   }
-  for (uint t = 0u; t < nt; ++t) d[p.off_d + (t0 + t) * p.out_stride + o] = res[t];
+  for (uint t = 0u; t < nt; ++t) d[p.off_d + (orow + t) * p.out_stride + o] = res[t];
 }
