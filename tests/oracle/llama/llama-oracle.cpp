@@ -248,7 +248,10 @@ struct Session {
 
 void load_model(Session& s, const std::string& path, bool vocab_only) {
   llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
+  // MINFER_ORACLE_NGL: layers on llama.cpp's GPU backend (its Vulkan build as a device oracle);
+  // unset: the CPU only.
+  const char* ngl = std::getenv("MINFER_ORACLE_NGL");
+  mp.n_gpu_layers = ngl ? std::atoi(ngl) : 0;
   mp.vocab_only = vocab_only;
   s.model = llama_model_load_from_file(path.c_str(), mp);
   if (!s.model) die("failed to load model '" + path + "' (run with -v for llama.cpp's log)");
