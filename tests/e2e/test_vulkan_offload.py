@@ -38,7 +38,7 @@ FAMILIES = {
     "phi3": ["--head-dim", "32"],  # its fused attn_qkv: n_head x head dim = n_embd
     "gemma2": ["--head-dim", "64", "--swa", "8", "--swa-pattern", "2", "--attn-softcap", "50", "--final-softcap", "30", "--tied"],
     "gemma3": ["--head-dim", "64", "--swa", "8", "--swa-pattern", "2", "--tied"],
-    # MoE: the experts' matmul_id on the device, routing (top_k, moe_weights, moe_sum) on the CPU
+    # MoE: the experts' matmul_id and the routing (top_k, moe_weights, moe_sum) on the device
     "qwen3moe": ["--head-dim", "64", "--n-expert", "4", "--n-expert-used", "2", "--n-ff-exp", "128"],
 }
 

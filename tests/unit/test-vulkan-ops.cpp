@@ -373,6 +373,54 @@ TEST_F(VulkanOps, MatmulIdMatchesTheCpuBackend) {
   std::printf("vulkan matmul_id: %d cases, %d bit-identical to the CPU backend\n", n_checked, n_identical);
 }
 
+// The MoE routing ops: top_k (ties to the lower index; identical anywhere), moe_weights (softmax
+// at the chosen experts, plain and normalized: libm's expf and a double sum, the CPU's bits with
+// the exact variants) and moe_sum (the weighted sum in order: identical anywhere).
+TEST_F(VulkanOps, MoeRoutingMatchesTheCpuBackend) {
+  int n_checked = 0;
+  for (int64_t n_expert : {8, 60, 128})
+    for (int64_t k : {1, 2, 8})
+      for (int64_t n_tok : {1, 7}) {
+        SCOPED_TRACE("experts " + std::to_string(n_expert) + " k " + std::to_string(k) + " tokens " + std::to_string(n_tok));
+        auto logits = random_values(static_cast<size_t>(n_expert * n_tok), 61);
+        logits[1] = logits[0];  // a tie: the lower index first
+        for (bool norm : {false, true}) {
+          auto one = [&](std::vector<Backend*> backends, int which) {
+            GraphBuilder b;
+            const int li = b.input("logits", DType::F32, {n_expert, n_tok});
+            const int ids = b.top_k("ids", li, static_cast<int>(k));
+            const int w = b.moe_weights("w", li, ids, norm);
+            return run_graph(std::move(backends), b.finish({which == 0 ? w : ids}), {{logits.data(), logits.size() * 4}});
+          };
+          const Result want_w = one({&cpu}, 0), got_w = one({vk.get(), &cpu}, 0);
+          const Result want_i = one({&cpu}, 1), got_i = one({vk.get(), &cpu}, 1);
+          EXPECT_EQ(got_w.on_device, 2);
+          EXPECT_EQ(std::memcmp(want_i.out.data(), got_i.out.data(), want_i.out.size() * 4), 0) << "top_k";
+          EXPECT_LT(nmse(want_w.out, got_w.out), 1e-12);
+          if (vk->exact()) {
+            EXPECT_EQ(std::memcmp(want_w.out.data(), got_w.out.data(), want_w.out.size() * 4), 0) << "moe_weights";
+          }
+          ++n_checked;
+        }
+        const int64_t n = 96;
+        const auto e = random_values(static_cast<size_t>(n * k * n_tok), 62);
+        const auto w = random_values(static_cast<size_t>(k * n_tok), 63);
+        auto sum = [&](std::vector<Backend*> backends) {
+          GraphBuilder b;
+          const int ei = b.input("e", DType::F32, {n, k, n_tok});
+          const int wi = b.input("w", DType::F32, {k, n_tok});
+          return run_graph(std::move(backends), b.finish({b.moe_sum("out", ei, wi)}),
+                           {{e.data(), e.size() * 4}, {w.data(), w.size() * 4}}, Op::kMoeSum);
+        };
+        const Result want = sum({&cpu}), got = sum({vk.get(), &cpu});
+        EXPECT_EQ(got.on_device, 1);
+        EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0) << "moe_sum";
+        ++n_checked;
+      }
+  EXPECT_EQ(n_checked, 3 * 3 * 2 * 3);
+  std::printf("vulkan top_k + moe_weights + moe_sum: %d cases, bit-identical\n", n_checked);
+}
+
 // get_rows (the embedding lookup) from tables of every weight type: the shader computes each
 // element with the CPU reference's operations in its order (no fused multiply-add), so the rows
 // are bit-identical.

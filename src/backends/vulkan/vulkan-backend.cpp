@@ -30,10 +30,10 @@ constexpr uintptr_t kAddressBase = uintptr_t{1} << 46;
 constexpr uintptr_t kWindow = uintptr_t{1} << 30;
 // The compute shaders (shaders/<name>.comp), one pipeline each, built on first use.
 enum class Kernel : uint8_t {
-  kBinary, kScale, kRmsNorm, kUnary, kRope, kMatmul, kGetRows, kKvStore, kAttn, kActRound, kCount
+  kBinary, kScale, kRmsNorm, kUnary, kRope, kMatmul, kGetRows, kKvStore, kAttn, kActRound, kMoe, kCount
 };
-constexpr const char* kKernelNames[] = {"binary",   "scale",    "rms_norm", "unary", "rope",     "matmul",
-                                        "get_rows", "kv_store", "attn",     "act_round"};
+constexpr const char* kKernelNames[] = {"binary",   "scale",    "rms_norm", "unary",     "rope", "matmul",
+                                        "get_rows", "kv_store", "attn",     "act_round", "moe"};
 static_assert(std::size(kKernelNames) == static_cast<size_t>(Kernel::kCount));
 
 // Storage buffers per dispatch: src0, src1, dst, src2, src3 (a shader declares those it reads).
@@ -523,6 +523,11 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
       return kv_cache_ok(src(0)) && src(1).type == DType::F32 && src(1).n_elements() == src(0).ne[0] * src(2).ne[0] &&
              src(2).type == DType::I32 && n.n_bytes() < (size_t{1} << 32);
     case Op::kReshape: return true;  // a view: nothing to run
+    case Op::kTopK: return src(0).type == DType::F32 && n.type == DType::I32 && src(0).ne[0] <= 256 && n.ne[0] <= 8;
+    case Op::kMoeWeights:
+      return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
+             n.ne[0] <= 8;
+    case Op::kMoeSum: return f32_srcs();
     case Op::kAttn: {  // q [hd, n_head, n_tokens], K and V (kv_store views of the caches), pos or ranges
       const int64_t hd = src(0).ne[0], n_head = src(0).ne[1], n_kv = n.params.n_head_kv;
       if (n_kv <= 0 || n_head % n_kv != 0 || src(2).ne[0] % n_kv != 0) return false;
@@ -838,6 +843,9 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kGetRows: kernel = Kernel::kGetRows; break;
       case Op::kKvStore: kernel = Kernel::kKvStore; break;
       case Op::kAttn: kernel = Kernel::kAttn; break;
+      case Op::kTopK:
+      case Op::kMoeWeights:
+      case Op::kMoeSum: kernel = Kernel::kMoe; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
     auto pl = kernel == Kernel::kMatmul ? m.pipeline(kernel, dequant_type(g.nodes[static_cast<size_t>(n.src[0])].type))
@@ -957,6 +965,17 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[7] = s2->elem;
       const uint32_t units = c.type == DType::F32 ? pc[0] : c.type == DType::F16 ? pc[0] / 2 : pc[0] / 64;
       groups = (units * n_tok + 63) / 64;
+    } else if (kernel == Kernel::kMoe) {
+      const Node& a0 = g.nodes[static_cast<size_t>(n.src[0])];
+      pc[0] = n.op == Op::kTopK ? 0u : n.op == Op::kMoeWeights ? 1u : 2u;
+      pc[1] = static_cast<uint32_t>(a0.ne[0]);
+      pc[2] = static_cast<uint32_t>(n.op == Op::kMoeSum ? a0.ne[1] : n.ne[0]);
+      pc[3] = static_cast<uint32_t>(n.op == Op::kMoeSum ? a0.ne[2] : a0.n_rows());
+      pc[4] = n.params.moe_norm ? 1u : 0u;
+      pc[5] = s0->elem;
+      pc[6] = s1->elem;
+      pc[7] = d->elem;
+      groups = ((n.op == Op::kMoeSum ? pc[1] * pc[3] : pc[3]) + 63) / 64;
     } else if (kernel == Kernel::kAttn) {
       const Node& qn = g.nodes[static_cast<size_t>(n.src[0])];
       const Node& kn = g.nodes[static_cast<size_t>(n.src[1])];
