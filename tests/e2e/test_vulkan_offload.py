@@ -85,6 +85,13 @@ def test_smollm2_logits_and_32_greedy_tokens_equal_the_cpu(tmp_path):
     b = np.fromfile(tmp_path / "vk.f32", dtype=np.float32)
     print(f"SmolLM2: 32 greedy tokens equal; prompt logits bit-identical: {bool((a == b).all())}")
     assert (a == b).all(), float(np.sum((a - b) ** 2) / np.sum(a ** 2))
+    # A q8_0 cache (its Hadamard rotation, q8_0 stores, integer attention scores) on the device.
+    q8 = ["-ctk", "q8_0", "-ctv", "q8_0"]
+    cpu = greedy(SMOLLM2, tokens, 8, *q8, out=str(tmp_path / "cpu-q8.f32"))
+    assert greedy(SMOLLM2, tokens, 8, *q8, "-ngl", "all", *DEV, out=str(tmp_path / "vk-q8.f32")) == cpu
+    a = np.fromfile(tmp_path / "cpu-q8.f32", dtype=np.float32)
+    b = np.fromfile(tmp_path / "vk-q8.f32", dtype=np.float32)
+    assert (a == b).all(), float(np.sum((a - b) ** 2) / np.sum(a ** 2))
 
 
 def test_gemma3_270m_on_the_device(tmp_path):

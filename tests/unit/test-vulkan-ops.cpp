@@ -421,6 +421,29 @@ TEST_F(VulkanOps, MoeRoutingMatchesTheCpuBackend) {
   std::printf("vulkan top_k + moe_weights + moe_sum: %d cases, bit-identical\n", n_checked);
 }
 
+// hadamard (a quantized KV cache's rotation): the CPU's scaling and butterflies in its order, so
+// bit-identical on any device.
+TEST_F(VulkanOps, HadamardIsBitIdenticalToTheCpuBackend) {
+  int n_checked = 0;
+  for (int block : {64, 128, 256})
+    for (int64_t rows : {1, 7, 300}) {
+      SCOPED_TRACE("block " + std::to_string(block) + " rows " + std::to_string(rows));
+      const auto x = random_values(static_cast<size_t>(256 * rows), 71);
+      auto one = [&](std::vector<Backend*> backends) {
+        GraphBuilder b;
+        const int xi = b.input("x", DType::F32, {256, rows});
+        return run_graph(std::move(backends), b.finish({b.hadamard("out", xi, block)}), {{x.data(), x.size() * 4}},
+                         Op::kHadamard);
+      };
+      const Result want = one({&cpu}), got = one({vk.get(), &cpu});
+      EXPECT_EQ(got.on_device, 1);
+      EXPECT_EQ(std::memcmp(want.out.data(), got.out.data(), want.out.size() * 4), 0);
+      ++n_checked;
+    }
+  EXPECT_EQ(n_checked, 9);
+  std::printf("vulkan hadamard: %d cases, bit-identical\n", n_checked);
+}
+
 // get_rows (the embedding lookup) from tables of every weight type: the shader computes each
 // element with the CPU reference's operations in its order (no fused multiply-add), so the rows
 // are bit-identical.

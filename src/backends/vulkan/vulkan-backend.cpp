@@ -30,10 +30,10 @@ constexpr uintptr_t kAddressBase = uintptr_t{1} << 46;
 constexpr uintptr_t kWindow = uintptr_t{1} << 30;
 // The compute shaders (shaders/<name>.comp), one pipeline each, built on first use.
 enum class Kernel : uint8_t {
-  kBinary, kScale, kRmsNorm, kUnary, kRope, kMatmul, kGetRows, kKvStore, kAttn, kActRound, kMoe, kCount
+  kBinary, kScale, kRmsNorm, kUnary, kRope, kMatmul, kGetRows, kKvStore, kAttn, kActRound, kMoe, kHadamard, kCount
 };
 constexpr const char* kKernelNames[] = {"binary",   "scale",    "rms_norm", "unary",     "rope", "matmul",
-                                        "get_rows", "kv_store", "attn",     "act_round", "moe"};
+                                        "get_rows", "kv_store", "attn",     "act_round", "moe", "hadamard"};
 static_assert(std::size(kKernelNames) == static_cast<size_t>(Kernel::kCount));
 
 // Storage buffers per dispatch: src0, src1, dst, src2, src3 (a shader declares those it reads).
@@ -528,6 +528,7 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
       return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
              n.ne[0] <= 8;
     case Op::kMoeSum: return f32_srcs();
+    case Op::kHadamard: return f32_srcs() && n.params.block >= 1 && n.params.block <= 256;
     case Op::kAttn: {  // q [hd, n_head, n_tokens], K and V (kv_store views of the caches), pos or ranges
       const int64_t hd = src(0).ne[0], n_head = src(0).ne[1], n_kv = n.params.n_head_kv;
       if (n_kv <= 0 || n_head % n_kv != 0 || src(2).ne[0] % n_kv != 0) return false;
@@ -846,6 +847,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       case Op::kTopK:
       case Op::kMoeWeights:
       case Op::kMoeSum: kernel = Kernel::kMoe; break;
+      case Op::kHadamard: kernel = Kernel::kHadamard; break;
       default: return make_error("vulkan: node '{}': op {} is not supported here", n.name, op_name(n.op));
     }
     auto pl = kernel == Kernel::kMatmul ? m.pipeline(kernel, dequant_type(g.nodes[static_cast<size_t>(n.src[0])].type))
@@ -965,6 +967,15 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
       pc[7] = s2->elem;
       const uint32_t units = c.type == DType::F32 ? pc[0] : c.type == DType::F16 ? pc[0] / 2 : pc[0] / 64;
       groups = (units * n_tok + 63) / 64;
+    } else if (kernel == Kernel::kHadamard) {
+      const uint32_t blk = static_cast<uint32_t>(n.params.block);
+      const float sc = 1.0f / std::sqrt(static_cast<float>(blk));  // the CPU's
+      pc[0] = blk;
+      pc[1] = n_el / blk;
+      pc[2] = s0->elem;
+      pc[3] = d->elem;
+      std::memcpy(&pc[4], &sc, 4);
+      groups = (pc[1] + 63) / 64;
     } else if (kernel == Kernel::kMoe) {
       const Node& a0 = g.nodes[static_cast<size_t>(n.src[0])];
       pc[0] = n.op == Op::kTopK ? 0u : n.op == Op::kMoeWeights ? 1u : 2u;

@@ -44,7 +44,9 @@ void main() {
       y = round_f16(0.5 * h * (1.0 + TANH(0.79788456080286535587989211986876 * h * (1.0 + 0.044715 * h * h))));
     }
   } else {
-    y = TANH(x / p.c) * p.c;
+    precise float ic = 1.0 / p.c;  // the CPU's c * tanh(x * (1 / c))
+    precise float xc = x * ic;
+    y = TANH(xc) * p.c;
   }
   precise float g = p.gated == 1u ? y * b[p.off_b + i] : y;
   d[p.off_d + i] = g;
