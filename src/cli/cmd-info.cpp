@@ -1,4 +1,5 @@
 // `minfer info MODEL [--json [--no-vocab]] [--tensors] [-c N] [-b N] [--kv-type f16|f32] [--swa-full]`
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -124,7 +125,11 @@ int cmd_info(int argc, char** argv) {
   add_kv_type(app, kv_opt);
   add_batch_size(app, n_batch, "batch size for the estimate (a sliding-window ring holds n_swa + n_batch rows)");
   add_swa_full_flag(app, swa_full);
+  OffloadOptions offload_opt;
+  add_offload_options(app, offload_opt);
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
+  auto offload = offload_opt.resolve();
+  if (!offload) return fail("info", offload.error().message);
   auto kv_dtype = kv_opt.dtype();
   if (!kv_dtype) return usage_fail("info", kv_dtype.error().message);
   const std::string kv_type = kv_opt.name();
@@ -169,6 +174,43 @@ int cmd_info(int argc, char** argv) {
   const int64_t n_ring_layers = kvf.layers_swa;
   const uint64_t kv_bytes_full = kvf.bytes_full, kv_bytes_swa = kvf.bytes_swa;
   const uint64_t kv_bytes = kv_bytes_full + kv_bytes_swa;
+  // Where -ngl / --device would put the layers (runtime/placement.h), and what each device holds:
+  // the weights of its layers (the tied embedding too when it holds the output) and their cache.
+  struct DeviceShare {
+    std::string name, layers;
+    uint64_t weights = 0, kv = 0;
+  };
+  std::vector<DeviceShare> shares;
+  std::string host_layers;
+  if (hp && !offload->devices.empty()) {
+    const LayerPlacement lp{.n_layer = hp->n_layer, .n_gpu_layers = offload->n_gpu_layers,
+                            .n_devices = static_cast<int>(offload->devices.size())};
+    const bool tied = std::none_of(f.tensors().begin(), f.tensors().end(),
+                                   [](const GgufTensor& t) { return t.name == "output.weight"; });
+    auto range = [](int64_t a, int64_t b) { return a == b ? fmt::format("layer {}", a) : fmt::format("layers {}..{}", a, b); };
+    const size_t row = kv_row_bytes(*kv_dtype, hp->n_embd_k()) + kv_row_bytes(*kv_dtype, hp->n_embd_v());
+    for (int d = 0; d < lp.n_devices; ++d) {
+      DeviceShare sh{offload->devices[static_cast<size_t>(d)], "", 0, 0};
+      int64_t lo = -1, hi = -1;
+      for (int64_t il = 0; il < hp->n_layer; ++il)
+        if (lp.device_of_layer(il) == d) {
+          if (lo < 0) lo = il;
+          hi = il;
+          const int64_t rows = swa_ring > 0 && hp->is_swa(il) ? swa_ring : n_ctx;
+          sh.kv += static_cast<uint64_t>(rows) * row;
+        }
+      const bool out = lp.device_of_layer(hp->n_layer) == d;
+      sh.layers = (lo >= 0 ? range(lo, hi) : "") + (out ? (lo >= 0 ? " and the output" : "the output") : "");
+      for (const GgufTensor& t : f.tensors()) {
+        const bool embd = t.name == "token_embd.weight";
+        if ((embd && tied && out) || (!embd && lp.device_of(t.name) == d)) sh.weights += t.n_bytes;
+      }
+      shares.push_back(sh);
+    }
+    const int64_t n_host = hp->n_layer - lp.n_offloaded();
+    host_layers = (n_host > 0 ? range(0, n_host - 1) : std::string("the input layer")) +
+                  (lp.output_offloaded() ? "" : " and the output");
+  }
 
   if (as_json) {
     json j;
@@ -223,6 +265,12 @@ int cmd_info(int argc, char** argv) {
     json by_type = json::object();
     for (const auto& [name, bytes] : kv_by_type) by_type[name] = bytes;
     j["memory"]["kv_bytes_by_type"] = by_type;
+    if (!shares.empty()) {
+      json devs = json::array();
+      for (const DeviceShare& sh : shares)
+        devs.push_back({{"device", sh.name}, {"layers", sh.layers}, {"weights_bytes", sh.weights}, {"kv_bytes", sh.kv}});
+      j["offload"] = {{"n_gpu_layers", offload->n_gpu_layers}, {"devices", devs}, {"cpu", host_layers}};
+    }
     std::printf("%s\n", j.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -290,6 +338,10 @@ int cmd_info(int argc, char** argv) {
   for (const auto& [name, bytes] : kv_by_type)
     per_type += fmt::format("{}{} {}", per_type.empty() ? "" : ", ", name, human_bytes(static_cast<double>(bytes)));
   line("KV per type", fmt::format("{} (ctx {}; --kv-type)", per_type, n_ctx));
+  for (const DeviceShare& sh : shares)
+    line("offload", fmt::format("{} on {}: weights {} + KV cache {}", sh.layers, sh.name,
+                                human_bytes(static_cast<double>(sh.weights)), human_bytes(static_cast<double>(sh.kv))));
+  if (!shares.empty()) line("", fmt::format("{} on the CPU", host_layers));
   if (n_ring_layers > 0)
     line("KV cache", fmt::format("{} on {} full-attention layers ({} rows) + {} on {} sliding-window layers ({} rows)",
                                  human_bytes(static_cast<double>(kv_bytes_full)), kvf.layers_full, n_ctx,

@@ -113,6 +113,17 @@ def test_one_shot_names_where_the_layers_run():
     assert "[offload] layers 20..29 on Vulkan0: " in r.stderr and "layers 0..19 on the CPU with the output" in r.stderr, r.stderr
 
 
+def test_info_shows_the_placement_and_device_memory():
+    r = run("info", SMOLLM2, "-ngl", "10", *DEV)
+    assert r.returncode == 0, r.stderr
+    assert "layers 20..29 on Vulkan0: weights " in r.stdout and "layers 0..19 and the output on the CPU" in r.stdout, r.stdout
+    import json
+    j = json.loads(run("info", SMOLLM2, "--json", "--no-vocab", "-ngl", "all", *DEV).stdout)
+    dev = j["offload"]["devices"][0]
+    assert dev["device"] == "Vulkan0" and dev["layers"] == "layers 0..29 and the output", j["offload"]
+    assert 0 < dev["weights_bytes"] <= j["memory"]["weights_bytes"] and dev["kv_bytes"] == j["memory"]["kv_bytes"], j
+
+
 def test_flag_errors_and_warnings():
     r = run(SMOLLM2, "-p", "hi", "-n", "1", "--device", "Vulkan9")
     assert r.returncode != 0 and "no device 'Vulkan9' here" in r.stderr and "Vulkan0" in r.stderr, r.stderr
