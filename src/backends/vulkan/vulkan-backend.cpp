@@ -493,6 +493,13 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
   };
   auto src = [&](size_t i) -> const Node& { return g.nodes[static_cast<size_t>(n.src[i])]; };
   if (n.n_elements() >= (int64_t{1} << 31)) return false;  // 32-bit indices in the shaders
+  // Every tensor a dispatch binds whole fits one storage-buffer binding (a matmul's weight
+  // excepted: bound in row ranges); a matmul's rounded activations too (the scratch).
+  const size_t range = impl_->max_range - impl_->offset_align;
+  if (!op_is_view(n.op) && n.n_bytes() > range) return false;
+  for (size_t i = 0; i < n.src.size(); ++i)
+    if (!(n.op == Op::kMatmul && i == 0) && src(i).n_bytes() > range) return false;
+  if ((n.op == Op::kMatmul || n.op == Op::kMatmulId) && src(1).n_bytes() * 9 / 8 + 16 > range) return false;
   // Weights the shaders read from their raw bytes (shaders/dequant.glsl), byte offsets in 32 bits.
   auto dequantizes = [](const Node& w) {
     return dequant_type(w.type) >= 0 && w.ne[0] % dtype_info(w.type).block_elems == 0 && w.n_bytes() < (size_t{1} << 32);
@@ -515,9 +522,9 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
              src(0).n_bytes() + impl_->offset_align <= impl_->max_range;
     case Op::kGetRows:
       return n.type == DType::F32 && src(1).type == DType::I32 && dequantizes(src(0));
-    case Op::kRope:
+    case Op::kRope:  // frequency factors read on the host for the angle table: a weight
       return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
-             (n.src.size() < 3 || src(2).type == DType::F32);
+             (n.src.size() < 3 || (src(2).type == DType::F32 && src(2).op == Op::kWeight));
     case Op::kRmsNormMul: return f32_srcs() && src(1).n_elements() == n.ne[0];
     case Op::kKvStore:  // the cache, x f32 [ne0, n] (or [hd, n_head_kv, n]), rows I32 [n]
       return kv_cache_ok(src(0)) && src(1).type == DType::F32 && src(1).n_elements() == src(0).ne[0] * src(2).ne[0] &&
@@ -687,7 +694,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     for (const auto& [k, off] : fills) {
       pos.resize(static_cast<size_t>(k.n_tok));
       auto [pa, poff] = m.resolve(k.pos);
-      if (!pa) return make_error("vulkan: rope positions have no device memory");
+      if (!pa || poff + pos.size() * 4 > pa->size) return make_error("vulkan: rope positions have no device memory");
       if (pa->mapped) std::memcpy(pos.data(), static_cast<const char*>(pa->mapped) + poff, pos.size() * 4);
       else if (Status st = m.staged(*pa, poff, pos.data(), pos.size() * 4, false); !st) return st;
       // Counted as copies between the host and the device: the positions read, the table written.
@@ -734,7 +741,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     for (float f : {q.eps, q.attn_scale, q.rope_freq_base, q.rope_freq_scale, q.attn_softcap, q.scale})
       mix(std::bit_cast<uint32_t>(f));
     for (int32_t i : {q.n_head_kv, q.n_rot, q.attn_window, q.attn_ring, static_cast<int32_t>(q.rope_mode),
-                      static_cast<int32_t>(q.attn_ranges)})
+                      static_cast<int32_t>(q.attn_ranges), q.block, q.top_k, static_cast<int32_t>(q.moe_norm)})
       mix(static_cast<uint32_t>(i));
     for (int src : n.src) {
       const Node& sn = g.nodes[static_cast<size_t>(src)];
@@ -799,6 +806,14 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
   // One dispatch: a barrier after the previous one (each reads what the one before wrote), the
   // pipeline, its buffers, its push constants.
   auto record = [&](const Pipeline& pl, const VkDescriptorBufferInfo* bi, const uint32_t* pc, uint32_t groups) {
+    if (first) {  // the host's writes (mapped memory, RoPE tables) and staged copies before the first read
+      VkMemoryBarrier mb{};
+      mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+      mb.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    }
     if (!first) {
       VkMemoryBarrier mb{};
       mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -859,7 +874,7 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
     // in row ranges below, one dispatch each.
     const Node& n0 = g.nodes[static_cast<size_t>(n.src[0])];
     const bool chunked = n.op == Op::kMatmul && n0.n_bytes() + m.offset_align > m.max_range;
-    auto s0 = chunked ? Expected<Bound>(Bound{}) : at(n.src[0]);
+    auto s0 = chunked ? at(n.src[1]) : at(n.src[0]);  // chunked: bound per range below; x stands in
     if (!s0) return s0.error();
     auto s1 = n.src.size() > 1 ? at(n.src[1]) : s0;
     if (!s1) return s1.error();
