@@ -255,15 +255,21 @@ struct VulkanBackend::Impl {
   }
   Status begin() { return begin(cmd, true); }
 
+  // A global memory barrier: writes of `src` by the `from` stages visible to `dst` of `to`.
+  static void barrier(VkCommandBuffer c, VkPipelineStageFlags from, VkAccessFlags src, VkPipelineStageFlags to,
+                      VkAccessFlags dst) {
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = src;
+    mb.dstAccessMask = dst;
+    vkCmdPipelineBarrier(c, from, to, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+
   // Ends recording: the device's writes made visible to the host before it reads (the fence
   // alone does not).
   Status finish(VkCommandBuffer c) {
-    VkMemoryBarrier mb{};
-    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    barrier(c, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     return check(vkEndCommandBuffer(c), "vkEndCommandBuffer");
   }
 
@@ -806,22 +812,15 @@ Status VulkanBackend::compute(const Graph& g, std::span<const int> nodes, std::s
   // One dispatch: a barrier after the previous one (each reads what the one before wrote), the
   // pipeline, its buffers, its push constants.
   auto record = [&](const Pipeline& pl, const VkDescriptorBufferInfo* bi, const uint32_t* pc, uint32_t groups) {
-    if (first) {  // the host's writes (mapped memory, RoPE tables) and staged copies before the first read
-      VkMemoryBarrier mb{};
-      mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-      mb.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
-    }
-    if (!first) {
-      VkMemoryBarrier mb{};
-      mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
-                           0, nullptr, 0, nullptr);
-    }
+    // First the host's writes (mapped memory, RoPE tables) and staged copies, then each
+    // dispatch's reads of what the one before wrote.
+    const VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    if (first)
+      Impl::barrier(cb, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
+    else
+      Impl::barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, rw);
     first = false;
     VkWriteDescriptorSet w[kBindings]{};
     for (uint32_t i = 0; i < kBindings; ++i) {
