@@ -226,7 +226,7 @@ constexpr DType kWeightTypes[] = {DType::F32,    DType::F16,  DType::BF16, DType
 std::vector<int64_t> row_lengths(DType t, std::vector<int64_t> for_32) {
   const int64_t block = static_cast<int64_t>(dtype_info(t).block_elems);
   if (block <= 32) return for_32;
-  for (int64_t& n : for_32) n = n < block ? block : n == 96 ? 3 * block : n;
+  for (int64_t& n : for_32) n = n == 96 ? 3 * block : n < block ? block : n;
   return for_32;
 }
 
@@ -268,11 +268,13 @@ TEST_F(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
   for (DType type : kWeightTypes)
     for (int64_t n_in : row_lengths(type, {32, 96, 4096}))
       for (int64_t n_out : {1, 17, 300})
-        for (int64_t n_tok : {1, 5, 64}) {
+        for (int64_t n_tok : {1, 5, 64, 512}) {
           // The largest shape (4096 x 300, the slow naive kernel on a software device) for the
           // four types it first ran with; the others read the same code paths at 4096 x 17.
           const bool legacy = type == DType::F32 || type == DType::F16 || type == DType::Q8_0 || type == DType::Q4_0;
           if (!legacy && n_in == 4096 && n_out == 300) continue;
+          // A prefill batch of 512 (64 tiles of 8 tokens) once per type, on its shortest rows.
+          if (n_tok == 512 && (n_out != 17 || n_in != row_lengths(type, {32, 96, 4096}).front())) continue;
           ++n_expected;
           SCOPED_TRACE(std::string(dtype_name(type)) + " n_in " + std::to_string(n_in) + " n_out " +
                        std::to_string(n_out) + " tokens " + std::to_string(n_tok));
@@ -324,7 +326,7 @@ TEST_F(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
           ++n_checked;
         }
   EXPECT_EQ(n_checked, n_expected);
-  EXPECT_EQ(n_expected, 4 * 27 + (static_cast<int>(std::size(kWeightTypes)) - 4) * 24);
+  EXPECT_EQ(n_expected, 4 * 27 + (static_cast<int>(std::size(kWeightTypes)) - 4) * 24 + static_cast<int>(std::size(kWeightTypes)));
   std::printf("vulkan matmul: %d cases (%d bit-identical to the CPU backend), worst NMSE %.3g vs the exact sum, %.3g "
               "vs the CPU backend\n", n_checked, n_identical, worst_exact, worst_cpu);
 }
@@ -563,7 +565,7 @@ AttnRun run_attn(std::vector<Backend*> backends, const AttnCase& c, uint32_t see
 
 // kv_store and attention for each cache type (f32, f16, q8_0, q4_0), with GQA, head sizes 64,
 // 128 and 256, a sliding window, soft-capping, several sequences (ranges) and ring caches that
-// wrap, prompts of 1..300 tokens then decode and short batches. The stored caches are
+// wrap, prompts of 1..512 tokens then decode and short batches. The stored caches are
 // bit-identical to the CPU's (the shader rounds as the CPU kernels do: f16 to nearest even,
 // q8_0 and q4_0 blocks by the same scale and rounding rules). The attention output follows the
 // CPU's own choice of arithmetic per token (narrow: per-key online softmax with W64 or integer
@@ -582,6 +584,7 @@ TEST_F(VulkanOps, AttentionAndKvStoreMatchTheCpuBackend) {
     cases.push_back({type, 256, 4, 1, 0, 0, 0.0f, false, 65, 1});       // Gemma 3's head size
     cases.push_back({type, 64, 4, 4, 24, 48, 0.0f, true, 80, 20});      // two sequences, ring caches that wrap
     cases.push_back({type, 64, 6, 2, 0, 0, 0.0f, true, 130, 2});        // two sequences, whole caches
+    cases.push_back({type, 64, 4, 1, 0, 0, 0.0f, false, 512, 8});       // a 512-token prefill batch
   }
   double worst[4] = {};
   int n_checked = 0;
@@ -602,7 +605,7 @@ TEST_F(VulkanOps, AttentionAndKvStoreMatchTheCpuBackend) {
     worst[slot] = std::max(worst[slot], e);
     ++n_checked;
   }
-  EXPECT_EQ(n_checked, 24);
+  EXPECT_EQ(n_checked, 28);
   std::printf("vulkan attn + kv_store: %d cases, caches bit-identical, worst NMSE f32 %.3g f16 %.3g q8_0 %.3g q4_0 %.3g\n",
               n_checked, worst[0], worst[1], worst[2], worst[3]);
 }
