@@ -13,7 +13,7 @@ run that hangs or crashes, and afterwards an idle server (/metrics slots_busy an
 MINFER_CHAOS_SECONDS bounds the mixed phase (default 60). MINFER_CHAOS_SERVER_ARGS adds flags to
 every server here (e.g. "-ngl all --device Vulkan0": the same guarantees with the layers on a
 GPU) and MINFER_CHAOS_MODEL serves another GGUF (e.g. a small random-weight model, for a
-software device)."""
+software device). MINFER_CHAOS_PARALLEL sets the long-lived server's slots (default 3)."""
 import http.client
 import json
 import os
@@ -28,6 +28,7 @@ from conftest import BIN, MODEL, ServerProcess as _ServerProcess, metric
 
 EXTRA = os.environ.get("MINFER_CHAOS_SERVER_ARGS", "").split()
 CHAOS_MODEL = os.environ.get("MINFER_CHAOS_MODEL", "") or MODEL
+PARALLEL = os.environ.get("MINFER_CHAOS_PARALLEL", "3")
 
 
 def ServerProcess(*args, **kw):
@@ -138,7 +139,7 @@ def solo_answers():
 
 def test_chaos_long_lived_server():
     solo = solo_answers()
-    srv = ServerProcess("--parallel", "3", "--queue", "4", "-c", "3072", "-t", "2", "-b", "5")
+    srv = ServerProcess("--parallel", PARALLEL, "--queue", "4", "-c", "3072", "-t", "2", "-b", "5")
     counts = Counter()
     failures = []
     lock = threading.Lock()
