@@ -9,12 +9,15 @@ import assert from 'node:assert/strict';
 import {browserChecks} from '../browser-checks.mjs';
 
 const MINFER = process.env.MINFER_BIN, MODEL = process.env.MINFER_SMOLLM2;
+// MINFER_VIZ_ARGS: flags for both the page's server and the CLI it is compared with (e.g.
+// "-ngl all --device Vulkan0": the page of a run on a GPU).
+const EXTRA = (process.env.MINFER_VIZ_ARGS || '').split(' ').filter((a) => a);
 const checks = browserChecks('MINFER_VIZ_ARTIFACTS', 'viz-');
 const ART = checks.art, check = checks.check;
 
 function startViz() {
   return new Promise((resolve, reject) => {
-    const p = spawn(MINFER, ['viz', MODEL, '--port', '0', '-t', '2'], {stdio: ['ignore', 'ignore', 'pipe']});
+    const p = spawn(MINFER, ['viz', MODEL, '--port', '0', '-t', '2', ...EXTRA], {stdio: ['ignore', 'ignore', 'pipe']});
     let err = '';
     p.stderr.on('data', (d) => {
       err += d;
@@ -26,7 +29,7 @@ function startViz() {
 }
 
 function cliReply(prompt, n) {
-  const r = spawnSync(MINFER, [MODEL, prompt, '-n', String(n), '--temp', '0', '-t', '2'], {encoding: 'utf8'});
+  const r = spawnSync(MINFER, [MODEL, prompt, '-n', String(n), '--temp', '0', '-t', '2', ...EXTRA], {encoding: 'utf8'});
   assert.equal(r.status, 0, r.stderr);
   return r.stdout;
 }
@@ -116,8 +119,11 @@ try {
     await page.waitForSelector('#view[data-view="shapes"] .shapes-list li');
     assert.ok(page.url().includes('view=shapes'));
     const rows = await page.locator('.shapes-list li').count();
-    assert.equal(rows, graph[await page.evaluate(() => new URLSearchParams(location.search).get('phase'))].nodes
-      .filter((x) => x.name.startsWith('blk.0.') && x.op !== 'weight').length);
+    // Layer 0's nodes but its weights, and the copies it reads (split boundaries, with -ngl).
+    const nodes = graph[await page.evaluate(() => new URLSearchParams(location.search).get('phase'))].nodes;
+    const inLayer0 = (x) => x.name.startsWith('blk.0.');
+    const feedsLayer0 = (x) => x.op === 'copy' && inLayer0(nodes.find((y) => (y.inputs || []).includes(x.id)) || {name: ''});
+    assert.equal(rows, nodes.filter((x) => (inLayer0(x) && x.op !== 'weight') || feedsLayer0(x)).length);
     await page.screenshot({path: path.join(ART, 'shapes.png')});
     await page.goto(`${url}/?view=pipeline`);
     await page.waitForSelector('body[data-ready="true"]');

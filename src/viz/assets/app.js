@@ -39,12 +39,14 @@ function indexGraph(g) {
   g.byId = new Map(g.nodes.map((n) => [n.id, n]));
   g.consumers = new Map(g.nodes.map((n) => [n.id, []]));
   for (const n of g.nodes) for (const s of n.inputs || []) if (g.consumers.has(s)) g.consumers.get(s).push(n.id);
-  // Groups: "start" before the first layer, "blk.N" per layer, "end" after.
+  // Groups: "start" before the first layer, "blk.N" per layer, "end" after. A copy to another
+  // backend (a split boundary, "inp_embd#vulkan") sits with the node that reads it.
   const groups = [];
   const byKey = new Map();
   let seenLayer = false;
   for (const n of g.nodes) {
-    const m = /^blk\.(\d+)\./.exec(n.name);
+    const reader = n.op === 'copy' ? g.byId.get((g.consumers.get(n.id) || [])[0]) : null;
+    const m = /^blk\.(\d+)\./.exec(reader ? reader.name : n.name);
     let key;
     if (m) { key = 'blk.' + m[1]; seenLayer = true; } else key = seenLayer ? 'end' : 'start';
     if (!byKey.has(key)) { const grp = {key, nodes: []}; byKey.set(key, grp); groups.push(grp); }
