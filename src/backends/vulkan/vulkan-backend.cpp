@@ -129,6 +129,7 @@ struct VulkanBackend::Impl {
   // that outlives the backend's graphs (one backend per Context, one model per Context).
   std::map<std::pair<const void*, size_t>, uintptr_t> weights;
   std::mutex mu;  // one submission at a time (the scheduler may run sessions on threads)
+  std::mutex upload_mu;  // one weight upload pass (prepare) at a time
   Allocation scratch;  // rounded matmul activations (act_round), grown to the largest one
   // RoPE's cos and sin, computed on the host before each submission (rope.comp), host-visible.
   Allocation rope_tab;
@@ -328,8 +329,18 @@ struct VulkanBackend::Impl {
   // The pipeline of kernel k; spec >= 0 sets the shader's specialization constant 0 (matmul:
   // the weight type, so that each pipeline compiles one type's dequantization).
   Expected<Pipeline*> pipeline(Kernel k, int spec = -1) {
-    Pipeline& p = pipelines[{k, spec}];
-    if (p.pipeline) return &p;
+    if (auto it = pipelines.find({k, spec}); it != pipelines.end()) return &it->second;
+    Pipeline p;
+    auto built = build_pipeline(k, spec, p);
+    if (!built) {  // nothing half-made is kept: the next call tries again from scratch
+      vkDestroyPipelineLayout(device, p.layout, nullptr);
+      vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
+      return built.error();
+    }
+    return &(pipelines[{k, spec}] = p);
+  }
+
+  Status build_pipeline(Kernel k, int spec, Pipeline& p) {
     // The exact variant (`<name>_exact.spv`: fused multiply-adds and the CPU's double sums in
     // double precision) where the device's own fma() is not fused and it has doubles.
     std::string shader = kKernelNames[static_cast<size_t>(k)];
@@ -349,7 +360,7 @@ struct VulkanBackend::Impl {
     dl.bindingCount = kBindings;
     dl.pBindings = b;
     if (Status s = check(vkCreateDescriptorSetLayout(device, &dl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout"); !s)
-      return s.error();
+      return s;
     VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushWords * 4};
     VkPipelineLayoutCreateInfo pl{};
     pl.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
@@ -358,7 +369,7 @@ struct VulkanBackend::Impl {
     pl.pushConstantRangeCount = 1;
     pl.pPushConstantRanges = &pc;
     if (Status s = check(vkCreatePipelineLayout(device, &pl, nullptr, &p.layout), "vkCreatePipelineLayout"); !s)
-      return s.error();
+      return s;
     VkShaderModuleCreateInfo mi{};
     mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
     mi.codeSize = spv.size();
@@ -367,7 +378,7 @@ struct VulkanBackend::Impl {
     mi.pCode = code.data();
     VkShaderModule module = VK_NULL_HANDLE;
     if (Status s = check(vkCreateShaderModule(device, &mi, nullptr, &module), "vkCreateShaderModule"); !s)
-      return s.error();
+      return s;
     VkComputePipelineCreateInfo ci{};
     ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
     ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
@@ -381,8 +392,7 @@ struct VulkanBackend::Impl {
     ci.layout = p.layout;
     const VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
     vkDestroyShaderModule(device, module, nullptr);
-    if (Status s = check(r, "vkCreateComputePipelines"); !s) return s.error();
-    return &p;
+    return check(r, "vkCreateComputePipelines");
   }
 
   // Software devices (lavapipe) compute fma() as a product and a sum; with shaderFloat64 the
@@ -526,8 +536,9 @@ bool VulkanBackend::supports_op(const Graph& g, const Node& n) const {
     case Op::kMatmulId:  // the experts' weights bound whole
       return n.type == DType::F32 && src(1).type == DType::F32 && src(2).type == DType::I32 && dequantizes(src(0)) &&
              src(0).n_bytes() + impl_->offset_align <= impl_->max_range;
-    case Op::kGetRows:
-      return n.type == DType::F32 && src(1).type == DType::I32 && dequantizes(src(0));
+    case Op::kGetRows:  // rows of a KV cache (a KV move) only where its kv_store can run here too
+      return n.type == DType::F32 && src(1).type == DType::I32 && dequantizes(src(0)) &&
+             (src(0).op != Op::kKvCache || kv_cache_ok(src(0)));
     case Op::kRope:  // frequency factors read on the host for the angle table: a weight
       return n.type == DType::F32 && src(0).type == DType::F32 && src(1).type == DType::I32 &&
              (n.src.size() < 3 || (src(2).type == DType::F32 && src(2).op == Op::kWeight));
@@ -627,7 +638,9 @@ void VulkanBackend::read(void* host, const void* src, size_t n) {
 }
 
 Status VulkanBackend::prepare(const Graph& g, std::span<const int> nodes) {
-  // Weights the nodes read, uploaded once per tensor for the backend's lifetime.
+  // Weights the nodes read, uploaded once per tensor for the backend's lifetime. One prepare at
+  // a time (sessions on threads share the backend), so a weight is never uploaded twice.
+  std::lock_guard uploading(impl_->upload_mu);
   for (int id : nodes) {
     for (int s : g.nodes[static_cast<size_t>(id)].src) {
       const Node& w = g.nodes[static_cast<size_t>(s)];
