@@ -19,6 +19,12 @@
 // dispatches_per_token, replayed_submissions_per_token (submissions of a command buffer recorded
 // by an earlier step) and host_device_bytes_per_token (bytes copied host -> device and back). The table ends with a resident-memory line (after the last test, peak)
 // against file + KV cache, and the load time.
+//
+// --parallel N (-np; default 1): N sequences decode together, as a server's slots or a verified
+// draft do: ppP is N prompts of P tokens each (batched up to -b tokens per pass) and tgT is T
+// steps of N tokens, one per sequence; t/s is the aggregate rate (all sequences' tokens per
+// second). JSON adds n_parallel and step_ms (the mean milliseconds of one forward pass): a tg
+// step of N tokens against the 1-token step says what a small batch costs.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -36,7 +42,7 @@
 #include "core/process-memory.h"
 #include "quantize/mix.h"
 #include "models/model.h"
-#include "runtime/session.h"
+#include "runtime/context.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
@@ -63,6 +69,8 @@ struct TestResult {
   ProcessMemory mem;            // resident memory right after the test (peak: since start)
   BackendCounters device;       // the offload devices' work during the repetitions
   int64_t n_tokens = 0;         // tokens decoded during the repetitions
+  int64_t n_steps = 0;          // forward passes during the repetitions
+  double seconds = 0;           // their time
   double mean() const {
     double s = 0;
     for (double x : samples) s += x;
@@ -88,12 +96,14 @@ int cmd_bench(int argc, char** argv) {
   CLI::App app{"Prompt-processing and generation speed (like llama-bench)", "minfer bench"};
   std::string model, p_list = "512", n_list = "128", d_list = "0", out = "md";
   ContextOptions co;
-  int reps = 3;
+  int reps = 3, n_parallel = 1;
   app.add_option("MODEL", model, "GGUF path or model name in the cache")->required();
   app.add_option("-p,--n-prompt", p_list, "prompt lengths (comma-separated; 0 = none)")->capture_default_str();
   app.add_option("-n,--n-gen", n_list, "generation lengths (comma-separated; 0 = none)")->capture_default_str();
   app.add_option("-d,--n-depth", d_list, "tokens already in the cache before each test (comma-separated)")->capture_default_str();
   app.add_option("-r,--repetitions", reps, "repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--parallel", n_parallel, "sequences decoding together, -np (aggregate t/s)")
+      ->capture_default_str()->check(CLI::Range(1, 256));
   add_threads(app, co.n_threads);
   add_batch_size(app, co.n_batch);
   add_kv_type(app, co.kv);
@@ -128,21 +138,23 @@ int cmd_bench(int argc, char** argv) {
   int max_depth = 0;
   for (int x : *depths) max_depth = std::max(max_depth, x);
   max_len += max_depth;
-  SessionParams sp;
-  sp.n_ctx = max_len;
-  sp.n_batch = co.n_batch;
-  sp.n_threads = co.n_threads;
-  sp.kv_type = *kv;
-  sp.swa_full = co.swa_full;
-  sp.offload = *offload;
+  ContextParams cp;
+  cp.n_seq = n_parallel;
+  cp.n_ctx_seq = max_len;
+  cp.n_batch = co.n_batch;
+  cp.n_threads = co.n_threads;
+  cp.kv_type = *kv;
+  cp.swa_full = co.swa_full;
+  cp.offload = *offload;
   if (static_cast<int64_t>(max_len) > (*m)->hparams().n_ctx_train && (*m)->hparams().n_ctx_train > 0)
     return fail("bench", fmt::format("a test of {} tokens exceeds the model's context of {}", max_len, (*m)->hparams().n_ctx_train));
-  auto s = Session::create(*m, sp);
-  if (!s) return fail("bench", s.error().message);
-  Session& session = **s;
+  auto c = Context::create(*m, cp);
+  if (!c) return fail("bench", c.error().message);
+  Context& ctx = **c;
+  const int n_seq = n_parallel;
 
   std::mt19937 rng(1234);
-  const int n_vocab = session.n_vocab();
+  const int n_vocab = ctx.n_vocab();
   // n random ids, a BOS first when they open the sequence (depth 0) and the vocabulary adds one.
   auto random_tokens = [&](std::mt19937& gen, int n, int depth) {
     std::vector<int32_t> t(static_cast<size_t>(n));
@@ -150,40 +162,75 @@ int cmd_bench(int argc, char** argv) {
     if (depth == 0 && tok->add_bos() && tok->bos_id() >= 0 && n > 0) t[0] = tok->bos_id();
     return t;
   };
-  // The cache holding exactly `depth` tokens: cut back to it when it holds them, else prefilled
-  // (untimed) with the depth's own random tokens, the same for every test at that depth.
+  // Each sequence's tokens appended in passes of at most -b tokens (sequence after sequence),
+  // the last token of each flagged for logits; returns the number of passes.
+  Batch batch;
+  auto decode_prompts = [&](const std::vector<std::vector<int32_t>>& prompts) -> Expected<int> {
+    int n_passes = 0;
+    batch.clear();
+    auto flush = [&]() -> Status {
+      if (batch.size() == 0) return Status::ok();
+      auto r = ctx.decode(batch);
+      batch.clear();
+      ++n_passes;
+      return r ? Status::ok() : Status(r.error());
+    };
+    for (int sq = 0; sq < n_seq; ++sq) {
+      const std::vector<int32_t>& t = prompts[static_cast<size_t>(sq)];
+      const int p0 = ctx.seq_len(sq);
+      for (size_t i = 0; i < t.size(); ++i) {
+        batch.add(t[i], p0 + static_cast<int>(i), sq, i + 1 == t.size());
+        if (batch.size() == ctx.n_batch()) MINFER_TRY(flush());
+      }
+    }
+    MINFER_TRY(flush());
+    return n_passes;
+  };
+  // Every cache holding exactly `depth` tokens: cut back to it when they hold them, else
+  // prefilled (untimed) with the depth's own random tokens, the same for every test at that depth.
   int filled_depth = -1;
   auto to_depth = [&](int depth) -> Status {
-    if (depth == 0) {
-      session.clear();
+    bool keep = depth > 0 && filled_depth == depth;
+    for (int sq = 0; keep && sq < n_seq; ++sq) keep = ctx.seq_len(sq) >= depth && ctx.can_keep(sq, depth);
+    if (keep) {
+      for (int sq = 0; sq < n_seq; ++sq) MINFER_TRY(ctx.seq_rm(sq, depth, -1));
       return Status::ok();
     }
-    if (filled_depth == depth && session.n_past() >= depth && session.can_keep(depth)) return session.truncate(depth);
-    session.clear();
+    for (int sq = 0; sq < n_seq; ++sq) ctx.seq_clear(sq);
     filled_depth = -1;
+    if (depth == 0) return Status::ok();
     std::mt19937 drng(static_cast<uint32_t>(depth));
-    auto r = session.decode(random_tokens(drng, depth, 0), 1);
+    const std::vector<int32_t> t = random_tokens(drng, depth, 0);
+    auto r = decode_prompts(std::vector<std::vector<int32_t>>(static_cast<size_t>(n_seq), t));
     if (!r) return r.error();
     filled_depth = depth;
     return Status::ok();
   };
-  auto run_pp = [&](int n, int depth) -> Expected<double> {
-    MINFER_TRY(to_depth(depth));
-    const auto ids = random_tokens(rng, n, depth);
-    const auto t0 = Clock::now();
-    auto r = session.decode(ids, 1);
-    if (!r) return r.error();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+  struct Timed {
+    double seconds = 0;
+    int n_passes = 0;
   };
-  auto run_tg = [&](int n, int depth) -> Expected<double> {
+  auto run_pp = [&](int n, int depth) -> Expected<Timed> {
     MINFER_TRY(to_depth(depth));
-    const auto ids = random_tokens(rng, n, depth);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int sq = 0; sq < n_seq; ++sq) prompts.push_back(random_tokens(rng, n, depth));
+    const auto t0 = Clock::now();
+    auto r = decode_prompts(prompts);
+    if (!r) return r.error();
+    return Timed{std::chrono::duration<double>(Clock::now() - t0).count(), *r};
+  };
+  auto run_tg = [&](int n, int depth) -> Expected<Timed> {
+    MINFER_TRY(to_depth(depth));
+    std::vector<std::vector<int32_t>> ids;
+    for (int sq = 0; sq < n_seq; ++sq) ids.push_back(random_tokens(rng, n, depth));
     const auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
-      auto r = session.decode({&ids[static_cast<size_t>(i)], 1}, 1);
+      batch.clear();
+      for (int sq = 0; sq < n_seq; ++sq) batch.add(ids[static_cast<size_t>(sq)][static_cast<size_t>(i)], ctx.seq_len(sq), sq, true);
+      auto r = ctx.decode(batch);
       if (!r) return r.error();
     }
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    return Timed{std::chrono::duration<double>(Clock::now() - t0).count(), n};
   };
 
   // Warm-up (pages the weights in, repacks them, builds the graphs). The first token ends the
@@ -200,17 +247,19 @@ int cmd_bench(int argc, char** argv) {
     for (int i = 0; i < reps; ++i) {
       // The depth's prefill is not the test's: counted from after it.
       if (Status st = to_depth(depth); !st) return st;
-      const BackendCounters c0 = session.context().device_counters();
-      auto sec = prompt ? run_pp(n, depth) : run_tg(n, depth);
-      if (!sec) return sec.error();
-      const BackendCounters c1 = session.context().device_counters();
+      const BackendCounters c0 = ctx.device_counters();
+      auto timed = prompt ? run_pp(n, depth) : run_tg(n, depth);
+      if (!timed) return timed.error();
+      const BackendCounters c1 = ctx.device_counters();
       r.device.submissions += c1.submissions - c0.submissions;
       r.device.dispatches += c1.dispatches - c0.dispatches;
       r.device.replayed += c1.replayed - c0.replayed;
       r.device.bytes_to_device += c1.bytes_to_device - c0.bytes_to_device;
       r.device.bytes_to_host += c1.bytes_to_host - c0.bytes_to_host;
-      r.n_tokens += n;
-      r.samples.push_back(n / *sec);
+      r.n_tokens += static_cast<int64_t>(n) * n_seq;
+      r.n_steps += timed->n_passes;
+      r.seconds += timed->seconds;
+      r.samples.push_back(static_cast<double>(n) * n_seq / timed->seconds);
     }
     r.mem = process_memory();
     results.push_back(std::move(r));
@@ -241,10 +290,11 @@ int cmd_bench(int argc, char** argv) {
     for (const TestResult& r : results) {
       const double per = 1.0 / static_cast<double>(std::max<int64_t>(1, r.n_tokens));
       arr.push_back({{"model_filename", path}, {"model_type", model_type}, {"model_size", size},
-                     {"model_n_params", n_params}, {"backend", "CPU"}, {"n_threads", session.n_threads()},
-                     {"n_batch", session.n_batch()}, {"type_kv", co.kv.name()}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_depth", r.n_depth},
+                     {"model_n_params", n_params}, {"backend", "CPU"}, {"n_threads", ctx.n_threads()},
+                     {"n_batch", ctx.n_batch()}, {"n_parallel", n_seq}, {"type_kv", co.kv.name()}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"n_depth", r.n_depth},
                      {"avg_ts", r.mean()}, {"stddev_ts", r.stddev()}, {"samples_ts", r.samples},
-                     {"model_file_bytes", f.total_file_size()}, {"kv_bytes", session.kv_bytes()},
+                     {"step_ms", r.seconds * 1000.0 / static_cast<double>(std::max<int64_t>(1, r.n_steps))},
+                     {"model_file_bytes", f.total_file_size()}, {"kv_bytes", ctx.kv_bytes()},
                      {"rss_bytes", r.mem.rss}, {"peak_rss_bytes", r.mem.peak_rss}, {"load_seconds", load_seconds}});
       if (!offload->devices.empty()) {
         nlohmann::ordered_json& o = arr.back();
@@ -270,20 +320,21 @@ int cmd_bench(int argc, char** argv) {
   const std::string kv_cells = kv_cols ? fmt::format(" {} | {} |", kv_name, kv_name) : "";
   for (const TestResult& r : results) {
     std::string test = r.n_prompt > 0 ? fmt::format("pp{}", r.n_prompt) : fmt::format("tg{}", r.n_gen);
+    if (n_seq > 1) test += fmt::format(" x{}", n_seq);
     if (r.n_depth > 0) test += fmt::format(" @ d{}", r.n_depth);
     std::printf("| %s | %.2f MiB | %s | %s | %d |%s %s | %.2f ± %.2f |\n", model_type.c_str(),
                 static_cast<double>(size) / (1024.0 * 1024.0), human_params(n_params).c_str(),
-                offload->devices.empty() ? "CPU" : "Vulkan", session.n_threads(),
+                offload->devices.empty() ? "CPU" : "Vulkan", ctx.n_threads(),
                 kv_cells.c_str(), test.c_str(), r.mean(), r.stddev());
   }
   if (!results.empty()) {
     const double mib = 1024.0 * 1024.0;
     const ProcessMemory& mem = results.back().mem;
-    const double base = static_cast<double>(f.total_file_size() + session.kv_bytes());
+    const double base = static_cast<double>(f.total_file_size() + ctx.kv_bytes());
     std::printf("\nresident memory after the last test %.1f MiB (peak %.1f MiB); model file %.1f MiB + KV cache %.1f MiB "
                 "(x%.2f, peak x%.2f)\n",
                 static_cast<double>(mem.rss) / mib, static_cast<double>(mem.peak_rss) / mib,
-                static_cast<double>(f.total_file_size()) / mib, static_cast<double>(session.kv_bytes()) / mib,
+                static_cast<double>(f.total_file_size()) / mib, static_cast<double>(ctx.kv_bytes()) / mib,
                 static_cast<double>(mem.rss) / base, static_cast<double>(mem.peak_rss) / base);
   }
   std::printf("load %.2f s (file to first token)\n", load_seconds);

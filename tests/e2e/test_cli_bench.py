@@ -49,6 +49,26 @@ def test_depth_runs_every_test_after_that_many_cached_tokens():
     assert bad.returncode == 1 and "exceeds the model's context of 8192" in bad.stderr, bad.stderr
 
 
+def test_parallel_sequences_decode_together_and_report_the_step_cost():
+    # --parallel N: N sequences, each test's tokens for every one of them; t/s is the aggregate
+    # rate and step_ms the mean time of one forward pass (a tg step decodes N tokens).
+    one = bench_json("-p", "16", "-n", "4", "-r", "2")
+    four = bench_json("-p", "16", "-n", "4", "-r", "2", "--parallel", "4")
+    assert [r["n_parallel"] for r in one] == [1, 1] and [r["n_parallel"] for r in four] == [4, 4]
+    assert four[0]["kv_bytes"] == 4 * one[0]["kv_bytes"]
+    for r in four:
+        n = r["n_prompt"] or r["n_gen"]
+        # pp: 4 x 16 tokens in passes of at most n_batch; tg: one pass per step.
+        passes = -(-4 * n // r["n_batch"]) if r["n_prompt"] else n
+        seconds = sum(4 * n / x for x in r["samples_ts"])
+        assert abs(r["step_ms"] - 1000 * seconds / (passes * 2)) <= 1e-6 * r["step_ms"], r
+    md = run(MODEL, "-p", "0", "-n", "4", "-r", "1", "-t", "2", "-np", "2")
+    assert md.returncode == 0, md.stderr
+    assert "| tg4 x2 |" in md.stdout, md.stdout
+    bad = run(MODEL, "-n", "4", "--parallel", "0")
+    assert bad.returncode != 0 and "parallel" in bad.stderr, bad.stderr
+
+
 def test_memory_fields_describe_this_process():
     res = bench_json("-p", "16", "-n", "4", "-r", "1")
     f16 = res[-1]
