@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -263,6 +264,7 @@ std::vector<float> cpu_rounded(DType w, const std::vector<float>& x, int64_t n_i
 TEST_F(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
   double worst_exact = 0, worst_cpu = 0;
   int n_checked = 0, n_identical = 0;
+  std::map<std::string, std::pair<int, double>> per_type;  // cases, worst NMSE vs the CPU backend
   std::list<std::vector<uint8_t>> weights;
   int n_expected = 0;
   for (DType type : kWeightTypes)
@@ -323,12 +325,18 @@ TEST_F(VulkanOps, MatmulMatchesTheCpuBackendAndAnExactSum) {
                         nmse(cpu_out.out, got.out));
           worst_exact = std::max(worst_exact, nmse(exact, got.out));
           worst_cpu = std::max(worst_cpu, nmse(cpu_out.out, got.out));
+          auto& [cases, worst] = per_type[std::string(dtype_name(type))];
+          ++cases;
+          worst = std::max(worst, nmse(cpu_out.out, got.out));
           ++n_checked;
         }
   EXPECT_EQ(n_checked, n_expected);
   EXPECT_EQ(n_expected, 4 * 27 + (static_cast<int>(std::size(kWeightTypes)) - 4) * 24 + static_cast<int>(std::size(kWeightTypes)));
   std::printf("vulkan matmul: %d cases (%d bit-identical to the CPU backend), worst NMSE %.3g vs the exact sum, %.3g "
               "vs the CPU backend\n", n_checked, n_identical, worst_exact, worst_cpu);
+  std::printf("vulkan matmul per type (cases, worst NMSE vs the CPU backend):");
+  for (const auto& [name, cw] : per_type) std::printf(" %s %d %.3g;", name.c_str(), cw.first, cw.second);
+  std::printf("\n");
 }
 
 // matmul_id (MoE): W [n_in, n_out, n_expert], x [n_in, 1 or k, T], ids [k, T]: each slot's
