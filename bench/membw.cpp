@@ -23,8 +23,13 @@ namespace {
 // same loop in SSE halves elsewhere: the ceiling runs on every x86-64 CPU. GCC vector types,
 // not intrinsics, so that one body compiles for both.
 using F8 = float __attribute__((vector_size(32)));
+#if defined(__x86_64__)
+#define MINFER_MEMBW_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MINFER_MEMBW_CLONES  // ARM: NEON halves of the same loop
+#endif
 
-__attribute__((target_clones("avx2", "default"))) double sum_range(const float* p, size_t n) {
+MINFER_MEMBW_CLONES double sum_range(const float* p, size_t n) {
   F8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
   const F8* v = reinterpret_cast<const F8*>(p);  // p: 32-byte aligned (posix_memalign below)
   size_t i = 0;

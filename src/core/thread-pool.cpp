@@ -4,9 +4,12 @@
 #include <chrono>
 #include <utility>
 
+// A spin-wait hint: x86's pause, ARM's yield (both baseline instructions), else the OS.
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define MINFER_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define MINFER_CPU_RELAX() asm volatile("yield" ::: "memory")
 #else
 #define MINFER_CPU_RELAX() std::this_thread::yield()
 #endif

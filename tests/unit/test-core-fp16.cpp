@@ -1,6 +1,7 @@
 // core/fp16.h against independent oracles:
 //   fp16: gcc's _Float16 conversions (libgcc soft-float, IEEE 754 round-to-nearest-even) on every
-//         half and on ~40 million floats chosen to hit every rounding boundary;
+//         half and on ~40 million floats chosen to hit every rounding boundary (on AArch64,
+//         where gcc 12's C++ has no _Float16, ARM's __fp16: the FCVT instructions, same rounding);
 //   bf16: a rounding reference computed in double (distance to the two neighbours) on the
 //         same floats, and every bf16 pattern exhaustively.
 #include <gtest/gtest.h>
@@ -15,15 +16,21 @@
 namespace minfer {
 namespace {
 
+#if defined(__aarch64__)
+using GccHalf = __fp16;
+#else
+using GccHalf = _Float16;
+#endif
+
 uint16_t gcc_fp32_to_fp16(float f) {
-  const _Float16 h = static_cast<_Float16>(f);
+  const GccHalf h = static_cast<GccHalf>(f);
   uint16_t u;
   std::memcpy(&u, &h, 2);
   return u;
 }
 
 float gcc_fp16_to_fp32(uint16_t u) {
-  _Float16 h;
+  GccHalf h;
   std::memcpy(&h, &u, 2);
   return static_cast<float>(h);
 }

@@ -1,4 +1,5 @@
-// Kernel tables and their selection (once, from cpuid and MINFER_ISA).
+// Kernel tables and their selection (once, from cpuid or the OS's ARM feature flags, and
+// MINFER_ISA).
 #include "backends/cpu/kernels.h"
 
 #include <cmath>
@@ -80,20 +81,27 @@ struct F16Table {
 };
 const F16Table kF16Table;
 
+// Every table this build has, narrowest first; each getter is nullptr where the machine lacks
+// the ISA (or the build's architecture has no such table).
+constexpr const CpuKernels* (*kIsaTables[])() = {cpu_kernels_avx2, cpu_kernels_avx512, cpu_kernels_amx,
+                                                 cpu_kernels_neon, cpu_kernels_dotprod, cpu_kernels_i8mm};
+
 const CpuKernels* select() {
-  const CpuKernels* avx2 = cpu_kernels_avx2();
-  const CpuKernels* avx512 = cpu_kernels_avx512();
-  const CpuKernels* amx = cpu_kernels_amx();
-  const CpuKernels* best = amx ? amx : avx512 ? avx512 : avx2 ? avx2 : &cpu_kernels_ref();
+  const CpuKernels* best = &cpu_kernels_ref();
+  std::string have = "ref";
+  for (auto get : kIsaTables)
+    if (const CpuKernels* t = get()) {
+      best = t;
+      have += ", " + std::string(t->isa);
+    }
   const char* env = std::getenv("MINFER_ISA");
   if (!env || !*env) return best;
   const std::string want = env;
   if (want == "ref") return &cpu_kernels_ref();
-  if (want == "avx2" && avx2) return avx2;
-  if (want == "avx512" && avx512) return avx512;
-  if (want == "amx" && amx) return amx;
-  std::fprintf(stderr, "minfer: MINFER_ISA=%s is not available here (have: ref%s%s%s); using %s\n", env,
-               avx2 ? ", avx2" : "", avx512 ? ", avx512" : "", amx ? ", amx" : "", std::string(best->isa).c_str());
+  for (auto get : kIsaTables)
+    if (const CpuKernels* t = get(); t && t->isa == want) return t;
+  std::fprintf(stderr, "minfer: MINFER_ISA=%s is not available here (have: %s); using %s\n", env, have.c_str(),
+               std::string(best->isa).c_str());
   return best;
 }
 
@@ -148,9 +156,8 @@ const CpuKernels& cpu_kernels() {
 int cpu_kernel_variants(const CpuKernels** out, int max) {
   int n = 0;
   if (n < max) out[n++] = &cpu_kernels_ref();
-  if (const CpuKernels* a = cpu_kernels_avx2(); a && n < max) out[n++] = a;
-  if (const CpuKernels* a = cpu_kernels_avx512(); a && n < max) out[n++] = a;
-  if (const CpuKernels* a = cpu_kernels_amx(); a && n < max) out[n++] = a;
+  for (auto get : kIsaTables)
+    if (const CpuKernels* a = get(); a && n < max) out[n++] = a;
   return n;
 }
 

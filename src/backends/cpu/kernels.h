@@ -1,7 +1,7 @@
 // The CPU kernel seam: dot products of one weight row with one activation row, and the
 // activation quantizers, per ISA. The scalar reference ("ref") is the spec and the oracle of
-// every ISA version; a table is chosen once from cpuid, and MINFER_ISA=ref|avx2|avx512|amx
-// forces one.
+// every ISA version; a table is chosen once from cpuid (x86) or the OS's feature flags (ARM),
+// and MINFER_ISA=ref|avx2|avx512|amx (x86), ref|neon|dotprod|i8mm (ARM) forces one.
 //
 //   const CpuKernels& k = cpu_kernels();                 // the selected ISA
 //   DType act = activation_type(DType::Q4_K);            // Q8_K
@@ -184,7 +184,7 @@ constexpr int kTypeSlots = 40;  // > every GGML type id used
 inline int type_slot(DType t) { return static_cast<int>(t); }
 
 struct CpuKernels {
-  std::string_view isa;                  // "ref", "avx2", "avx512", "amx"
+  std::string_view isa;                  // "ref", "avx2", "avx512", "amx", "neon", "dotprod", "i8mm"
   VecDotFn vec_dot[kTypeSlots] = {};     // by weight type; null = unsupported
   GemmFn gemm[kTypeSlots] = {};          // by weight type, over repacked weights; null = none
   int64_t gemm_x_block_bytes = 196608;   // activation bytes per GEMM call (ops-matmul.cpp)
@@ -215,10 +215,14 @@ DType activation_type(DType weight);
 bool matmul_supported(DType weight);
 
 const CpuKernels& cpu_kernels_ref();
-// nullptr when this build or this machine has no such ISA.
+// nullptr when this build or this machine has no such ISA (an x86 table in an ARM build, and
+// the reverse: kernels-absent.cpp).
 const CpuKernels* cpu_kernels_avx2();
 const CpuKernels* cpu_kernels_avx512();  // AVX-512 F/BW/VL/DQ + VNNI
 const CpuKernels* cpu_kernels_amx();     // avx512 + AMX-INT8 tiles for the Q8_0-activation GEMMs
+const CpuKernels* cpu_kernels_neon();     // ARMv8.0 Advanced SIMD (every AArch64 CPU)
+const CpuKernels* cpu_kernels_dotprod();  // neon + SDOT/UDOT (ARMv8.2 FEAT_DotProd)
+const CpuKernels* cpu_kernels_i8mm();     // dotprod + SMMLA/UMMLA (ARMv8.6 FEAT_I8MM)
 // The table used by the backend: MINFER_ISA if set (an unknown or unavailable value is
 // reported once on stderr and ignored), else the best the CPU supports.
 const CpuKernels& cpu_kernels();

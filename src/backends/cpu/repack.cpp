@@ -352,7 +352,9 @@ class WeightArena {
     const size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
     void* p = nullptr;
     if (posix_memalign(&p, kHuge, n) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE  // Linux; macOS has no transparent huge pages
     if (huge_pages_enabled()) madvise(p, n, MADV_HUGEPAGE);  // advice only: without THP it stays 4 KiB pages
+#endif
     return static_cast<uint8_t*>(p);
   }
   std::mutex mu_;
