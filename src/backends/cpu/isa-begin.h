@@ -3,7 +3,8 @@
 //
 //   #include <immintrin.h>                   // every header of another library first: what
 //   #include "quant/blocks.h"                // is declared outside the region stays baseline
-//   #define MINFER_ISA avx2                  // the table: avx2, avx512 or amx
+//   #define MINFER_ISA avx2                  // the table: avx2, avx512, amx (x86-64) or
+//                                            // neon, dotprod, i8mm (AArch64; <arm_neon.h>)
 //   #include "backends/cpu/isa-begin.h"
 //   #include "backends/cpu/avx2-common.h"    // ISA headers only (namespace minfer::cpu::MINFER_ISA)
 //   namespace minfer::cpu::avx2 { ... }      // all the file's code
@@ -28,10 +29,14 @@
 #error "isa-begin.h: an ISA region is already open (close it with isa-end.h)"
 #endif
 #ifndef MINFER_ISA
-#error "isa-begin.h: #define MINFER_ISA (avx2, avx512 or amx) before including it"
+#error "isa-begin.h: #define MINFER_ISA (avx2, avx512, amx, neon, dotprod or i8mm) before including it"
 #endif
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -49,19 +54,42 @@
 #define MINFER_ISA_ID_avx2 1
 #define MINFER_ISA_ID_avx512 2
 #define MINFER_ISA_ID_amx 3
+#define MINFER_ISA_ID_neon 11
+#define MINFER_ISA_ID_dotprod 12
+#define MINFER_ISA_ID_i8mm 13
 #define MINFER_ISA_ID_CAT(isa) MINFER_ISA_ID_##isa
 #define MINFER_ISA_ID(isa) MINFER_ISA_ID_CAT(isa)
 
-// The instruction sets of each table: what kernels-<isa>.cpp checks with cpuid before it
-// hands the table out.
+// The instruction sets of each table: what kernels-<isa>.cpp checks (cpuid; getauxval or
+// sysctlbyname on ARM, kernels-neon.cpp) before it hands the table out. ARM: GCC takes an
+// architecture plus extensions (GCC 12 refuses a bare "+dotprod+i8mm" for vdotq_s32, and
+// FEAT_DotProd / FEAT_I8MM are ARMv8.2 options, so a CPU with them has ARMv8.2's base too);
+// clang takes feature names.
 #if MINFER_ISA_ID(MINFER_ISA) == 1
 #define MINFER_ISA_TARGET "avx2,fma,f16c"
 #elif MINFER_ISA_ID(MINFER_ISA) == 2
 #define MINFER_ISA_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
 #elif MINFER_ISA_ID(MINFER_ISA) == 3
 #define MINFER_ISA_TARGET "amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
+#elif MINFER_ISA_ID(MINFER_ISA) == 11 && defined(__clang__)
+#define MINFER_ISA_TARGET "neon"
+#elif MINFER_ISA_ID(MINFER_ISA) == 11
+#define MINFER_ISA_TARGET "arch=armv8-a+simd"
+#elif MINFER_ISA_ID(MINFER_ISA) == 12 && defined(__clang__)
+#define MINFER_ISA_TARGET "neon,dotprod"
+#elif MINFER_ISA_ID(MINFER_ISA) == 12
+#define MINFER_ISA_TARGET "arch=armv8.2-a+dotprod"
+#elif MINFER_ISA_ID(MINFER_ISA) == 13 && defined(__clang__)
+#define MINFER_ISA_TARGET "neon,dotprod,i8mm"
+#elif MINFER_ISA_ID(MINFER_ISA) == 13
+#define MINFER_ISA_TARGET "arch=armv8.2-a+dotprod+i8mm"
 #else
-#error "isa-begin.h: MINFER_ISA must be avx2, avx512 or amx"
+#error "isa-begin.h: MINFER_ISA must be avx2, avx512, amx, neon, dotprod or i8mm"
+#endif
+#if MINFER_ISA_ID(MINFER_ISA) < 10 && !defined(__x86_64__)
+#error "isa-begin.h: an x86 region in a build for another architecture (CMakeLists.txt lists the x86 files)"
+#elif MINFER_ISA_ID(MINFER_ISA) > 10 && !defined(__aarch64__)
+#error "isa-begin.h: an ARM region in a build for another architecture (CMakeLists.txt lists the ARM files)"
 #endif
 
 #define MINFER_ISA_PRAGMA(x) _Pragma(#x)

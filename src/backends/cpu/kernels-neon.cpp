@@ -1,0 +1,105 @@
+// The AArch64 tables: "neon" (ARMv8.0 Advanced SIMD: every AArch64 CPU), "dotprod" (+ SDOT,
+// FEAT_DotProd: Cortex-A55/A76 and later, Neoverse, Apple M1) and "i8mm" (+ SMMLA, FEAT_I8MM:
+// Neoverse V1/N2, Apple M2 and later). Each starts from the one below it (the reference for
+// neon) and replaces the entries its ISA makes faster (kernels-neon.h); every entry is
+// bit-identical to the reference. The CPU's features come from the OS: getauxval's hardware
+// capabilities on Linux, sysctl's hw.optional.arm.FEAT_* on macOS (neon is always there).
+#include "backends/cpu/kernels-neon.h"
+#include "backends/cpu/kernels.h"
+
+#if defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
+
+namespace minfer::cpu {
+namespace {
+
+struct ArmFeatures {
+  bool neon = false, dotprod = false, i8mm = false;
+};
+
+#if defined(__linux__)
+// The bits of <asm/hwcap.h> (Linux 5.10+; spelled out for older headers).
+constexpr unsigned long kHwcapAsimd = 1ul << 1;     // HWCAP_ASIMD
+constexpr unsigned long kHwcapAsimdDp = 1ul << 20;  // HWCAP_ASIMDDP
+constexpr unsigned long kHwcap2I8mm = 1ul << 13;    // HWCAP2_I8MM
+
+ArmFeatures arm_features() {
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  ArmFeatures f;
+  f.neon = (hw & kHwcapAsimd) != 0;
+  f.dotprod = f.neon && (hw & kHwcapAsimdDp) != 0;
+  f.i8mm = f.dotprod && (hw2 & kHwcap2I8mm) != 0;
+  return f;
+}
+#elif defined(__APPLE__)
+bool sysctl_flag(const char* name) {
+  int v = 0;
+  size_t size = sizeof(v);
+  return sysctlbyname(name, &v, &size, nullptr, 0) == 0 && v != 0;
+}
+
+ArmFeatures arm_features() {
+  ArmFeatures f;
+  f.neon = true;  // every arm64 Mac
+  f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+  f.i8mm = f.dotprod && sysctl_flag("hw.optional.arm.FEAT_I8MM");
+  return f;
+}
+#else
+ArmFeatures arm_features() {
+  ArmFeatures f;
+  f.neon = true;  // AArch64 has Advanced SIMD; other OSes: no way to ask for more yet
+  return f;
+}
+#endif
+
+const ArmFeatures& features() {
+  static const ArmFeatures f = arm_features();
+  return f;
+}
+
+CpuKernels make_neon() {
+  CpuKernels k = cpu_kernels_ref();
+  k.isa = "neon";
+  k.quantize[type_slot(DType::Q8_0)] = neon::quantize_q8_0;
+  return k;
+}
+
+CpuKernels make_dotprod(const CpuKernels& base) {
+  CpuKernels k = base;
+  k.isa = "dotprod";
+  k.vec_dot[type_slot(DType::Q8_0)] = dotprod::vec_dot_q8_0;
+  return k;
+}
+
+CpuKernels make_i8mm(const CpuKernels& base) {
+  CpuKernels k = base;
+  k.isa = "i8mm";
+  return k;
+}
+
+}  // namespace
+
+const CpuKernels* cpu_kernels_neon() {
+  if (!features().neon) return nullptr;
+  static const CpuKernels k = make_neon();
+  return &k;
+}
+
+const CpuKernels* cpu_kernels_dotprod() {
+  if (!features().dotprod || !cpu_kernels_neon()) return nullptr;
+  static const CpuKernels k = make_dotprod(*cpu_kernels_neon());
+  return &k;
+}
+
+const CpuKernels* cpu_kernels_i8mm() {
+  if (!features().i8mm || !cpu_kernels_dotprod()) return nullptr;
+  static const CpuKernels k = make_i8mm(*cpu_kernels_dotprod());
+  return &k;
+}
+
+}  // namespace minfer::cpu

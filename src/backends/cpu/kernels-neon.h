@@ -1,0 +1,23 @@
+// The AArch64 kernels, gathered into the "neon", "dotprod" and "i8mm" tables by
+// kernels-neon.cpp: namespace cpu::neon (ARMv8.0 Advanced SIMD, every AArch64 CPU),
+// cpu::dotprod (+ SDOT/UDOT) and cpu::i8mm (+ SMMLA/UMMLA). Defined in ISA regions
+// (isa-begin.h); call only after the OS's feature flags say so. A table starts from the one
+// below it (ref -> neon -> dotprod -> i8mm) and replaces the entries its ISA makes faster;
+// each kernel is bit-identical to its scalar reference.
+#pragma once
+
+#include <cstdint>
+
+namespace minfer::cpu::neon {
+
+// vec-dot-neon.cpp
+void quantize_q8_0(const float* x, void* y, int64_t n);
+
+}  // namespace minfer::cpu::neon
+
+namespace minfer::cpu::dotprod {
+
+// vec-dot-dotprod.cpp
+float vec_dot_q8_0(int64_t n, const void* w, const void* x);
+
+}  // namespace minfer::cpu::dotprod
