@@ -454,6 +454,76 @@ TEST(CpuMatmul, FloatGemmKernelsMatchTheReferenceOnEveryTiling) {
   }
 }
 
+// The quantized GEMM kernels called directly over every token count up to 41 (each ISA's
+// token tiles: 8s, 4s, 2s and their tails, the SMMLA kernels' token pairs, the AMX kernels'
+// tiles of 16 and what falls back to the narrower table) and several group ranges give the
+// reference GEMM's bits, and write only their own outputs.
+TEST(CpuMatmul, QuantizedGemmKernelsMatchTheReferenceOnEveryTiling) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (DType type : kBitExactGemmTypes) {
+    const DType act = activation_type(type);
+    const int64_t be = repack_block_elems(type), n_in = be == 256 ? 512 : 96, n_out = 16 * 5;
+    const int64_t n_blocks = n_in / be;
+    const size_t wrow = row_bytes(type, n_in), xrow = row_bytes(act, n_in);
+    const std::vector<float> w = randn(static_cast<size_t>(n_in * n_out), 31, 0.1f);
+    std::vector<uint8_t> wq(wrow * n_out);
+    for (int64_t o = 0; o < n_out; ++o) quantize_row(type, w.data() + o * n_in, wq.data() + o * wrow, n_in);
+    const auto rw = repack_weight_uncached(type, wq.data(), n_in, n_out);
+    ASSERT_TRUE(rw) << dtype_name(type);
+    const int64_t max_tok = 41;
+    std::vector<float> x = randn(static_cast<size_t>(n_in * max_tok), 32, 2.0f);
+    x[7] = 250.0f;  // an outlier: one block with many tiny quanta
+    std::vector<uint8_t> xq(xrow * max_tok);
+    for (int64_t t = 0; t < max_tok; ++t) tables[0]->quantize[type_slot(act)](x.data() + t * n_in, xq.data() + t * xrow, n_in);
+    // What op_matmul gives the Q8_0-activation GEMMs: block sums, and the block scales of whole
+    // 16-token tiles as f32 (GemmArgs::xd_tiles).
+    std::vector<int32_t> xsum(static_cast<size_t>(max_tok * n_blocks));
+    std::vector<float> xd(static_cast<size_t>(max_tok * n_blocks));
+    if (act == DType::Q8_0)
+      for (int64_t t = 0; t < max_tok; ++t)
+        for (int64_t b = 0; b < n_blocks; ++b) {
+          const auto& blk = reinterpret_cast<const BlockQ8_0*>(xq.data() + t * xrow)[b];
+          int32_t sum = 0;
+          for (int8_t q : blk.qs) sum += q;
+          xsum[static_cast<size_t>(t * n_blocks + b)] = sum;
+          if (t < max_tok / kGemmScaleTokens * kGemmScaleTokens)
+            xd[static_cast<size_t>((t / kGemmScaleTokens) * n_blocks * kGemmScaleTokens + b * kGemmScaleTokens +
+                                   t % kGemmScaleTokens)] = fp16_to_fp32(blk.d);
+        }
+    for (int64_t n_tok = 1; n_tok <= max_tok; ++n_tok) {
+      for (auto [g0, g1] : {std::pair<int64_t, int64_t>{0, 5}, {1, 4}, {3, 4}}) {
+        auto run = [&](GemmFn fn) {
+          std::vector<float> y(static_cast<size_t>(n_out * n_tok), -1.0f);
+          GemmArgs a;
+          a.w = rw->data;
+          a.block_bytes = rw->block_bytes;
+          a.n_blocks = rw->n_blocks;
+          a.g0 = g0;
+          a.g1 = g1;
+          a.x = xq.data();
+          a.x_row = xrow;
+          a.xsum = act == DType::Q8_0 ? xsum.data() : nullptr;
+          a.xd_tiles = act == DType::Q8_0 ? xd.data() : nullptr;
+          a.n_tok = n_tok;
+          a.y = y.data();
+          a.y_stride = n_out;
+          fn(a);
+          return y;
+        };
+        const std::vector<float> want = run(tables[0]->gemm[type_slot(type)]);
+        for (int t = 1; t < n_tables; ++t) {
+          if (!tables[t]->gemm[type_slot(type)]) continue;
+          const std::vector<float> got = run(tables[t]->gemm[type_slot(type)]);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(f32_bits(got[i]), f32_bits(want[i])) << dtype_name(type) << " n_tok " << n_tok << " groups " << g0 << ".."
+                                                           << g1 << " element " << i << " on " << tables[t]->isa;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuGetRows, EveryTypeDequantizesTheChosenRows) {
   ThreadPool pool(2);
   const CpuKernels& k = cpu_kernels_ref();

@@ -66,6 +66,9 @@ CpuKernels make_neon() {
   CpuKernels k = cpu_kernels_ref();
   k.isa = "neon";
   k.quantize[type_slot(DType::Q8_0)] = neon::quantize_q8_0;
+  // Only the ARM tables' own GEMMs: a weight type without one keeps its row kernels (same
+  // bits) and is not repacked, rather than going through the scalar reference GEMM.
+  for (GemmFn& g : k.gemm) g = nullptr;
   return k;
 }
 
@@ -73,6 +76,12 @@ CpuKernels make_dotprod(const CpuKernels& base) {
   CpuKernels k = base;
   k.isa = "dotprod";
   k.vec_dot[type_slot(DType::Q8_0)] = dotprod::vec_dot_q8_0;
+  k.gemm[type_slot(DType::Q4_0)] = dotprod::gemm_q4_0;
+  k.gemm[type_slot(DType::Q5_0)] = dotprod::gemm_q5_0;
+  k.gemm[type_slot(DType::Q8_0)] = dotprod::gemm_q8_0;
+  k.gemm[type_slot(DType::Q4_1)] = dotprod::gemm_q4_1;
+  k.gemm[type_slot(DType::Q5_1)] = dotprod::gemm_q5_1;
+  k.gemm[type_slot(DType::IQ4_NL)] = dotprod::gemm_iq4_nl;
   return k;
 }
 

@@ -8,6 +8,10 @@
 
 #include <cstdint>
 
+namespace minfer::cpu {
+struct GemmArgs;
+}
+
 namespace minfer::cpu::neon {
 
 // vec-dot-neon.cpp
@@ -19,5 +23,13 @@ namespace minfer::cpu::dotprod {
 
 // vec-dot-dotprod.cpp
 float vec_dot_q8_0(int64_t n, const void* w, const void* x);
+
+// gemm-dotprod.cpp: GEMMs over repacked weights (kernels.h, GemmArgs)
+void gemm_q4_0(const GemmArgs& a);
+void gemm_q5_0(const GemmArgs& a);
+void gemm_q8_0(const GemmArgs& a);
+void gemm_q4_1(const GemmArgs& a);
+void gemm_q5_1(const GemmArgs& a);
+void gemm_iq4_nl(const GemmArgs& a);
 
 }  // namespace minfer::cpu::dotprod
