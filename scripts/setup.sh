@@ -17,11 +17,12 @@ log() { echo "[setup] $*" >&2; }
 #    chromium for the viz page tests, ccache (every build tree compiles through it: CI's fresh
 #    clones reuse the objects of earlier runs), qemu-user (tests/isa runs the binary as CPUs
 #    this machine is not), the Vulkan loader, glslc and Mesa's lavapipe (the Vulkan backend,
-#    tested on a CPU implementation of Vulkan).
+#    tested on a CPU implementation of Vulkan), the aarch64 cross compiler (the arm64 preset,
+#    run under qemu-user: scripts/test-arm64.sh) and file (which checks what zig linked).
 APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
           libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libedit-dev libcpp-httplib-dev
           libcurl4-openssl-dev libssl-dev chromium nginx-light git unzip ccache qemu-user
-          libvulkan-dev glslc mesa-vulkan-drivers)
+          libvulkan-dev glslc mesa-vulkan-drivers g++-aarch64-linux-gnu file)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,13 +36,30 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# 1b. The arm64 libraries of the cross build (cmake/aarch64-linux-gnu.cmake): Debian's multiarch
+#    packages, installed beside the amd64 ones (/usr/lib/aarch64-linux-gnu, headers shared).
+#    Multi-Arch "same" packages must have the same version on both architectures, so apt may
+#    upgrade the amd64 ones with them.
+ARM64_PKGS=(libfmt-dev libedit-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libgtest-dev)
+missing=()
+for p in "${ARM64_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p:arm64" 2>/dev/null | grep -q "install ok installed" || missing+=("$p:arm64")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "dpkg --add-architecture arm64; apt-get install ${missing[*]}"
+  dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
 # 2. Python oracles (pinned): gguf-py is the bit-exact reference for GGUF and (de)quantization;
 #    the official openai client and llama.cpp's server test suite drive `minfer serve`;
-#    huggingface_hub checks the mock Hub and shares its cache with minfer (tests/hub).
+#    huggingface_hub checks the mock Hub and shares its cache with minfer (tests/hub); ziglang
+#    (zig's clang with the macOS SDK headers) compiles and links the ARM path for aarch64-macos.
 PY_PKGS=(gguf==0.19.0 numpy pytest jinja2==3.1.6 tokenizers==0.23.3 openai==3.51.0 jsonschema==4.26.0 rfc3339-validator==0.1.4
          prometheus-client==0.20.0 wget==3.2 aiohttp==3.14.5 requests filelock
-         huggingface_hub==2.4.0 anthropic==2.17.0)
-if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, jsonschema, rfc3339_validator, prometheus_client, wget, aiohttp, requests, filelock, huggingface_hub, anthropic" 2>/dev/null \
+         huggingface_hub==2.4.0 anthropic==2.17.0 ziglang==0.17.1)
+if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, jsonschema, rfc3339_validator, prometheus_client, wget, aiohttp, requests, filelock, huggingface_hub, anthropic, ziglang" 2>/dev/null \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ] \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("openai"))' 2>/dev/null)" != "3.51.0" ] \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("huggingface_hub"))' 2>/dev/null)" != "2.4.0" ]; then
