@@ -126,7 +126,7 @@ TEST(CpuVecDot, BlockTypesAreBitIdenticalAcrossIsas) {
   const int n_tables = cpu_kernel_variants(tables, 4);
   for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL}) {
     const DType act = activation_type(type);
-    for (int64_t n : {32, 96, 4096}) {
+    for (int64_t n : {32, 96, 224, 4096}) {  // 224: 4-block steps and a tail of 3
       for (uint32_t seed = 1; seed <= 3; ++seed) {
         std::vector<float> w = randn(static_cast<size_t>(n), seed, 3.0f), x = randn(static_cast<size_t>(n), seed + 10, 50.0f);
         x[0] = 1e4f;  // one large activation: a block with tiny other values
@@ -144,6 +144,67 @@ TEST(CpuVecDot, BlockTypesAreBitIdenticalAcrossIsas) {
           const float got = tables[t]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
           ASSERT_EQ(f32_bits(got), f32_bits(want)) << dtype_name(type) << " n " << n << " on " << tables[t]->isa;
         }
+      }
+    }
+  }
+}
+
+// The super-block types (vec-dot-kquant-ref.cpp): exact integer sums per super-block, then the
+// reference's few float steps, so every ISA's result is the reference's bit for bit; rows of
+// 1, 3 and 16 super-blocks with an outlier activation and an all-zero super-block.
+TEST(CpuVecDot, SuperBlockTypesAreBitIdenticalAcrossIsas) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (DType type : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS}) {
+    const DType act = activation_type(type);
+    for (int64_t n : {256, 768, 4096}) {
+      for (uint32_t seed = 1; seed <= 3; ++seed) {
+        std::vector<float> w = randn(static_cast<size_t>(n), seed, 3.0f), x = randn(static_cast<size_t>(n), seed + 10, 50.0f);
+        x[0] = 1e4f;  // one large activation: a super-block with tiny other values
+        w[7] = -40.0f;  // one large weight: a sub-block at the scale's extreme
+        if (n >= 768)
+          for (int i = 256; i < 512; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero super-block
+        std::vector<uint8_t> wq(row_bytes(type, n)), xq(row_bytes(act, n));
+        quantize_row(type, w.data(), wq.data(), n);
+        tables[0]->quantize[type_slot(act)](x.data(), xq.data(), n);
+        const float want = tables[0]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+        for (int t = 1; t < n_tables; ++t) {
+          std::vector<uint8_t> xq2(xq.size());
+          tables[t]->quantize[type_slot(act)](x.data(), xq2.data(), n);
+          ASSERT_EQ(xq2, xq) << dtype_name(act) << " quantizer on " << tables[t]->isa;
+          const float got = tables[t]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+          ASSERT_EQ(f32_bits(got), f32_bits(want)) << dtype_name(type) << " n " << n << " on " << tables[t]->isa;
+        }
+      }
+    }
+  }
+}
+
+// The float types: the ARM tables follow the reference's order (8 partial sums, a product then
+// an add per element) bit for bit; the x86 tables sum in their own lanes with fma, within float
+// rounding of it. Lengths with every tail n % 8.
+TEST(CpuVecDot, FloatTypesFollowTheReferenceOrder) {
+  const CpuKernels* tables[4];
+  const int n_tables = cpu_kernel_variants(tables, 4);
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    for (int64_t n : {1, 5, 8, 15, 64, 67, 1000, 1027}) {
+      const std::vector<float> w = randn(static_cast<size_t>(n), 31, 2.0f), x = randn(static_cast<size_t>(n), 32, 3.0f);
+      std::vector<uint8_t> wq(row_bytes(type, n)), xq(row_bytes(type, n));
+      quantize_row(type, w.data(), wq.data(), n);
+      tables[0]->quantize[type_slot(type)](x.data(), xq.data(), n);
+      std::vector<float> wd(static_cast<size_t>(n)), xd(static_cast<size_t>(n));
+      dequantize_row(type, wq.data(), wd.data(), n);
+      dequantize_row(type, xq.data(), xd.data(), n);
+      double mag = 0;
+      for (int64_t i = 0; i < n; ++i) mag += std::fabs(double(wd[static_cast<size_t>(i)]) * xd[static_cast<size_t>(i)]);
+      const float want = tables[0]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+      for (int t = 1; t < n_tables; ++t) {
+        const float got = tables[t]->vec_dot[type_slot(type)](n, wq.data(), xq.data());
+        const std::string_view isa = tables[t]->isa;
+        if (isa == "neon" || isa == "dotprod" || isa == "i8mm")
+          ASSERT_EQ(f32_bits(got), f32_bits(want)) << dtype_name(type) << " n " << n << " on " << isa;
+        else
+          ASSERT_NEAR(got, want, double(n) * 0x1p-23 * mag) << dtype_name(type) << " n " << n << " on " << isa;
       }
     }
   }
@@ -169,13 +230,17 @@ TEST(CpuQuantize, ActivationQuantizersAreByteIdenticalAcrossIsas) {
     if (seed == 3) x[1536 + 5] = -INFINITY;                // block 6: infinity
     x[1792 + 255] = -1000.0f;                              // block 7: the largest value last
     for (DType act : {DType::Q8_0, DType::Q8_1, DType::Q8_K, DType::F16, DType::BF16}) {
-      std::vector<uint8_t> want(row_bytes(act, n));
-      tables[0]->quantize[type_slot(act)](x.data(), want.data(), n);
-      for (int t = 1; t < n_tables; ++t) {
-        std::vector<uint8_t> got(want.size(), 0xA5);
-        tables[t]->quantize[type_slot(act)](x.data(), got.data(), n);
-        for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_EQ(got[i], want[i]) << dtype_name(act) << " byte " << i << " seed " << seed << " on " << tables[t]->isa;
+      // The float types take any length: also one with a tail of 7 past the vectors.
+      for (int64_t len : {n, act == DType::F16 || act == DType::BF16 ? n - 9 : n}) {
+        std::vector<uint8_t> want(row_bytes(act, len));
+        tables[0]->quantize[type_slot(act)](x.data(), want.data(), len);
+        for (int t = 1; t < n_tables; ++t) {
+          std::vector<uint8_t> got(want.size(), 0xA5);
+          tables[t]->quantize[type_slot(act)](x.data(), got.data(), len);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(got[i], want[i]) << dtype_name(act) << " n " << len << " byte " << i << " seed " << seed << " on "
+                                       << tables[t]->isa;
+        }
       }
     }
   }

@@ -65,7 +65,19 @@ const ArmFeatures& features() {
 CpuKernels make_neon() {
   CpuKernels k = cpu_kernels_ref();
   k.isa = "neon";
+  k.vec_dot[type_slot(DType::F32)] = neon::vec_dot_f32;
+  k.vec_dot[type_slot(DType::F16)] = neon::vec_dot_f16;
+  k.vec_dot[type_slot(DType::BF16)] = neon::vec_dot_bf16;
+  k.vec_dot[type_slot(DType::Q4_0)] = neon::vec_dot_q4_0;
+  k.vec_dot[type_slot(DType::Q4_1)] = neon::vec_dot_q4_1;
+  k.vec_dot[type_slot(DType::Q5_0)] = neon::vec_dot_q5_0;
+  k.vec_dot[type_slot(DType::Q5_1)] = neon::vec_dot_q5_1;
+  k.vec_dot[type_slot(DType::Q8_0)] = neon::vec_dot_q8_0;
+  k.vec_dot[type_slot(DType::IQ4_NL)] = neon::vec_dot_iq4_nl;
+  k.quantize[type_slot(DType::F16)] = neon::quantize_f16;
+  k.quantize[type_slot(DType::BF16)] = neon::quantize_bf16;
   k.quantize[type_slot(DType::Q8_0)] = neon::quantize_q8_0;
+  k.quantize[type_slot(DType::Q8_1)] = neon::quantize_q8_1;
   // Only the ARM tables' own GEMMs: a weight type without one keeps its row kernels (same
   // bits) and is not repacked, rather than going through the scalar reference GEMM.
   for (GemmFn& g : k.gemm) g = nullptr;
@@ -75,7 +87,12 @@ CpuKernels make_neon() {
 CpuKernels make_dotprod(const CpuKernels& base) {
   CpuKernels k = base;
   k.isa = "dotprod";
+  k.vec_dot[type_slot(DType::Q4_0)] = dotprod::vec_dot_q4_0;
+  k.vec_dot[type_slot(DType::Q4_1)] = dotprod::vec_dot_q4_1;
+  k.vec_dot[type_slot(DType::Q5_0)] = dotprod::vec_dot_q5_0;
+  k.vec_dot[type_slot(DType::Q5_1)] = dotprod::vec_dot_q5_1;
   k.vec_dot[type_slot(DType::Q8_0)] = dotprod::vec_dot_q8_0;
+  k.vec_dot[type_slot(DType::IQ4_NL)] = dotprod::vec_dot_iq4_nl;
   k.gemm[type_slot(DType::Q4_0)] = dotprod::gemm_q4_0;
   k.gemm[type_slot(DType::Q5_0)] = dotprod::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = dotprod::gemm_q8_0;

@@ -15,14 +15,31 @@ struct GemmArgs;
 namespace minfer::cpu::neon {
 
 // vec-dot-neon.cpp
+float vec_dot_f32(int64_t n, const void* w, const void* x);
+float vec_dot_f16(int64_t n, const void* w, const void* x);
+float vec_dot_bf16(int64_t n, const void* w, const void* x);
+float vec_dot_q4_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1(int64_t n, const void* w, const void* x);
+float vec_dot_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x);
+void quantize_f16(const float* x, void* y, int64_t n);
+void quantize_bf16(const float* x, void* y, int64_t n);
 void quantize_q8_0(const float* x, void* y, int64_t n);
+void quantize_q8_1(const float* x, void* y, int64_t n);
 
 }  // namespace minfer::cpu::neon
 
 namespace minfer::cpu::dotprod {
 
 // vec-dot-dotprod.cpp
+float vec_dot_q4_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1(int64_t n, const void* w, const void* x);
 float vec_dot_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x);
 
 // gemm-dotprod.cpp: GEMMs over repacked weights (kernels.h, GemmArgs)
 void gemm_q4_0(const GemmArgs& a);

@@ -1,6 +1,8 @@
 // Dot products of the 32-element block types with SDOT (ARMv8.2 FEAT_DotProd), bit-identical
-// to the references (vec-dot-ref.cpp): the integer block sums are exact, and the float steps
-// are the reference's, one fma per block in block order. A dotprod region (isa-begin.h);
+// to the references (vec-dot-ref.cpp): the integer block sums are exact (SDOT adds four
+// products into each int32 lane), and the float steps are the reference's Seq chain (one fma
+// per block in block order) or Lanes8 (Q4_1: SDOT's lanes are Lanes8's groups of four
+// elements). The K-quants are in vec-dot-kquant-dotprod.cpp. A dotprod region (isa-begin.h);
 // kernels-neon.cpp hands the table out.
 #include <cmath>
 #include <cstdint>
@@ -10,52 +12,103 @@
 
 #define MINFER_ISA dotprod
 #include "backends/cpu/isa-begin.h"
+#include "backends/cpu/neon-common.h"
 
 namespace minfer::cpu::dotprod {
 namespace {
 
-// The exact integer sums of 4 blocks of products: [sum_0, sum_1, sum_2, sum_3] of blocks p..p+3.
-inline int32x4_t block_sums4(const BlockQ8_0* a, const BlockQ8_0* b) {
-  int32x4_t s[4];
-  for (int k = 0; k < 4; ++k) {
-    s[k] = vdotq_s32(vdupq_n_s32(0), vld1q_s8(a[k].qs), vld1q_s8(b[k].qs));
-    s[k] = vdotq_s32(s[k], vld1q_s8(a[k].qs + 16), vld1q_s8(b[k].qs + 16));
-  }
-  return vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
+// A block's 32 products summed into 4 int32 lanes: lane l = elements 4l..4l+3 of w0 * x0 plus
+// those of w1 * x1.
+inline int32x4_t dot32(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x1) {
+  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
 }
 
-// The blocks' f16 scales widened (exactly) to f32, four at a time.
-inline float32x4_t scales4(const BlockQ8_0* p) {
-  const uint16_t h[4] = {p[0].d, p[1].d, p[2].d, p[3].d};
-  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
-}
+inline int8x16_t s8(uint8x16_t v) { return vreinterpretq_s8_u8(v); }
 
 }  // namespace
+
+float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ4_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  return seq_blocks<false>(a, b, n / kQK, [&](int64_t k) {
+    const Nibbles q = nibbles(a[k].qs);
+    return dot32(vsubq_s8(s8(q.lo), vdupq_n_s8(8)), vsubq_s8(s8(q.hi), vdupq_n_s8(8)), x_lo(b[k]), x_hi(b[k]));
+  });
+}
+
+// Lanes8 (vec-dot-ref.cpp): SDOT's lanes are the 8 group sums (lanes 0-3 of the low nibbles,
+// 4-7 of the high ones), one fma per lane and block; the mins' products summed in block
+// order, added last.
+float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ4_1*>(w);
+  const auto* b = static_cast<const BlockQ8_1*>(x);
+  const int64_t nb = n / kQK;
+  float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
+  float mins = 0.0f;
+  auto block = [&](int64_t k, float32x4_t d) {
+    const Nibbles q = nibbles(a[k].qs);
+    const float32x4_t l0 = vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), s8(q.lo), x_lo(b[k])));
+    const float32x4_t l1 = vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), s8(q.hi), x_hi(b[k])));
+    lo = vfmaq_f32(lo, l0, d);
+    hi = vfmaq_f32(hi, l1, d);
+  };
+  int64_t ib = 0;
+  for (; ib + 4 <= nb; ib += 4) {
+    const float32x4_t d = dxw4(a + ib, b + ib);
+    const float32x4_t m = vmulq_f32(fp16x4(a[ib].m, a[ib + 1].m, a[ib + 2].m, a[ib + 3].m),
+                                    fp16x4(b[ib].s, b[ib + 1].s, b[ib + 2].s, b[ib + 3].s));
+    block(ib, vdupq_laneq_f32(d, 0));
+    block(ib + 1, vdupq_laneq_f32(d, 1));
+    block(ib + 2, vdupq_laneq_f32(d, 2));
+    block(ib + 3, vdupq_laneq_f32(d, 3));
+    mins += vgetq_lane_f32(m, 0);
+    mins += vgetq_lane_f32(m, 1);
+    mins += vgetq_lane_f32(m, 2);
+    mins += vgetq_lane_f32(m, 3);
+  }
+  for (; ib < nb; ++ib) {
+    block(ib, vdupq_n_f32(fp16(a[ib].d) * fp16(b[ib].d)));
+    mins += fp16(a[ib].m) * fp16(b[ib].s);
+  }
+  const float32x4_t t = vaddq_f32(lo, hi);                           // [a0 + a4, a1 + a5, a2 + a6, a3 + a7]
+  const float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));  // [t0 + t2, t1 + t3]
+  return vpadds_f32(u) + mins;
+}
+
+float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ5_0*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  return seq_blocks<false>(a, b, n / kQK, [&](int64_t k) {
+    const Nibbles q = nibbles(a[k].qs), h = bits_to_bytes(a[k].qh);
+    return dot32(q5_0_signed(q.lo, h.lo), q5_0_signed(q.hi, h.hi), x_lo(b[k]), x_hi(b[k]));
+  });
+}
+
+float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockQ5_1*>(w);
+  const auto* b = static_cast<const BlockQ8_1*>(x);
+  return seq_blocks<true>(a, b, n / kQK, [&](int64_t k) {
+    const Nibbles q = nibbles(a[k].qs), h = bits_to_bytes(a[k].qh);
+    return dot32(q5_1_unsigned(q.lo, h.lo), q5_1_unsigned(q.hi, h.hi), x_lo(b[k]), x_hi(b[k]));
+  });
+}
 
 // s = fma(d_w * d_x, sum_i w_i x_i, s) per block in order (ref's Seq): four blocks' integer
 // sums and scale products at once, then their four fmas one after another.
 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
   const auto* a = static_cast<const BlockQ8_0*>(w);
   const auto* b = static_cast<const BlockQ8_0*>(x);
-  const int64_t nb = n / kQK;
-  float s = 0.0f;
-  int64_t ib = 0;
-  for (; ib + 4 <= nb; ib += 4) {
-    const float32x4_t f = vcvtq_f32_s32(block_sums4(a + ib, b + ib));  // |sum| <= 2^19: exact
-    const float32x4_t d = vmulq_f32(scales4(a + ib), scales4(b + ib));
-    s = std::fma(vgetq_lane_f32(d, 0), vgetq_lane_f32(f, 0), s);
-    s = std::fma(vgetq_lane_f32(d, 1), vgetq_lane_f32(f, 1), s);
-    s = std::fma(vgetq_lane_f32(d, 2), vgetq_lane_f32(f, 2), s);
-    s = std::fma(vgetq_lane_f32(d, 3), vgetq_lane_f32(f, 3), s);
-  }
-  for (; ib < nb; ++ib) {
-    int32x4_t acc = vdotq_s32(vdupq_n_s32(0), vld1q_s8(a[ib].qs), vld1q_s8(b[ib].qs));
-    acc = vdotq_s32(acc, vld1q_s8(a[ib].qs + 16), vld1q_s8(b[ib].qs + 16));
-    const float dw = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(a[ib].d))), 0);
-    const float dx = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(b[ib].d))), 0);
-    s = std::fma(dw * dx, static_cast<float>(vaddvq_s32(acc)), s);
-  }
-  return s;
+  return seq_blocks<false>(a, b, n / kQK, [&](int64_t k) { return dot32(x_lo(a[k]), x_hi(a[k]), x_lo(b[k]), x_hi(b[k])); });
+}
+
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
+  const auto* a = static_cast<const BlockIQ4_NL*>(w);
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  const int8x16_t table = iq4nl_table();
+  return seq_blocks<false>(a, b, n / kQK, [&](int64_t k) {
+    const Nibbles q = nibbles(a[k].qs);
+    return dot32(vqtbl1q_s8(table, q.lo), vqtbl1q_s8(table, q.hi), x_lo(b[k]), x_hi(b[k]));
+  });
 }
 
 }  // namespace minfer::cpu::dotprod
