@@ -81,6 +81,8 @@ CpuKernels make_neon() {
   // Only the ARM tables' own GEMMs: a weight type without one keeps its row kernels (same
   // bits) and is not repacked, rather than going through the scalar reference GEMM.
   for (GemmFn& g : k.gemm) g = nullptr;
+  k.gemm[type_slot(DType::F16)] = neon::gemm_f16;
+  k.gemm[type_slot(DType::BF16)] = neon::gemm_bf16;
   return k;
 }
 
@@ -99,6 +101,12 @@ CpuKernels make_dotprod(const CpuKernels& base) {
   k.gemm[type_slot(DType::Q4_1)] = dotprod::gemm_q4_1;
   k.gemm[type_slot(DType::Q5_1)] = dotprod::gemm_q5_1;
   k.gemm[type_slot(DType::IQ4_NL)] = dotprod::gemm_iq4_nl;
+  k.gemm[type_slot(DType::Q2_K)] = dotprod::gemm_q2_k;
+  k.gemm[type_slot(DType::Q3_K)] = dotprod::gemm_q3_k;
+  k.gemm[type_slot(DType::Q4_K)] = dotprod::gemm_q4_k;
+  k.gemm[type_slot(DType::Q5_K)] = dotprod::gemm_q5_k;
+  k.gemm[type_slot(DType::Q6_K)] = dotprod::gemm_q6_k;
+  k.gemm[type_slot(DType::IQ4_XS)] = dotprod::gemm_iq4_xs;
   return k;
 }
 

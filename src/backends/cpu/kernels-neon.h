@@ -28,6 +28,9 @@ void quantize_f16(const float* x, void* y, int64_t n);
 void quantize_bf16(const float* x, void* y, int64_t n);
 void quantize_q8_0(const float* x, void* y, int64_t n);
 void quantize_q8_1(const float* x, void* y, int64_t n);
+// gemm-float-neon.cpp: F16 / BF16 GEMMs over repacked weights (kernels.h, GemmArgs)
+void gemm_f16(const GemmArgs& a);
+void gemm_bf16(const GemmArgs& a);
 
 }  // namespace minfer::cpu::neon
 
@@ -48,5 +51,12 @@ void gemm_q8_0(const GemmArgs& a);
 void gemm_q4_1(const GemmArgs& a);
 void gemm_q5_1(const GemmArgs& a);
 void gemm_iq4_nl(const GemmArgs& a);
+// gemm-kquant-dotprod.cpp
+void gemm_q2_k(const GemmArgs& a);
+void gemm_q3_k(const GemmArgs& a);
+void gemm_q4_k(const GemmArgs& a);
+void gemm_q5_k(const GemmArgs& a);
+void gemm_q6_k(const GemmArgs& a);
+void gemm_iq4_xs(const GemmArgs& a);
 
 }  // namespace minfer::cpu::dotprod
