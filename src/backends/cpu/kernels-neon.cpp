@@ -113,6 +113,10 @@ CpuKernels make_dotprod(const CpuKernels& base) {
 CpuKernels make_i8mm(const CpuKernels& base) {
   CpuKernels k = base;
   k.isa = "i8mm";
+  k.gemm[type_slot(DType::Q4_0)] = i8mm::gemm_q4_0;
+  k.gemm[type_slot(DType::Q8_0)] = i8mm::gemm_q8_0;
+  k.gemm[type_slot(DType::Q4_K)] = i8mm::gemm_q4_k;
+  k.gemm[type_slot(DType::Q6_K)] = i8mm::gemm_q6_k;
   return k;
 }
 

@@ -60,3 +60,14 @@ void gemm_q6_k(const GemmArgs& a);
 void gemm_iq4_xs(const GemmArgs& a);
 
 }  // namespace minfer::cpu::dotprod
+
+namespace minfer::cpu::i8mm {
+
+// gemm-i8mm.cpp: SMMLA GEMMs over repacked weights (kernels.h, GemmArgs)
+void gemm_q4_0(const GemmArgs& a);
+void gemm_q8_0(const GemmArgs& a);
+// gemm-kquant-i8mm.cpp
+void gemm_q4_k(const GemmArgs& a);
+void gemm_q6_k(const GemmArgs& a);
+
+}  // namespace minfer::cpu::i8mm
