@@ -77,7 +77,14 @@ CpuKernels make_neon() {
   k.quantize[type_slot(DType::F16)] = neon::quantize_f16;
   k.quantize[type_slot(DType::BF16)] = neon::quantize_bf16;
   k.quantize[type_slot(DType::Q8_0)] = neon::quantize_q8_0;
+  k.vec_dot[type_slot(DType::Q2_K)] = neon::vec_dot_q2_k;
+  k.vec_dot[type_slot(DType::Q3_K)] = neon::vec_dot_q3_k;
+  k.vec_dot[type_slot(DType::Q4_K)] = neon::vec_dot_q4_k;
+  k.vec_dot[type_slot(DType::Q5_K)] = neon::vec_dot_q5_k;
+  k.vec_dot[type_slot(DType::Q6_K)] = neon::vec_dot_q6_k;
+  k.vec_dot[type_slot(DType::IQ4_XS)] = neon::vec_dot_iq4_xs;
   k.quantize[type_slot(DType::Q8_1)] = neon::quantize_q8_1;
+  k.quantize[type_slot(DType::Q8_K)] = neon::quantize_q8_k;
   // Only the ARM tables' own GEMMs: a weight type without one keeps its row kernels (same
   // bits) and is not repacked, rather than going through the scalar reference GEMM.
   for (GemmFn& g : k.gemm) g = nullptr;
@@ -95,6 +102,12 @@ CpuKernels make_dotprod(const CpuKernels& base) {
   k.vec_dot[type_slot(DType::Q5_1)] = dotprod::vec_dot_q5_1;
   k.vec_dot[type_slot(DType::Q8_0)] = dotprod::vec_dot_q8_0;
   k.vec_dot[type_slot(DType::IQ4_NL)] = dotprod::vec_dot_iq4_nl;
+  k.vec_dot[type_slot(DType::Q2_K)] = dotprod::vec_dot_q2_k;
+  k.vec_dot[type_slot(DType::Q3_K)] = dotprod::vec_dot_q3_k;
+  k.vec_dot[type_slot(DType::Q4_K)] = dotprod::vec_dot_q4_k;
+  k.vec_dot[type_slot(DType::Q5_K)] = dotprod::vec_dot_q5_k;
+  k.vec_dot[type_slot(DType::Q6_K)] = dotprod::vec_dot_q6_k;
+  k.vec_dot[type_slot(DType::IQ4_XS)] = dotprod::vec_dot_iq4_xs;
   k.gemm[type_slot(DType::Q4_0)] = dotprod::gemm_q4_0;
   k.gemm[type_slot(DType::Q5_0)] = dotprod::gemm_q5_0;
   k.gemm[type_slot(DType::Q8_0)] = dotprod::gemm_q8_0;

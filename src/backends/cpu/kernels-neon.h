@@ -28,6 +28,14 @@ void quantize_f16(const float* x, void* y, int64_t n);
 void quantize_bf16(const float* x, void* y, int64_t n);
 void quantize_q8_0(const float* x, void* y, int64_t n);
 void quantize_q8_1(const float* x, void* y, int64_t n);
+// vec-dot-kquant-neon.cpp
+float vec_dot_q2_k(int64_t n, const void* w, const void* x);
+float vec_dot_q3_k(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* x);
+void quantize_q8_k(const float* x, void* y, int64_t n);
 // gemm-float-neon.cpp: F16 / BF16 GEMMs over repacked weights (kernels.h, GemmArgs)
 void gemm_f16(const GemmArgs& a);
 void gemm_bf16(const GemmArgs& a);
@@ -43,6 +51,13 @@ float vec_dot_q5_0(int64_t n, const void* w, const void* x);
 float vec_dot_q5_1(int64_t n, const void* w, const void* x);
 float vec_dot_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_iq4_nl(int64_t n, const void* w, const void* x);
+// vec-dot-kquant-dotprod.cpp
+float vec_dot_q2_k(int64_t n, const void* w, const void* x);
+float vec_dot_q3_k(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* x);
 
 // gemm-dotprod.cpp: GEMMs over repacked weights (kernels.h, GemmArgs)
 void gemm_q4_0(const GemmArgs& a);
