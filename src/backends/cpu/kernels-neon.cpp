@@ -85,6 +85,20 @@ CpuKernels make_neon() {
   k.vec_dot[type_slot(DType::IQ4_XS)] = neon::vec_dot_iq4_xs;
   k.quantize[type_slot(DType::Q8_1)] = neon::quantize_q8_1;
   k.quantize[type_slot(DType::Q8_K)] = neon::quantize_q8_k;
+  k.dot_w64_f16 = neon::dot_w64_f16;
+  k.dot_w64_f32 = neon::dot_w64_f32;
+  k.mad_f16 = neon::mad_f16;
+  k.dot_w64_rows_f16 = neon::dot_w64_rows_f16;
+  k.mad_rows_f16 = neon::mad_rows_f16;
+  k.mad_rows_f32 = neon::mad_rows_f32;
+  k.row_to_f32[type_slot(DType::Q8_0)] = neon::row_to_f32_q8_0;
+  k.row_to_f32[type_slot(DType::Q4_0)] = neon::row_to_f32_q4_0;
+  k.silu_row = neon::silu_row;
+  k.rope_row = neon::rope_row;
+  k.attn_wide = neon::attn_wide;
+  k.attn_tile = neon::attn_tile;
+  k.attn_tile_rows = kAttnTileMaxRows;  // the reference's tiles (attn-tile-neon.cpp splits them)
+  k.attn_rows_f16 = neon::attn_rows_f16;
   // Only the ARM tables' own GEMMs: a weight type without one keeps its row kernels (same
   // bits) and is not repacked, rather than going through the scalar reference GEMM.
   for (GemmFn& g : k.gemm) g = nullptr;

@@ -10,6 +10,8 @@
 
 namespace minfer::cpu {
 struct GemmArgs;
+struct AttnWideArgs;
+struct AttnTileArgs;
 }
 
 namespace minfer::cpu::neon {
@@ -36,6 +38,23 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k(int64_t n, const void* w, const void* x);
 float vec_dot_iq4_xs(int64_t n, const void* w, const void* x);
 void quantize_q8_k(const float* x, void* y, int64_t n);
+
+// float-neon.cpp: the narrow attention's row kernels, quantized cache rows to f32
+float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y);
+float dot_w64_f32(int64_t n, const float* x, const float* y);
+void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v);
+void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_stride, int64_t n_rows, float* s);
+void mad_rows_f16(int64_t n, uint16_t* acc, int64_t acc_stride, const uint16_t* v, const float* p, int64_t n_rows);
+void mad_rows_f32(int64_t n, float* acc, int64_t acc_stride, const float* v, const float* p, int64_t n_rows);
+void row_to_f32_q8_0(int64_t n, const void* x, float* y);
+void row_to_f32_q4_0(int64_t n, const void* x, float* y);
+// silu-neon.cpp, rope-row-neon.cpp
+void silu_row(int64_t n, float* y, const float* x);
+void rope_row(int64_t half, bool neox, const float* cos, const float* sin, const float* x, float* y);
+// attn-wide-neon.cpp, attn-tile-neon.cpp, attn-rows-neon.cpp
+void attn_wide(const AttnWideArgs& a);
+void attn_tile(const AttnTileArgs& a);
+void attn_rows_f16(const AttnWideArgs& a);
 // gemm-float-neon.cpp: F16 / BF16 GEMMs over repacked weights (kernels.h, GemmArgs)
 void gemm_f16(const GemmArgs& a);
 void gemm_bf16(const GemmArgs& a);
