@@ -201,8 +201,9 @@ TEST(CpuAttnKernels, WideKernelFollowsTheReference) {
 }
 
 // attn_tile on every table, bit for bit (kernels.h fixes each row's float steps), for tiles of
-// up to the table's attn_tile_rows rows: few rows (decode), a whole 32-row tile, 64 rows split
-// by tokens and by heads, head sizes whose V sums take 4-dimension blocks, quantized caches.
+// up to the table's attn_tile_rows rows: 1 or 2 rows (keys in lanes on some tables) with key
+// counts that differ per token, few rows (decode), a whole 32-row tile, 64 rows split by tokens
+// and by heads, head sizes whose V sums take 4-dimension blocks, quantized caches.
 TEST(CpuAttnKernels, TileKernelIsBitIdenticalToTheReference) {
   struct Case {
     int64_t T, G, hd, hd_v;
@@ -215,6 +216,9 @@ TEST(CpuAttnKernels, TileKernelIsBitIdenticalToTheReference) {
   const Case cases[] = {
       {1, 1, 64, 64, DType::F16, 0.0f, {1}},
       {1, 2, 128, 128, DType::F16, 0.0f, {77}},
+      {2, 1, 64, 64, DType::F32, 5.0f, {40, 70}},
+      {1, 2, 64, 96, DType::Q8_0, 0.0f, {33}},
+      {1, 1, 36, 20, DType::F16, 0.0f, {100}},
       {1, 3, 36, 36, DType::F32, 0.0f, {40}},
       {2, 5, 64, 64, DType::F16, 5.0f, {33, 64}},
       {16, 2, 64, 64, DType::F32, 0.0f, std::vector<int32_t>(rising.begin(), rising.begin() + 16)},
