@@ -3,7 +3,8 @@
 # and format tests, oracle comparisons against gguf-py / llama.cpp, the ISA checks of tests/isa
 # with the qemu runs, and a 60 s libFuzzer run per parser), the ISA scan of the fuzz tree, then
 # the server and thread tests again under ASan+UBSan and TSan builds (scripts/test-sanitizers.sh,
-# which scans those trees too; MINFER_SKIP_SANITIZERS=1 skips them). Needs scripts/setup.sh to
+# which scans those trees too; MINFER_SKIP_SANITIZERS=1 skips them), and the ARM build under
+# qemu-user (scripts/test-arm64.sh; MINFER_SKIP_ARM64=1 skips it). Needs scripts/setup.sh to
 # have run once. Prints the wall time of each stage, then ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +72,21 @@ if [ "${MINFER_SKIP_SANITIZERS:-0}" != 1 ]; then
   stage_end
   while IFS= read -r l; do STAGES+=("  $l"); done < <(sed -n 's/^\[sanitizers\] time: //p' build/sanitizers.log)
 fi
+arm_passed=0
+arm_failed=0
+if [ "${MINFER_SKIP_ARM64:-0}" != 1 ]; then
+  stage_start "arm64 (cross build, qemu)"
+  ./scripts/test-arm64.sh 2>&1 | tee build/arm64.log
+  arm_rc=${PIPESTATUS[0]}
+  line=$(grep -E '^arm64: [0-9]+ passed, [0-9]+ failed' build/arm64.log | tail -1)
+  arm_passed=$(echo "$line" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || echo 0)
+  arm_failed=$(echo "$line" | grep -Eo '[0-9]+ failed' | grep -Eo '[0-9]+' || echo 1)
+  [ -n "$line" ] || arm_failed=1
+  [ "$arm_rc" -eq 0 ] || [ "$arm_failed" -gt 0 ] || arm_failed=1
+  [ "$arm_failed" -eq 0 ] || rc=1
+  stage_end
+  while IFS= read -r l; do STAGES+=("  $l"); done < <(sed -n 's/^\[arm64\]   //p' build/arm64.log)
+fi
 print_stages
-echo "$((total - failed + extra_passed + san_passed)) passed, $((failed + extra_failed + san_failed)) failed"
+echo "$((total - failed + extra_passed + san_passed + arm_passed)) passed, $((failed + extra_failed + san_failed + arm_failed)) failed"
 exit $rc
