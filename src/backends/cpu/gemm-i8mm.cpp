@@ -1,4 +1,4 @@
-// SMMLA (ARMv8.6 FEAT_I8MM) GEMMs of Q4_0 and Q8_0 over the repacked weights of repack.h (the
+// SMMLA (ARMv8.6 FEAT_I8MM) GEMMs of Q4_0, Q5_0, Q8_0 and IQ4_NL over the repacked weights of repack.h (the
 // layout of the SDOT kernels, gemm-dotprod.cpp), bit-identical to the scalar specs in
 // gemm-ref.cpp. vmmlaq_s32(acc, x, w) multiplies a 2 x 8 matrix of int8 by the transpose of
 // another: with x = two tokens' activation bytes 8k .. 8k+7 and w = two rows' weight bytes of
@@ -85,6 +85,46 @@ struct Q4_0W {
         w[h][k] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(z[h][k], m4)), eight);
         w[h][2 + k] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(z[h][k], 4)), eight);
       }
+    }
+  }
+};
+
+// IQ4_NL: Q4_0's layout and zips, each nibble a kIq4nlValues lookup.
+struct IQ4_NLW {
+  static constexpr DType kType = DType::IQ4_NL;
+  static void load(const uint8_t* blk, int q, int8x16_t w[2][4]) {
+    const uint8_t* qs = blk + 32 + 16 * q;
+    const uint32x4_t r0 = vld1q_u32(reinterpret_cast<const uint32_t*>(qs));
+    const uint32x4_t r1 = vld1q_u32(reinterpret_cast<const uint32_t*>(qs + 64));
+    const uint32x4_t r2 = vld1q_u32(reinterpret_cast<const uint32_t*>(qs + 128));
+    const uint32x4_t r3 = vld1q_u32(reinterpret_cast<const uint32_t*>(qs + 192));
+    const uint8x16_t z[2][2] = {{vreinterpretq_u8_u32(vzip1q_u32(r0, r1)), vreinterpretq_u8_u32(vzip1q_u32(r2, r3))},
+                                {vreinterpretq_u8_u32(vzip2q_u32(r0, r1)), vreinterpretq_u8_u32(vzip2q_u32(r2, r3))}};
+    const int8x16_t table = vld1q_s8(kIq4nlValues);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    #pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      #pragma GCC unroll 2
+      for (int k = 0; k < 2; ++k) {
+        w[h][k] = vqtbl1q_s8(table, vandq_u8(z[h][k], m4));
+        w[h][2 + k] = vqtbl1q_s8(table, vshrq_n_u8(z[h][k], 4));
+      }
+    }
+  }
+};
+
+// Q5_0: the SDOT kernel's signed chunks (nibbles5: c < 4 elements 4c .., c >= 4 elements
+// 16 + 4(c - 4) ..), chunks 2k, 2k + 1 zipped into the operand of elements 8k .. 8k+7.
+struct Q5_0W {
+  static constexpr DType kType = DType::Q5_0;
+  static void load(const uint8_t* blk, int q, int8x16_t w[2][4]) {
+    int8x16_t c[8];
+    nibbles5(blk + 32, q, c, true);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const int32x4_t a = vreinterpretq_s32_s8(c[2 * k]), b = vreinterpretq_s32_s8(c[2 * k + 1]);
+      w[0][k] = vreinterpretq_s8_s32(vzip1q_s32(a, b));
+      w[1][k] = vreinterpretq_s8_s32(vzip2q_s32(a, b));
     }
   }
 };
@@ -192,6 +232,8 @@ void gemm(const GemmArgs& a, GemmFn one) {
 
 void gemm_q4_0(const GemmArgs& a) { gemm<Q4_0W>(a, dotprod::gemm_q4_0); }
 void gemm_q8_0(const GemmArgs& a) { gemm<Q8_0W>(a, dotprod::gemm_q8_0); }
+void gemm_q5_0(const GemmArgs& a) { gemm<Q5_0W>(a, dotprod::gemm_q5_0); }
+void gemm_iq4_nl(const GemmArgs& a) { gemm<IQ4_NLW>(a, dotprod::gemm_iq4_nl); }
 
 }  // namespace minfer::cpu::i8mm
 

@@ -142,6 +142,8 @@ CpuKernels make_i8mm(const CpuKernels& base) {
   k.isa = "i8mm";
   k.gemm[type_slot(DType::Q4_0)] = i8mm::gemm_q4_0;
   k.gemm[type_slot(DType::Q8_0)] = i8mm::gemm_q8_0;
+  k.gemm[type_slot(DType::Q5_0)] = i8mm::gemm_q5_0;
+  k.gemm[type_slot(DType::IQ4_NL)] = i8mm::gemm_iq4_nl;
   k.gemm[type_slot(DType::Q4_K)] = i8mm::gemm_q4_k;
   k.gemm[type_slot(DType::Q6_K)] = i8mm::gemm_q6_k;
   return k;

@@ -100,6 +100,8 @@ namespace minfer::cpu::i8mm {
 // gemm-i8mm.cpp: SMMLA GEMMs over repacked weights (kernels.h, GemmArgs)
 void gemm_q4_0(const GemmArgs& a);
 void gemm_q8_0(const GemmArgs& a);
+void gemm_q5_0(const GemmArgs& a);
+void gemm_iq4_nl(const GemmArgs& a);
 // gemm-kquant-i8mm.cpp
 void gemm_q4_k(const GemmArgs& a);
 void gemm_q6_k(const GemmArgs& a);
