@@ -73,6 +73,15 @@ TEST(CpuAttnKernels, DotW64IsBitIdenticalToTheReference) {
       EXPECT_EQ(bits(t->dot_w64_f32(n, xf.data(), yf.data())), bits(want32)) << "n " << n << " on " << t->isa;
     }
   }
+  // Products that all underflow to -0: the sum is -0, with and without a tail of such products.
+  for (int64_t n : {64, 80}) {
+    const std::vector<float> a(static_cast<size_t>(n), 1e-30f), b(static_cast<size_t>(n), -1e-30f);
+    const std::vector<uint16_t> a16(static_cast<size_t>(n), 0x0001), b16(static_cast<size_t>(n), 0x8001);
+    for (const CpuKernels* t : tables()) {
+      EXPECT_EQ(bits(t->dot_w64_f32(n, a.data(), b.data())), bits(ref.dot_w64_f32(n, a.data(), b.data()))) << n << " " << t->isa;
+      EXPECT_EQ(bits(t->dot_w64_f16(n, a16.data(), b16.data())), bits(ref.dot_w64_f16(n, a16.data(), b16.data()))) << n << " " << t->isa;
+    }
+  }
 }
 
 // Query rows (f32 holding f16 values, stride n + 3) against one cache row; the V sums of several

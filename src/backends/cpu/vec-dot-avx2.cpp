@@ -150,9 +150,11 @@ float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
 }
 
 // The W64 order (kernels.h) with 16 lanes as two 8-lane registers: r[2g] holds lanes 0-7 of
-// group g, r[2g + 1] lanes 8-15.
-template <class LoadX, class LoadY>
-float dot_w64(int64_t n, LoadX load_x, LoadY load_y, double tail) {
+// group g, r[2g + 1] lanes 8-15. Then the n % 64 tail, product by product, added in double to
+// the lanes' sum as the reference does (tail(e) is the f32 product of element e), so a -0 sum
+// with no tail stays -0.
+template <class LoadX, class LoadY, class Tail>
+float dot_w64(int64_t n, LoadX load_x, LoadY load_y, Tail tail) {
   __m256 r[8];
   for (auto& v : r) v = _mm256_setzero_ps();
   const int64_t np = n / 64 * 64;
@@ -164,19 +166,19 @@ float dot_w64(int64_t n, LoadX load_x, LoadY load_y, double tail) {
   const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
   const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
   const __m128 t1 = _mm_add_ss(t2, _mm_movehdup_ps(t2));
-  return static_cast<float>(static_cast<double>(_mm_cvtss_f32(t1)) + tail);
+  double sum = _mm_cvtss_f32(t1);
+  for (int64_t e = np; e < n; ++e) sum += static_cast<double>(tail(e));
+  return static_cast<float>(sum);
 }
 
 float dot_w64_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
-  double tail = 0.0;
-  for (int64_t i = n / 64 * 64; i < n; ++i) tail += static_cast<double>(fp16(x[i]) * fp16(y[i]));
-  return dot_w64(n, [&](int64_t i) { return load_f16x8(x + i); }, [&](int64_t i) { return load_f16x8(y + i); }, tail);
+  return dot_w64(n, [&](int64_t i) { return load_f16x8(x + i); }, [&](int64_t i) { return load_f16x8(y + i); },
+                 [&](int64_t e) { return fp16(x[e]) * fp16(y[e]); });
 }
 
 float dot_w64_f32(int64_t n, const float* x, const float* y) {
-  double tail = 0.0;
-  for (int64_t i = n / 64 * 64; i < n; ++i) tail += static_cast<double>(x[i] * y[i]);
-  return dot_w64(n, [&](int64_t i) { return _mm256_loadu_ps(x + i); }, [&](int64_t i) { return _mm256_loadu_ps(y + i); }, tail);
+  return dot_w64(n, [&](int64_t i) { return _mm256_loadu_ps(x + i); }, [&](int64_t i) { return _mm256_loadu_ps(y + i); },
+                 [&](int64_t e) { return x[e] * y[e]; });
 }
 
 void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
@@ -208,9 +210,8 @@ void dot_w64_rows_f16(int64_t n, const uint16_t* k, const float* q, int64_t q_st
   for (; i < n; ++i) kf[i] = fp16(k[i]);
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* qr = q + r * q_stride;
-    double tail = 0.0;
-    for (int64_t e = n / 64 * 64; e < n; ++e) tail += static_cast<double>(kf[e] * qr[e]);
-    s[r] = dot_w64(n, [&](int64_t e) { return _mm256_load_ps(kf + e); }, [&](int64_t e) { return _mm256_loadu_ps(qr + e); }, tail);
+    s[r] = dot_w64(n, [&](int64_t e) { return _mm256_load_ps(kf + e); }, [&](int64_t e) { return _mm256_loadu_ps(qr + e); },
+                   [&](int64_t e) { return kf[e] * qr[e]; });
   }
 }
 
