@@ -6,7 +6,8 @@
 #   - end to end, SmolLM2-135M and Gemma 3 270M, greedy, 32 tokens: the text of
 #     build/bin/minfer (the x86 build) printed exactly by the arm64 binary as -cpu max,
 #     -cpu cortex-a72 and with MINFER_ISA=ref, each run naming the table it was expected to pick,
-#   - `tokenize` and `info` on SmolLM2, output identical to the x86 build's,
+#   - `tokenize` and `info` on SmolLM2, output identical to the x86 build's, and a short `serve`
+#     chat request answered as the x86 server answers it,
 # and the macOS compile-and-link check (scripts/check-macos-arm64.sh). Needs scripts/setup.sh
 # (the cross compiler, the arm64 libraries, qemu-user, ziglang) and the x86 build (scripts/build.sh).
 # Prints the wall time of each part and ends with "N passed, N failed"; exits 1 on a failure.
@@ -130,6 +131,38 @@ same() {  # name, args...
 same tokenize tokenize "$SMOL" "Hello, world! Ünïcödé 123 <|im_start|>user"
 same tokenize-pieces tokenize --show-pieces "$SMOL" "$PROMPT"
 same info info "$SMOL"
+part_end
+
+# A short `serve` request: the arm64 server's greedy chat answer equals the x86 server's.
+part_start "serve (SmolLM2)"
+serve_answer() {  # out, binary runner...
+  local out=$1; shift
+  local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$@" serve "$SMOL" --port "$port" -t 2 -c 512 > "$out.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 180); do
+    grep -q "listening on" "$out.log" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 1
+  done
+  curl -s -m 300 "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+    -d '{"messages":[{"role":"user","content":"Name three colors."}],"max_tokens":16,"temperature":0}' > "$out.json"
+  kill -TERM "$pid" 2>/dev/null
+  wait "$pid"
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"])' "$out.json" > "$out" 2>/dev/null
+}
+if [ -x "$X86" ] && [ -f "$SMOL" ]; then
+  serve_answer "$LOGDIR/serve.x86.txt" "$X86"
+  serve_answer "$LOGDIR/serve.arm64.txt" "${QEMU[@]}" -cpu max "$DIR/bin/minfer"
+  if [ -s "$LOGDIR/serve.x86.txt" ] && cmp -s "$LOGDIR/serve.x86.txt" "$LOGDIR/serve.arm64.txt"; then
+    pass "serve: /v1/chat/completions answer as x86 ($(wc -c < "$LOGDIR/serve.arm64.txt") bytes)"
+  else
+    fail "serve"; tail -5 "$LOGDIR/serve.arm64.txt.log"; diff "$LOGDIR/serve.x86.txt" "$LOGDIR/serve.arm64.txt" | head -10
+  fi
+else
+  fail "serve: needs $X86 (scripts/build.sh) and $SMOL (scripts/setup.sh)"
+fi
 part_end
 
 part_start "macOS arm64 compile + link (zig)"
