@@ -163,4 +163,42 @@ inline int32_t mins_dot_k4(const uint8_t* mins8, const int16_t* bsums) {
   return vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(pairs), vget_low_s16(m)), pairs, m));
 }
 
+// Q4_1 x Q8_1 in the reference's Lanes8 order: per block, lane l (4 consecutive elements) of
+// each 16-byte half is an integer sum, as float, times d_w * d_x into accumulator lane l (lo:
+// lanes 0-3, hi: 4-7); the mins m_w * s_x summed in block order; the lanes then joined as
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), plus the mins. lanes4(w, x) gives the four
+// 4-element integer sums (SDOT where there is one, widening multiplies elsewhere).
+template <typename Lanes4>
+inline float q4_1_lanes8(int64_t n, const BlockQ4_1* a, const BlockQ8_1* b, Lanes4 lanes4) {
+  const int64_t nb = n / 32;
+  float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
+  float mins = 0.0f;
+  auto block = [&](int64_t k, float32x4_t d) {
+    const Nibbles q = nibbles(a[k].qs);
+    lo = vfmaq_f32(lo, vcvtq_f32_s32(lanes4(vreinterpretq_s8_u8(q.lo), x_lo(b[k]))), d);
+    hi = vfmaq_f32(hi, vcvtq_f32_s32(lanes4(vreinterpretq_s8_u8(q.hi), x_hi(b[k]))), d);
+  };
+  int64_t ib = 0;
+  for (; ib + 4 <= nb; ib += 4) {
+    const float32x4_t d = dxw4(a + ib, b + ib);
+    const float32x4_t m = vmulq_f32(fp16x4(a[ib].m, a[ib + 1].m, a[ib + 2].m, a[ib + 3].m),
+                                    fp16x4(b[ib].s, b[ib + 1].s, b[ib + 2].s, b[ib + 3].s));
+    block(ib, vdupq_laneq_f32(d, 0));
+    block(ib + 1, vdupq_laneq_f32(d, 1));
+    block(ib + 2, vdupq_laneq_f32(d, 2));
+    block(ib + 3, vdupq_laneq_f32(d, 3));
+    mins += vgetq_lane_f32(m, 0);
+    mins += vgetq_lane_f32(m, 1);
+    mins += vgetq_lane_f32(m, 2);
+    mins += vgetq_lane_f32(m, 3);
+  }
+  for (; ib < nb; ++ib) {
+    block(ib, vdupq_n_f32(fp16(a[ib].d) * fp16(b[ib].d)));
+    mins += fp16(a[ib].m) * fp16(b[ib].s);
+  }
+  const float32x4_t t = vaddq_f32(lo, hi);                           // [a0 + a4, a1 + a5, a2 + a6, a3 + a7]
+  const float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));  // [t0 + t2, t1 + t3]
+  return vpadds_f32(u) + mins;
+}
+
 }  // namespace minfer::cpu::MINFER_ISA

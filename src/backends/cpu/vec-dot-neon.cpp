@@ -180,39 +180,8 @@ float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
 // Lanes8 (vec-dot-ref.cpp): lanes 0-3 and 4-7 of the 8 group sums in two registers, one fma
 // per lane and block; the mins' products summed in block order, added last.
 float vec_dot_q4_1(int64_t n, const void* w, const void* x) {
-  const auto* a = static_cast<const BlockQ4_1*>(w);
-  const auto* b = static_cast<const BlockQ8_1*>(x);
-  const int64_t nb = n / kQK;
-  float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
-  float mins = 0.0f;
-  auto block = [&](int64_t k, float32x4_t d) {
-    const Nibbles q = nibbles(a[k].qs);
-    const float32x4_t l0 = vcvtq_f32_s32(lanes4(vreinterpretq_s8_u8(q.lo), x_lo(b[k])));
-    const float32x4_t l1 = vcvtq_f32_s32(lanes4(vreinterpretq_s8_u8(q.hi), x_hi(b[k])));
-    lo = vfmaq_f32(lo, l0, d);
-    hi = vfmaq_f32(hi, l1, d);
-  };
-  int64_t ib = 0;
-  for (; ib + 4 <= nb; ib += 4) {
-    const float32x4_t d = dxw4(a + ib, b + ib);
-    const float32x4_t m = vmulq_f32(fp16x4(a[ib].m, a[ib + 1].m, a[ib + 2].m, a[ib + 3].m),
-                                    fp16x4(b[ib].s, b[ib + 1].s, b[ib + 2].s, b[ib + 3].s));
-    block(ib, vdupq_laneq_f32(d, 0));
-    block(ib + 1, vdupq_laneq_f32(d, 1));
-    block(ib + 2, vdupq_laneq_f32(d, 2));
-    block(ib + 3, vdupq_laneq_f32(d, 3));
-    mins += vgetq_lane_f32(m, 0);
-    mins += vgetq_lane_f32(m, 1);
-    mins += vgetq_lane_f32(m, 2);
-    mins += vgetq_lane_f32(m, 3);
-  }
-  for (; ib < nb; ++ib) {
-    block(ib, vdupq_n_f32(fp16(a[ib].d) * fp16(b[ib].d)));
-    mins += fp16(a[ib].m) * fp16(b[ib].s);
-  }
-  const float32x4_t t = vaddq_f32(lo, hi);                           // [a0 + a4, a1 + a5, a2 + a6, a3 + a7]
-  const float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));  // [t0 + t2, t1 + t3]
-  return vpadds_f32(u) + mins;
+  return q4_1_lanes8(n, static_cast<const BlockQ4_1*>(w), static_cast<const BlockQ8_1*>(x),
+                     [](int8x16_t wq, int8x16_t xq) { return lanes4(wq, xq); });
 }
 
 float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
