@@ -103,4 +103,39 @@ inline void nibbles5(const uint8_t* qs, int q, int8x16_t w[8], bool is_signed) {
   }
 }
 
+// The i8mm GEMMs' shared steps. store_pair_tile: a tile's SMMLA sums, acc[quad][row pair][token
+// pair] (each [r0t0, r0t1, r1t0, r1t1]), written to y as rows of tokens t0 + 2p and t0 + 2p + 1.
+template <int P>
+inline void store_pair_tile(const GemmArgs& a, int64_t g, int64_t t0, const float32x4_t (&acc)[4][2][P]) {
+  for (int q = 0; q < 4; ++q)
+    for (int p = 0; p < P; ++p) {
+      const float64x2_t lo = vreinterpretq_f64_f32(acc[q][0][p]), hi = vreinterpretq_f64_f32(acc[q][1][p]);
+      float* y = a.y + (t0 + 2 * p) * a.y_stride + g * kRepackRows + 4 * q;
+      vst1q_f32(y, vreinterpretq_f32_f64(vzip1q_f64(lo, hi)));
+      vst1q_f32(y + a.y_stride, vreinterpretq_f32_f64(vzip2q_f64(lo, hi)));
+    }
+}
+
+// Token tiles of 8, 4, 2 through SMMLA (tile.template operator()<P>(g, t0): P token pairs); an
+// odd last token through the SDOT kernel `one`.
+template <class Tile>
+inline void smmla_gemm(const GemmArgs& a, GemmFn one, Tile tile) {
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    int64_t t = 0;
+    for (; t + 8 <= a.n_tok; t += 8) tile.template operator()<4>(g, t);
+    if (t + 4 <= a.n_tok) tile.template operator()<2>(g, t), t += 4;
+    if (t + 2 <= a.n_tok) tile.template operator()<1>(g, t);
+  }
+  if (a.n_tok % 2) {
+    GemmArgs o = a;
+    const int64_t t = a.n_tok - 1;
+    o.x = a.x + static_cast<size_t>(t) * a.x_row;
+    o.xsum = a.xsum ? a.xsum + t * a.n_blocks : nullptr;
+    o.xd_tiles = nullptr;
+    o.n_tok = 1;
+    o.y = a.y + t * a.y_stride;
+    one(o);
+  }
+}
+
 }  // namespace minfer::cpu::MINFER_ISA

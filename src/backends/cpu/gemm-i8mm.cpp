@@ -198,34 +198,12 @@ template <class B, int P>
       }
     }
   }
-  for (int q = 0; q < 4; ++q)
-    for (int p = 0; p < P; ++p) {
-      const float64x2_t lo = vreinterpretq_f64_f32(acc[q][0][p]), hi = vreinterpretq_f64_f32(acc[q][1][p]);
-      float* y = a.y + (t0 + 2 * p) * a.y_stride + g * kRepackRows + 4 * q;
-      vst1q_f32(y, vreinterpretq_f32_f64(vzip1q_f64(lo, hi)));
-      vst1q_f32(y + a.y_stride, vreinterpretq_f32_f64(vzip2q_f64(lo, hi)));
-    }
+  store_pair_tile<P>(a, g, t0, acc);
 }
 
-// Token tiles of 8, 4, 2 through SMMLA; an odd last token through the SDOT kernel `one`.
 template <class B>
 void gemm(const GemmArgs& a, GemmFn one) {
-  for (int64_t g = a.g0; g < a.g1; ++g) {
-    int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) tile<B, 4>(a, g, t);
-    if (t + 4 <= a.n_tok) tile<B, 2>(a, g, t), t += 4;
-    if (t + 2 <= a.n_tok) tile<B, 1>(a, g, t);
-  }
-  if (a.n_tok % 2) {
-    GemmArgs o = a;
-    const int64_t t = a.n_tok - 1;
-    o.x = a.x + static_cast<size_t>(t) * a.x_row;
-    o.xsum = a.xsum ? a.xsum + t * a.n_blocks : nullptr;
-    o.xd_tiles = nullptr;
-    o.n_tok = 1;
-    o.y = a.y + t * a.y_stride;
-    one(o);
-  }
+  smmla_gemm(a, one, [&]<int P>(int64_t g, int64_t t0) { tile<B, P>(a, g, t0); });
 }
 
 }  // namespace
