@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "api/gguf-json.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "gguf/reader.h"
@@ -18,24 +19,6 @@ namespace minfer::cli {
 namespace {
 
 using nlohmann::json;
-
-json to_json(const GgufValue& v) {
-  return std::visit(
-      [](const auto& x) -> json {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, GgufArray>) {
-          json a = json::array();
-          for (size_t i = 0; i < x.size(); ++i) a.push_back(to_json(x.at(i)));
-          return a;
-        } else if constexpr (std::is_same_v<T, float>) {
-          // Print the float's shortest decimal form, not its widened double (1e-05, not 9.99e-06).
-          return json(std::stod(fmt::format("{}", x)));
-        } else {
-          return json(x);
-        }
-      },
-      v.storage());
-}
 
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -234,7 +217,7 @@ int cmd_info(int argc, char** argv) {
         vocab_lengths[kv.key] = a->size();
         continue;
       }
-      md[kv.key] = to_json(kv.value);
+      md[kv.key] = api::gguf_value_json(kv.value);
     }
     j["metadata"] = md;
     j["metadata_types"] = md_types;

@@ -27,10 +27,11 @@ bool SseWriter::done() {
   return true;
 }
 
-void stream_sse(httplib::Response& res, httplib::ContentProviderWithoutLength provider, std::function<void(bool ok)> on_close) {
+void stream_chunks(httplib::Response& res, const char* content_type, httplib::ContentProviderWithoutLength provider,
+                   std::function<void(bool ok)> on_close) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider("text/event-stream", std::move(provider), [on_close = std::move(on_close)](bool ok) {
+  res.set_chunked_content_provider(content_type, std::move(provider), [on_close = std::move(on_close)](bool ok) {
     if (on_close) on_close(ok);
   });
 }

@@ -42,9 +42,15 @@ class SseWriter {
   std::string pending_;
 };
 
-// Answers `res` with an event stream: text/event-stream, no caching, no proxy buffering
-// (X-Accel-Buffering: no). on_close(ok) runs when the stream ends (ok false: cut short).
-void stream_sse(httplib::Response& res, httplib::ContentProviderWithoutLength provider,
-                std::function<void(bool ok)> on_close = {});
+// Answers `res` with a stream of `content_type` chunks (Ollama's application/x-ndjson lines ...):
+// no caching, no proxy buffering (X-Accel-Buffering: no). on_close(ok) runs when the stream
+// ends (ok false: cut short).
+void stream_chunks(httplib::Response& res, const char* content_type, httplib::ContentProviderWithoutLength provider,
+                   std::function<void(bool ok)> on_close = {});
+// The same as an event stream (text/event-stream).
+inline void stream_sse(httplib::Response& res, httplib::ContentProviderWithoutLength provider,
+                       std::function<void(bool ok)> on_close = {}) {
+  stream_chunks(res, "text/event-stream", std::move(provider), std::move(on_close));
+}
 
 }  // namespace minfer::http

@@ -214,6 +214,7 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
   add_anthropic_routes(web, s);
   add_responses_routes(web, s);
   add_embedding_routes(web, s);
+  add_ollama_routes(web, s);
   if (s.sp.webui) add_webui_routes(web, s);
   auto health = [&s, watchdog_s = ep.watchdog_s](const httplib::Request&, httplib::Response& r) {
     if (s.draining) {

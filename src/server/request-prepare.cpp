@@ -229,8 +229,10 @@ ApiResult<CompletionRequest> prepare_request(ParsedRequest p, const ParseContext
   int64_t n_prompt = static_cast<int64_t>(r.prompt.size());
   for (const auto& [ids, t] : r.extra_prompts) n_prompt = std::max<int64_t>(n_prompt, static_cast<int64_t>(ids.size()));
   // With context shift a generation goes past the context's end: only the prompt must fit.
-  // max_tokens & co (OpenAI's names, Anthropic's, Responses') count, not llama-server's n_predict.
-  const bool explicit_max = !ctx.context_shift && !p.n_predict_name.empty() && p.n_predict_name != "n_predict";
+  // max_tokens & co (OpenAI's names, Anthropic's, Responses') count, not llama-server's n_predict
+  // nor Ollama's num_predict (there a reply just ends at the context's end).
+  const bool explicit_max = !ctx.context_shift && !p.n_predict_name.empty() && p.n_predict_name != "n_predict" &&
+                            p.n_predict_name != "num_predict";
   const int64_t n_predict = std::max<int64_t>(r.n_predict, 0);
   if (n_prompt >= ctx.n_ctx_slot || n_prompt + (explicit_max ? n_predict : 0) > ctx.n_ctx_slot)
     return context_size_error(n_prompt, n_predict, explicit_max, ctx.n_ctx_slot, prompt_param);

@@ -1,5 +1,5 @@
 // Embeddings: POST /v1/embeddings (OpenAI's shape), /embeddings and /embedding (llama-server's);
-// one engine job per input (api-embeddings.h, docs/server-api.md#embeddings).
+// the inputs dealt over the slots' jobs (ServerState::embed; api-embeddings.h, docs/server-api.md#embeddings).
 #include <algorithm>
 
 #include "server/api-embeddings.h"
@@ -9,42 +9,48 @@ namespace minfer::server {
 namespace {
 
 void embeddings(ServerState& s, const httplib::Request& req, httplib::Response& res, bool oai) {
-  const auto t0 = Clock::now();
   auto body = s.parse_body(req, res);
   if (!body) return;
-  if (!s.sp.embeddings_refusal.empty()) return s.reply_error(res, invalid_param("", s.sp.embeddings_refusal));
-  auto parsed = parse_embedding_request(*body, oai, *s.tok, s.engine->n_ctx_slot(), s.sp.pooling);
-  if (auto* e = std::get_if<ApiError>(&parsed)) return s.reply_error(res, *e);
+  s.embed(*body, res, oai, error_json,
+          [&s](const EmbeddingRequest& r, std::vector<DoneEvent::Embedding>& out) { return embeddings_json(r, out, s.model_id); });
+}
+
+}  // namespace
+
+void ServerState::embed(const json& body, httplib::Response& res, bool oai, ErrorShape shape,
+                        std::function<json(const EmbeddingRequest& r, std::vector<DoneEvent::Embedding>& out)> reply) {
+  const auto t0 = Clock::now();
+  if (!sp.embeddings_refusal.empty()) return reply_error(res, invalid_param("", sp.embeddings_refusal), shape);
+  auto parsed = parse_embedding_request(body, oai, *tok, engine->n_ctx_slot(), sp.pooling);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e, shape);
   auto r = std::make_shared<EmbeddingRequest>(std::move(std::get<EmbeddingRequest>(parsed)));
   // The inputs dealt over at most one job per slot (in turn), so a request of any size takes a
   // bounded room in the queue and the slots share its work.
   const int n = static_cast<int>(r->inputs.size());
-  const int n_jobs = std::min(n, s.engine->params().n_slots);
+  const int n_jobs = std::min(n, engine->params().n_slots);
   auto ch = std::make_shared<EventChannel>(n_jobs);
   std::vector<Job> jobs(static_cast<size_t>(n_jobs));
   for (int j = 0; j < n_jobs; ++j) {
     Job& job = jobs[static_cast<size_t>(j)];
-    job.embed = Job::Embed{.pooling = s.sp.pooling, .normalize = r->normalize, .inputs = {}};
+    job.embed = Job::Embed{.pooling = sp.pooling, .normalize = r->normalize, .inputs = {}};
     job.cache_prompt = false;
     job.index = j;
-    job.deadline = Clock::now() + std::chrono::seconds(s.sp.timeout_s);
+    job.deadline = Clock::now() + std::chrono::seconds(sp.timeout_s);
     job.channel = ch;
   }
   for (int i = 0; i < n; ++i)
     jobs[static_cast<size_t>(i % n_jobs)].embed->inputs.push_back({i, std::move(r->inputs[static_cast<size_t>(i)].ids)});
-  if (!s.queue(std::move(jobs), res)) return;
-  s.reply_when_done(res, ch, t0, [&s, r, n](std::vector<JobEvent>& events) {
+  if (!queue(std::move(jobs), res, shape)) return;
+  reply_when_done(res, ch, t0, [r, n, shape, reply = std::move(reply)](std::vector<JobEvent>& events) {
     std::vector<DoneEvent::Embedding> out(static_cast<size_t>(n));
     for (JobEvent& ev : events) {
-      if (const auto* e = ev.as<ErrorEvent>()) return dump(error_json(server_error(e->message)));
+      if (const auto* e = ev.as<ErrorEvent>()) return dump(shape(server_error(e->message)));
       if (auto* done = ev.as<DoneEvent>())
         for (DoneEvent::Embedding& e : done->embeddings) out[static_cast<size_t>(e.input)] = std::move(e);
     }
-    return dump(embeddings_json(*r, out, s.model_id));
+    return dump(reply(*r, out));
   });
 }
-
-}  // namespace
 
 void add_embedding_routes(httplib::Server& http, ServerState& s) {
   s.post(http, "/v1/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embeddings(s, q, r, true); });

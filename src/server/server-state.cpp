@@ -253,8 +253,9 @@ std::optional<std::string> ServerState::pump_events(EventChannel& ch, httplib::D
   }
 }
 
-void ServerState::stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body) {
-  http::stream_sse(res, std::move(body), [ch](bool ok) {
+void ServerState::stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body,
+                                const char* content_type) {
+  http::stream_chunks(res, content_type, std::move(body), [ch](bool ok) {
     if (!ok) ch->cancel();
   });
 }

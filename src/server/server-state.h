@@ -7,6 +7,7 @@
 //   add_anthropic_routes(http, state);   // routes-anthropic.cpp: /v1/messages
 //   add_responses_routes(http, state);   // routes-responses.cpp: /v1/responses
 //   add_embedding_routes(http, state);   // routes-embeddings.cpp: /v1/embeddings, /embedding(s)
+//   add_ollama_routes(http, state);      // routes-ollama.cpp: /api/chat, /api/generate, /api/tags ...
 //   add_vertex_routes(http, state);      // routes-vertex.cpp: Vertex AI's /predict (after the others)
 #pragma once
 
@@ -22,6 +23,7 @@
 
 #include "models/model.h"
 #include "runtime/kv-file.h"
+#include "server/api-embeddings.h"
 #include "server/api.h"
 #include "server/engine.h"
 #include "server/http-server.h"
@@ -138,9 +140,15 @@ struct ServerState {
   // failed write, or the socket no longer writable): the jobs are then cancelled.
   static std::optional<std::string> pump_events(EventChannel& ch, httplib::DataSink& sink,
                                                 const std::function<bool(JobEvent& ev)>& on_event);
-  // A server-sent-events reply (every stream's): no caching, nginx passes the chunks through as
-  // they come (X-Accel-Buffering), `body` writes them; a reply cut short cancels ch's jobs.
-  static void stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body);
+  // A server-sent-events reply (every stream's; Ollama's: content_type application/x-ndjson): no
+  // caching, nginx passes the chunks through as they come (X-Accel-Buffering), `body` writes
+  // them; a reply cut short cancels ch's jobs.
+  static void stream_events(httplib::Response& res, std::shared_ptr<EventChannel> ch, httplib::ContentProviderWithoutLength body,
+                            const char* content_type = "text/event-stream");
+  // An embedding request (OpenAI's body, or llama-server's with oai false) run over the slots;
+  // reply(r, vectors) makes the body once every input has its vectors (out[i]: input i's).
+  void embed(const json& body, httplib::Response& res, bool oai, ErrorShape shape,
+             std::function<json(const EmbeddingRequest& r, std::vector<DoneEvent::Embedding>& out)> reply);
   // The last bytes of a reply; the request's latency is recorded.
   bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0);
 };
@@ -150,6 +158,7 @@ void add_llama_routes(httplib::Server& http, ServerState& s);      // routes-lla
 void add_anthropic_routes(httplib::Server& http, ServerState& s);  // routes-anthropic.cpp
 void add_responses_routes(httplib::Server& http, ServerState& s);  // routes-responses.cpp
 void add_embedding_routes(httplib::Server& http, ServerState& s);  // routes-embeddings.cpp
+void add_ollama_routes(httplib::Server& http, ServerState& s);     // routes-ollama.cpp
 void add_webui_routes(httplib::Server& http, ServerState& s);      // webui.cpp
 void add_vertex_routes(httplib::Server& http, ServerState& s);     // routes-vertex.cpp (with sp.vertex_predict_route)
 

@@ -1,0 +1,72 @@
+// Ollama's API (/api/chat, /api/generate, /api/embed, /api/embeddings, /api/tags, /api/show,
+// /api/ps, /api/version) read into the requests minfer runs, and its reply shapes
+// (docs/server-api.md#ollama-api). Pure functions, no I/O: routes-ollama.cpp does the rest.
+//
+//   if (auto e = ollama_check_model(body, s.sp.aliases)) return reply(*e, ollama_error_json);  // 400 / 404
+//   auto t = ollama_to_request(body, /*chat_endpoint=*/true);
+//   if (!t) return reply(t.error(), ollama_error_json);
+//   ParseContext pc = ...; pc.api = Api::kOllama;       // options by Ollama's names (sampling/fields.h)
+//   auto req = parse_completion_request(t->body, t->chat, pc);
+//
+// The translation gives the OpenAI-shaped body parse reads: messages (thinking ->
+// reasoning_content, tool_calls' object arguments -> JSON text, tool_name -> name), `system` and
+// `prompt` of /api/generate -> a system and a user message (raw: the prompt as it is, after the
+// `context` ids), options -> their Ollama names at the top (read with Api::kOllama), format "json"
+// or a schema -> response_format, think -> enable_thinking, stream (Ollama's default: true).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf/reader.h"
+#include "sampling/params.h"
+#include "server/api.h"
+#include "toolcall/parser.h"
+
+namespace minfer::server {
+
+// The Ollama release whose API this follows, as /api/version reports it (clients gate features
+// such as tools and thinking on it).
+inline constexpr const char* kOllamaApiVersion = "0.12.0";
+
+struct OllamaRequest {
+  json body;              // OpenAI-shaped: parse_completion_request(body, chat, pc) with pc.api kOllama
+  bool chat = true;       // false: /api/generate with raw (the prompt is not templated)
+  bool load_only = false; // no messages / no prompt: Ollama's "load" reply, nothing generated
+};
+ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint);
+
+// /api/embed {"input": text or [texts]} and /api/embeddings {"prompt": text}: the OpenAI
+// embeddings body ({"input": ...}).
+ApiResult<json> ollama_to_embedding(const json& body, bool legacy);
+
+// 400 "model is required" when `model` is missing or empty; 404 `model "X" not found` when it
+// names none of `names` (Ollama's ":latest" tag may be given or left out).
+std::optional<ApiError> ollama_check_model(const json& body, const std::vector<std::string>& names);
+
+// Ollama's error body: {"error": "message"}.
+json ollama_error_json(const ApiError& e);
+
+// Ollama's sampling defaults (its DefaultOptions: top_p 0.9, min_p 0, repeat_penalty 1.1,
+// repeat_last_n 64) where serve's flags left llama.cpp's; a flag that set one wins (as a
+// Modelfile PARAMETER does in Ollama).
+SamplerParams ollama_sampling_defaults(const SamplerParams& server);
+
+// "2024-05-01T12:00:00.123456789Z"
+std::string ollama_time(std::chrono::system_clock::time_point t);
+
+// The model as Ollama lists it: details {parent_model, format, family, families, parameter_size,
+// quantization_level} and model_info (every metadata key; arrays only with `verbose`, else null
+// as Ollama does).
+json ollama_details(const GgufFile& file);
+json ollama_model_info(const GgufFile& file, bool verbose);
+
+// The final chunk's statistics, in nanoseconds as Ollama gives them.
+json ollama_stats(int n_prompt, const JobUsage& u, std::chrono::steady_clock::duration total);
+
+// message.tool_calls: [{"id", "function": {"index", "name", "arguments": {...}}}].
+json ollama_tool_calls(const std::vector<toolcall::ToolCall>& calls);
+
+}  // namespace minfer::server
