@@ -90,6 +90,14 @@ if [ ! -f "$DEPS/npm-openai/node_modules/openai/package.json" ]; then
   (cd "$DEPS/npm-openai" && npm install --silent --no-audit --no-fund openai@6.49.0 >/dev/null)
 fi
 
+# The official ollama npm client for the Ollama API's tests.
+if [ ! -f "$DEPS/npm-ollama/node_modules/ollama/package.json" ]; then
+  log "npm install ollama@0.6.4"
+  mkdir -p "$DEPS/npm-ollama"
+  (cd "$DEPS/npm-ollama" && [ -f package.json ] || echo '{"private":true}' > package.json)
+  (cd "$DEPS/npm-ollama" && npm install --silent --no-audit --no-fund ollama@0.6.4 >/dev/null)
+fi
+
 # playwright-core drives Debian's chromium for the viz page tests (no browser download).
 if [ ! -f "$DEPS/npm-playwright/node_modules/playwright-core/package.json" ]; then
   log "npm install playwright-core@1.65.1"

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -115,3 +116,19 @@ def metric(url, name):
             if line.startswith(name + " "):
                 return float(line.split()[1])
     raise AssertionError(f"metric {name} missing")
+
+
+def run_node_test(script, url, package, modules_var):
+    """Runs the node:test file `script` (next to this file) against the server at `url`, with the
+    npm `package` from the folder named by the environment variable `modules_var` (scripts/setup.sh
+    installs it under .deps/npm-PACKAGE); it sees MINFER_URL and that variable."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    modules = os.environ.get(modules_var, os.path.join(here, f"../../.deps/npm-{package}/node_modules"))
+    assert os.path.isdir(os.path.join(modules, package)), f"npm {package} missing in {modules} (scripts/setup.sh)"
+    env = dict(os.environ, MINFER_URL=url, **{modules_var: os.path.abspath(modules)})
+    r = subprocess.run(["node", "--test", "--test-reporter=spec", os.path.join(here, script)],
+                       env=env, capture_output=True, text=True, timeout=400)
+    print(r.stdout[-6000:])
+    print(r.stderr[-3000:], file=sys.stderr)
+    assert r.returncode == 0, "node client tests failed"
+    assert "# fail 0" in r.stdout or "ℹ fail 0" in r.stdout

@@ -17,7 +17,7 @@ import ollama
 import openai
 import pytest
 
-from conftest import MODEL, ServerProcess
+from conftest import MODEL, ServerProcess, run_node_test
 
 MSGS = [{"role": "user", "content": "What is the capital of Germany?"}]
 GREEDY = {"temperature": 0, "num_predict": 24}
@@ -285,3 +285,8 @@ def test_bad_bodies_are_400(srv):
         path = "/api/generate" if isinstance(body, dict) and "prompt" in body else "/api/chat"
         status, reply = post(srv, path, body)
         assert status == 400 and isinstance(reply["error"], str) and set(reply) == {"error"}, (body, reply)
+
+
+def test_ollama_node_client(srv):
+    """ollama-node.test.mjs: the official `ollama` npm package against the same server."""
+    run_node_test("ollama-node.test.mjs", srv.url, "ollama", "OLLAMA_NODE_MODULES")
