@@ -148,6 +148,7 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
     // true / false, or a level ("low", "medium", "high") for models that take one: thinking on.
     if (!th->is_boolean() && !th->is_string()) return invalid_param("think", "'think' must be a boolean or \"low\", \"medium\", \"high\"");
     const bool on = th->is_boolean() ? th->get<bool>() : true;
+    r.think = on && r.chat;
     if (r.chat) out["chat_template_kwargs"] = {{"enable_thinking", on}};
   }
   return r;

@@ -35,6 +35,7 @@ struct OllamaRequest {
   json body;              // OpenAI-shaped: parse_completion_request(body, chat, pc) with pc.api kOllama
   bool chat = true;       // false: /api/generate with raw (the prompt is not templated)
   bool load_only = false; // no messages / no prompt: Ollama's "load" reply, nothing generated
+  bool think = false;     // think true or a level: a template that cannot think refuses it (400, as Ollama)
 };
 ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint);
 

@@ -92,6 +92,8 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
   auto t = ollama_to_request(*body, chat_endpoint);
   if (!t) return s.reply_error(res, t.error(), ollama_error_json);
   const std::string model = model_name(*body);
+  if (t->think && !thinking_tags(s.chat_template, "").any())
+    return s.reply_error(res, invalid_param("think", fmt::format("\"{}\" does not support thinking", model)), ollama_error_json);
   if (t->load_only) {  // no messages, no prompt: Ollama loads the model and says so
     json c = chunk(model, chat_endpoint, "", "", nullptr);
     c["done"] = true;

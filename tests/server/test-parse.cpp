@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../unit/tiny-vocab.h"
+#include "server/api-ollama.h"
 #include "server/api.h"
 #include "server/request-parse.h"
 #include "server/request-prepare.h"
@@ -237,6 +238,88 @@ TEST_F(ParseStep, the_vocabulary_grammar_and_context_are_step_twos) {
   EXPECT_EQ(r->prompt_text, "hello");
   EXPECT_TRUE(r->grammar);
   for (int32_t id : tok->eog_ids()) EXPECT_TRUE(std::isinf(r->sampling.logit_bias.at(id)));
+}
+
+// Ollama's bodies (api-ollama.h) become the OpenAI-shaped body parse reads with Api::kOllama.
+TEST_F(ParseStep, ollama_bodies_translate_to_the_chat_and_completion_fields) {
+  auto translate = [](const char* body, bool chat_endpoint) {
+    auto t = ollama_to_request(json::parse(body), chat_endpoint);
+    if (!t) ADD_FAILURE() << body << " -> " << t.error().message;
+    return t ? *t : OllamaRequest{};
+  };
+  // /api/generate raw: the prompt after the context's ids; options by Ollama's names, with its
+  // defaults where the server's flags left llama.cpp's; num_predict not checked against the context.
+  const OllamaRequest g = translate(R"({"model": "m", "prompt": "hi", "raw": true, "context": [1, 2], "stream": false,
+      "options": {"num_predict": 100, "temperature": 0.5, "stop": ["x"], "num_ctx": 8192, "max_tokens": 3}})", false);
+  EXPECT_FALSE(g.chat);
+  EXPECT_FALSE(g.load_only);
+  EXPECT_EQ(g.body["prompt"], json::parse(R"([1, 2, "hi"])"));
+  ParseContext oc = ctx;
+  oc.api = Api::kOllama;
+  defaults.top_p = 0.5f;  // serve's --top-p 0.5: a flag wins over Ollama's default
+  const SamplerParams od = ollama_sampling_defaults(defaults);
+  oc.sampling = &od;
+  auto r = parse_completion_request(g.body, g.chat, oc);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->n_predict, 100) << "num_predict, not OpenAI's max_tokens";
+  EXPECT_EQ(r->sampling.temp, 0.5f);
+  EXPECT_EQ(r->stop, std::vector<std::string>{"x"});
+  EXPECT_FALSE(r->stream);
+  EXPECT_EQ(r->sampling.top_p, 0.5f);
+  EXPECT_EQ(r->sampling.min_p, 0.0f);
+  EXPECT_EQ(r->sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(r->sampling.repeat_last_n, 64);
+  // /api/chat: streams by default; format, think, tools and the messages' Ollama fields.
+  const OllamaRequest c = translate(R"({"model": "m", "think": "high",
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+      "messages": [{"role": "user", "content": "q"},
+                   {"role": "assistant", "content": "", "thinking": "hm", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]},
+                   {"role": "tool", "content": "r", "tool_name": "f"}]})", true);
+  EXPECT_TRUE(c.body["stream"].get<bool>());
+  EXPECT_EQ(c.body["chat_template_kwargs"], json::parse(R"({"enable_thinking": true})"));
+  const json& m = c.body["messages"];
+  EXPECT_EQ(m[1]["reasoning_content"], "hm");
+  EXPECT_EQ(m[1]["tool_calls"][0]["function"]["arguments"], R"({"a":1})");
+  EXPECT_EQ(m[2]["name"], "f");
+  ParseContext chat_ctx = ctx;
+  chat_ctx.api = Api::kOllama;
+  auto pr = parse_request(c.body, /*chat=*/true, chat_ctx);
+  ASSERT_TRUE(pr) << pr.error().message;
+  const ParsedRequest& p = *pr;
+  EXPECT_TRUE(p.options.stream);
+  EXPECT_EQ(p.chat.tools.tools.size(), 1u);
+  const OllamaRequest f = translate(R"({"model": "m", "format": {"type": "object"}, "messages": [{"role": "user", "content": "q"}]})", true);
+  EXPECT_EQ(f.body["response_format"]["json_schema"]["schema"], json::parse(R"({"type": "object"})"));
+  EXPECT_TRUE(translate(R"({"model": "m", "messages": []})", true).load_only);
+  EXPECT_TRUE(translate(R"({"model": "m"})", false).load_only);
+  EXPECT_EQ(translate(R"({"model": "m", "format": "json", "messages": [{"role": "user", "content": "q"}]})", true).body["response_format"],
+            json::parse(R"({"type": "json_object"})"));
+}
+
+TEST_F(ParseStep, ollama_refusals_and_model_names) {
+  const Refusal cases[] = {
+      {R"({"model": "m", "messages": [], "format": 5})", "format", "invalid format"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "q", "images": ["aGk="]}]})", "messages[0].images", "no images"},
+      {R"({"model": "m", "messages": [], "options": 3})", "options", "'options' must be an object"},
+      {R"({"model": "m", "messages": [], "stream": "yes"})", "stream", "'stream' must be a boolean"},
+      {R"({"model": "m", "messages": [], "think": 1})", "think", "'think' must be a boolean"},
+  };
+  for (const Refusal& c : cases) expect_refused(c, ollama_to_request(json::parse(c.body), true));
+  expect_refused({R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})", "template", "not supported"},
+                 ollama_to_request(json::parse(R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})"), false));
+  const std::vector<std::string> names = {"smollm2", "tiny"};
+  EXPECT_FALSE(ollama_check_model(json::parse(R"({"model": "smollm2:latest"})"), names));
+  EXPECT_FALSE(ollama_check_model(json::parse(R"({"model": "tiny"})"), names));
+  const auto missing = ollama_check_model(json::parse(R"({"messages": []})"), names);
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 400);
+  EXPECT_EQ(missing->message, "model is required");
+  const auto unknown = ollama_check_model(json::parse(R"({"model": "llama3:8b"})"), names);
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(ollama_error_json(*unknown), json::parse(R"({"error": "model \"llama3:8b\" not found, try pulling it first"})"));
+  EXPECT_EQ(ollama_time(std::chrono::system_clock::time_point(std::chrono::nanoseconds(1700000000123456789LL))),
+            "2023-11-14T22:13:20.123456789Z");
 }
 
 }  // namespace

@@ -275,6 +275,7 @@ def test_bad_bodies_are_400(srv):
     bad = [lambda: c.chat(model="smollm2", messages=[{"role": "wizard", "content": "Hi"}]),
            lambda: c.chat(model="smollm2", messages=MSGS, options={"temperature": "hot"}),
            lambda: c.chat(model="smollm2", messages=MSGS, options={"top_p": 2}),
+           lambda: c.chat(model="smollm2", messages=MSGS, think=True),  # SmolLM2's template does not think
            lambda: c.generate(model="smollm2", prompt="Hi", format={"type": "object", "patternProperties": {"a": {}}})]
     for call in bad:
         with pytest.raises(ollama.ResponseError) as e:
