@@ -107,6 +107,12 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
     auto raw = body.find("raw");
     if (raw != body.end() && !raw->is_null() && !raw->is_boolean()) return invalid_param("raw", "'raw' must be a boolean");
     r.chat = !(raw != body.end() && raw->is_boolean() && raw->get<bool>());
+    // An earlier reply's `context`: its ids come before this prompt.
+    if (auto c = body.find("context"); c != body.end() && !c->is_null()) {
+      if (!c->is_array() || !std::all_of(c->begin(), c->end(), [](const json& id) { return id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX; }))
+        return invalid_param("context", "'context' must be an array of token ids");
+      r.context = c->get<std::vector<int32_t>>();
+    }
     if (r.chat) {
       json msgs = json::array();
       if (auto sys = body.find("system"); sys != body.end() && sys->is_string() && !sys->get<std::string>().empty())
@@ -114,15 +120,11 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
       msgs.push_back({{"role", "user"}, {"content", prompt}});
       out["messages"] = std::move(msgs);
     } else {
-      // raw: the prompt as it is, after the ids of an earlier reply's `context`.
-      json parts = json::array();
-      if (auto c = body.find("context"); c != body.end() && c->is_array())
-        for (const json& id : *c) {
-          if (!id.is_number_integer()) return invalid_param("context", "'context' must be an array of token ids");
-          parts.push_back(id);
-        }
+      // raw: the prompt as it is, after the context's ids (checked by the prompt's own rules).
+      json parts(r.context);
       parts.push_back(prompt);
       out["prompt"] = parts.size() == 1 ? json(prompt) : parts;
+      r.context.clear();
     }
   }
   if (auto o = body.find("options"); o != body.end() && !o->is_null()) {
@@ -152,6 +154,17 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
     if (r.chat) out["chat_template_kwargs"] = {{"enable_thinking", on}};
   }
   return r;
+}
+
+std::optional<ApiError> ollama_prepend_context(CompletionRequest& r, const std::vector<int32_t>& context, const Tokenizer& tok,
+                                               int n_ctx_slot) {
+  for (int32_t id : context)
+    if (id >= tok.n_vocab()) return invalid_param("context", fmt::format("'context': token {} is not in the vocabulary of {}", id, tok.n_vocab()));
+  if (tok.add_bos() && !r.prompt.empty() && r.prompt.front() == tok.bos_id()) r.prompt.erase(r.prompt.begin());
+  r.prompt.insert(r.prompt.begin(), context.begin(), context.end());
+  if (static_cast<int64_t>(r.prompt.size()) >= n_ctx_slot)
+    return invalid_param("context", fmt::format("the context and the prompt take {} tokens: a slot holds {}", r.prompt.size(), n_ctx_slot));
+  return std::nullopt;
 }
 
 ApiResult<json> ollama_to_embedding(const json& body, bool legacy) {

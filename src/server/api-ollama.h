@@ -11,8 +11,9 @@
 // The translation gives the OpenAI-shaped body parse reads: messages (thinking ->
 // reasoning_content, tool_calls' object arguments -> JSON text, tool_name -> name), `system` and
 // `prompt` of /api/generate -> a system and a user message (raw: the prompt as it is, after the
-// `context` ids), options -> their Ollama names at the top (read with Api::kOllama), format "json"
-// or a schema -> response_format, think -> enable_thinking, stream (Ollama's default: true).
+// `context` ids; templated: those ids go before it, ollama_prepend_context), options -> their
+// Ollama names at the top (read with Api::kOllama), format "json" or a schema ->
+// response_format, think -> enable_thinking, stream (Ollama's default: true).
 #pragma once
 
 #include <chrono>
@@ -36,8 +37,16 @@ struct OllamaRequest {
   bool chat = true;       // false: /api/generate with raw (the prompt is not templated)
   bool load_only = false; // no messages / no prompt: Ollama's "load" reply, nothing generated
   bool think = false;     // think true or a level: a template that cannot think refuses it (400, as Ollama)
+  // /api/generate's `context` (the ids an earlier reply gave) to put before the templated prompt;
+  // a raw prompt has them in body["prompt"] already.
+  std::vector<int32_t> context;
 };
 ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint);
+
+// The templated prompt of r after `context`'s ids (its own BOS dropped: the context began with
+// one); 400 naming `context` for an id outside the vocabulary or a total past the slot's context.
+std::optional<ApiError> ollama_prepend_context(CompletionRequest& r, const std::vector<int32_t>& context, const Tokenizer& tok,
+                                               int n_ctx_slot);
 
 // /api/embed {"input": text or [texts]} and /api/embeddings {"prompt": text}: the OpenAI
 // embeddings body ({"input": ...}).

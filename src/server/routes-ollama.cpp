@@ -76,10 +76,16 @@ json chunk(const std::string& model, bool chat_endpoint, const std::string& text
   return c;
 }
 
-// The last chunk: done, why, and the statistics.
-json final_chunk(json c, const CompletionRequest& r, const DoneEvent& done, Clock::time_point t0) {
+// The last chunk: done, why, and the statistics; /api/generate's also the conversation's ids
+// (`context`: the prompt's and the reply's), which a next request may send back.
+json final_chunk(json c, const CompletionRequest& r, const DoneEvent& done, Clock::time_point t0, const std::vector<int32_t>* reply_ids) {
   c["done"] = true;
   c["done_reason"] = done.finish_reason;
+  if (reply_ids) {
+    std::vector<int32_t> ids = r.prompt;
+    ids.insert(ids.end(), reply_ids->begin(), reply_ids->end());
+    c["context"] = std::move(ids);
+  }
   c.update(ollama_stats(static_cast<int>(r.prompt.size()), done.usage, Clock::now() - t0));
   return c;
 }
@@ -107,6 +113,8 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
   auto parsed = parse_completion_request(t->body, t->chat, pc);
   if (auto* e = std::get_if<ApiError>(&parsed)) return s.reply_error(res, *e, ollama_error_json);
   auto r = std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
+  if (!t->context.empty())
+    if (auto e = ollama_prepend_context(*r, t->context, *s.tok, s.n_ctx_slot)) return s.reply_error(res, *e, ollama_error_json);
   auto [rr, ch] = s.submit(r, res, ollama_error_json);
   if (!rr) return;
   // The reply read as OpenAI's chat reads it: reasoning, then text and tool calls (a raw
@@ -116,12 +124,16 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
   };
   if (!r->stream) {
     s.reply_when_done(res, ch, t0, [r, model, chat_endpoint, t0, reader](std::vector<JobEvent>& events) {
+      std::vector<int32_t> ids;
+      for (JobEvent& ev : events)
+        if (const TextDelta* d = ev.delta()) ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());
       const auto [text, error, done, index] = join_events(events);
       if (!error.empty()) return dump(ollama_error_json(server_error(error)));
       ReplyReader rd = reader();
       const ReplyReader::Out o = rd.feed(text, true);
       const bool called = rd.called();
-      return dump(final_chunk(chunk(model, chat_endpoint, o.text, o.thinking, called ? &rd.tools->result().calls : nullptr), *r, done, t0));
+      return dump(final_chunk(chunk(model, chat_endpoint, o.text, o.thinking, called ? &rd.tools->result().calls : nullptr), *r, done, t0,
+                              chat_endpoint ? nullptr : &ids));
     });
     return;
   }
@@ -134,9 +146,11 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
         };
         ReplyReader rd = reader();
         DoneEvent done;
+        std::vector<int32_t> ids;
         const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
           const TextDelta* d = ev.delta();  // none for progress: Ollama's stream has no place for it
           if (!d) return true;
+          ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());
           if (const auto* fin = ev.as<DoneEvent>()) done = *fin;
           const ReplyReader::Out o = rd.feed(d->text, ev.is<DoneEvent>());
           if (o.text.empty() && o.thinking.empty()) return true;  // tool calls go out whole, at the end
@@ -147,7 +161,7 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
           send(ollama_error_json(server_error(*error)));
         } else {
           if (rd.called()) send(chunk(model, chat_endpoint, "", "", &rd.tools->result().calls));
-          send(final_chunk(chunk(model, chat_endpoint, "", "", nullptr), *r, done, t0));
+          send(final_chunk(chunk(model, chat_endpoint, "", "", nullptr), *r, done, t0, chat_endpoint ? nullptr : &ids));
         }
         sink.done();
         s.metrics.latency(std::chrono::duration<double>(Clock::now() - t0).count());

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "../unit/tiny-vocab.h"
 #include "server/api-ollama.h"
@@ -290,6 +291,8 @@ TEST_F(ParseStep, ollama_bodies_translate_to_the_chat_and_completion_fields) {
   EXPECT_EQ(p.chat.tools.tools.size(), 1u);
   const OllamaRequest f = translate(R"({"model": "m", "format": {"type": "object"}, "messages": [{"role": "user", "content": "q"}]})", true);
   EXPECT_EQ(f.body["response_format"]["json_schema"]["schema"], json::parse(R"({"type": "object"})"));
+  EXPECT_EQ(translate(R"({"model": "m", "prompt": "hi", "context": [5, 6]})", false).context, (std::vector<int32_t>{5, 6}))
+      << "templated: the ids go before the rendered prompt (ollama_prepend_context)";
   EXPECT_TRUE(translate(R"({"model": "m", "messages": []})", true).load_only);
   EXPECT_TRUE(translate(R"({"model": "m"})", false).load_only);
   EXPECT_EQ(translate(R"({"model": "m", "format": "json", "messages": [{"role": "user", "content": "q"}]})", true).body["response_format"],
@@ -303,8 +306,9 @@ TEST_F(ParseStep, ollama_refusals_and_model_names) {
       {R"({"model": "m", "messages": [], "options": 3})", "options", "'options' must be an object"},
       {R"({"model": "m", "messages": [], "stream": "yes"})", "stream", "'stream' must be a boolean"},
       {R"({"model": "m", "messages": [], "think": 1})", "think", "'think' must be a boolean"},
+      {R"({"model": "m", "prompt": "hi", "context": [1, -2]})", "context", "'context' must be an array of token ids"},
   };
-  for (const Refusal& c : cases) expect_refused(c, ollama_to_request(json::parse(c.body), true));
+  for (const Refusal& c : cases) expect_refused(c, ollama_to_request(json::parse(c.body), std::string_view(c.body).find("prompt") == std::string_view::npos));
   expect_refused({R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})", "template", "not supported"},
                  ollama_to_request(json::parse(R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})"), false));
   const std::vector<std::string> names = {"smollm2", "tiny"};

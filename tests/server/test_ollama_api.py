@@ -142,6 +142,15 @@ def test_generate_templated_raw_and_system(srv):
     comp = oai.completions.create(model="smollm2", prompt="The capital of France is", temperature=0, max_tokens=24,
                                   extra_body={"top_p": 0.9, "min_p": 0})
     assert raw.response == comp.choices[0].text and raw.prompt_eval_count == comp.usage.prompt_tokens
+    # context: the conversation's ids (the templated prompt's and the reply's) come back, and a
+    # next request puts them before its own templated prompt.
+    rendered = post(srv, "/apply-template", {"messages": MSGS})[1]["prompt"]
+    assert post(srv, "/detokenize", {"tokens": g.context})[1]["content"] == rendered + g.response
+    assert streamed[-1].context == g.context
+    nxt = c.generate(model="smollm2", prompt="And of France?", context=g.context, options=GREEDY)
+    own = post(srv, "/tokenize", {"content": post(srv, "/apply-template", {"messages": [{"role": "user", "content": "And of France?"}]})[1]["prompt"]})
+    assert nxt.prompt_eval_count == len(g.context) + len(own[1]["tokens"]) and nxt.context[: len(g.context)] == g.context
+    assert not hasattr(chat, "context") or chat.context is None
     # No prompt: Ollama's "load" reply.
     load = c.generate(model="smollm2")
     assert load.done and load.done_reason == "load" and load.response == ""
