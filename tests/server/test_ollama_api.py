@@ -8,6 +8,7 @@ gguf-py's reading of the same file."""
 import json
 import math
 import os
+import time
 import urllib.error
 import urllib.request
 
@@ -247,6 +248,24 @@ def test_thinking():
         off = c.chat(model="smollm2", messages=MSGS, options=opts, think=False)
         assert not off.message.thinking and off.message.content
         assert "thinking" in c.show("smollm2").capabilities
+    finally:
+        assert s.stop() == 0
+
+
+def test_ps_and_tags_while_the_model_sleeps():
+    """--sleep-idle-seconds: /api/ps lists no model while it is unloaded, /api/tags still lists it
+    (neither wakes it), and a chat loads it again."""
+    s = ServerProcess("--parallel", "1", "-c", "1024", "-t", "2", "--sleep-idle-seconds", "1")
+    try:
+        c = ollama.Client(host=s.url)
+        assert [m.model for m in c.ps().models] == ["smollm2:latest"] and c.ps().models[0].expires_at
+        deadline = time.time() + 30
+        while c.ps().models and time.time() < deadline:
+            time.sleep(0.2)
+        assert c.ps().models == [] and get(s, "/props")["is_sleeping"]
+        assert [m.model for m in c.list().models] == ["smollm2:latest"] and get(s, "/props")["is_sleeping"]
+        assert c.chat(model="smollm2", messages=MSGS, options={"num_predict": 2}).done
+        assert [m.model for m in c.ps().models] == ["smollm2:latest"]
     finally:
         assert s.stop() == 0
 
