@@ -60,17 +60,33 @@ inline int32x4_t dot4(int32x4_t s, const int8x16_t w[4], int8x16_t x) {
   return vdotq_laneq_s32(s, w[3], x, 3);
 }
 
-// Q4_0: the 4 chunks of quad q at qs (stride 64 bytes) as signed weights: w[k] = low nibble
-// - 8 (elements 4k ..), w[4 + k] = high nibble - 8 (elements 16 + 4k ..).
-inline void signed_nibbles(const uint8_t* qs, int8x16_t w[8]) {
-  const uint8x16_t m4 = vdupq_n_u8(0x0f);
-  const int8x16_t eight = vdupq_n_s8(8);
+// Q4_0 (stored with each nibble XOR 8, repack.h kRepackQ4Xor): the 4 chunks of quad q at qs
+// (stride 64 bytes) as signed weights times 16: w[k] = byte << 4 (elements 4k ..), w[4 + k] =
+// byte & 0xf0 (elements 16 + 4k ..). Their integer sums are 16x the weights'; isum_f32<4>
+// converts them exactly.
+inline void nibbles_x16(const uint8_t* qs, int8x16_t w[8]) {
+  const int8x16_t high = vdupq_n_s8(static_cast<int8_t>(0xf0));
   #pragma GCC unroll 16
   for (int k = 0; k < 4; ++k) {
-    const uint8x16_t v = vld1q_u8(qs + 64 * k);
-    w[k] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), eight);
-    w[4 + k] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight);
+    const int8x16_t v = vld1q_s8(reinterpret_cast<const int8_t*>(qs + 64 * k));
+    w[k] = vshlq_n_s8(v, 4);
+    w[4 + k] = vandq_s8(v, high);
   }
+}
+
+// An integer sum of products as float: F fraction bits (sums of weights times 2^F) divided out
+// by the conversion itself (exact: |i| < 2^24).
+template <int F>
+inline float32x4_t isum_f32(int32x4_t i) {
+  if constexpr (F == 0) return vcvtq_f32_s32(i);
+  else return vcvtq_n_f32_s32(i, F);
+}
+
+// Fraction bits of a weight loader B's integer sums: B::kFrac where it has one, else 0.
+template <class B>
+constexpr int frac() {
+  if constexpr (requires { B::kFrac; }) return B::kFrac;
+  else return 0;
 }
 
 // 0xff in byte i of the result where bit i of the 16 bits at p is set (bytes 0-7: bits of

@@ -4,22 +4,23 @@
 // vdotq_laneq_s32 takes against 4 activation bytes picked by lane: chunk c pairs with
 // activation bytes 4c .. 4c+3 (the low nibbles of chunks 0-3 with elements 0-15, the high
 // nibbles with 16-31), i.e. lane c % 4 of the activation's vector c / 4. The weights are made
-// signed before the products (Q4_0: nibble - 8; Q5_0: the fifth bit's -16 folded in; Q8_0: the
-// stored byte XOR 0x80; IQ4_NL: kIq4nlValues by one table lookup), so no activation sums are
-// needed. Per block, row and token:
+// signed before the products (Q4_0: stored as signed nibbles, taken times 16 by a shift or a
+// mask and the sums converted with 4 fraction bits; Q5_0: the fifth bit's -16 folded in; Q8_0:
+// stored signed; IQ4_NL: kIq4nlValues by one table lookup), so no activation sums are needed. Per block, row and token:
 //   Q4_0, Q5_0, Q8_0, IQ4_NL  s = fma(d_w * d_x, float(isum), s)                  (Seq order)
 //   Q5_1              s = fma(d_w * d_x, float(isum), s); s = fma(m_w, s_x, s)
 //   Q4_1              8 lanes per row: a_l = fma(d_w * d_x, float(lane_l), a_l), mins +=
 //                     m_w * s_x; at the end ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) + mins
 // Tiles: R quads x T tokens (quads()); decode takes the whole group (R = 4: the block read front
 // to back, prefetched ahead), prefill one quad x 8 tokens (8 accumulators, 8 weight vectors,
-// transient activations: no spills in 32 registers). llvm-mca (apple-m1 model), cycles per
-// block per (quad, token): Q8_0 4.7 and Q4_0 5.1 at 1 x 8, 9.8 Q4_0 decode; the floor is the
-// 8 SDOTs plus a zeroing, a convert, the scale product and the fma of the Seq order.
-// Q4_1's Lanes8 order costs 8 converts and fmas per (quad, token): ~24. A dotprod region
+// transient activations: no spills in 32 registers). Per block, quad and token the floor is the
+// 8 SDOTs plus a zeroing, a convert, the scale product and the fma of the Seq order (their
+// llvm-mca figures: bench/arm-mca.py, docs/cpu-performance.md); Q4_1's Lanes8 order costs 8
+// converts and fmas per (quad, token). A dotprod region
 // (isa-begin.h).
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "backends/cpu/kernels-neon.h"
 #include "backends/cpu/kernels.h"
@@ -44,7 +45,8 @@ namespace {
 struct Q4_0W {
   static constexpr DType kType = DType::Q4_0;
   static constexpr size_t kQs = 32;  // after d[16]
-  static void load(const uint8_t* blk, int q, int8x16_t w[8]) { signed_nibbles(blk + kQs + 16 * q, w); }
+  static constexpr int kFrac = 4;    // weights x 16 (nibbles_x16)
+  static void load(const uint8_t* blk, int q, int8x16_t w[8]) { nibbles_x16(blk + kQs + 16 * q, w); }
 };
 
 struct Q5_0W {
@@ -63,9 +65,8 @@ struct Q8_0W {
   static constexpr DType kType = DType::Q8_0;
   static constexpr size_t kQs = 32;
   static void load(const uint8_t* blk, int q, int8x16_t w[8]) {
-    const uint8x16_t flip = vdupq_n_u8(0x80);
     #pragma GCC unroll 16
-    for (int c = 0; c < 8; ++c) w[c] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(blk + kQs + 64 * c + 16 * q), flip));
+    for (int c = 0; c < 8; ++c) w[c] = vld1q_s8(reinterpret_cast<const int8_t*>(blk + kQs + 64 * c + 16 * q));
   }
 };
 
@@ -86,7 +87,9 @@ struct IQ4_NLW {
 
 // Quads q0 .. q0 + R - 1 of group g for tokens t0 .. t0 + T - 1 (Seq order; Q5_1 with the
 // mins' fma after each block's). X: the activation block type (Q8_0, or Q8_1 for Q5_1).
-template <class B, class X, int R, int T>
+// kXd: the tokens' block scales from a.xd_tiles (whole 16-token tiles of Q8_0 activations,
+// as f32: one vector load for 4 tokens instead of a load and a conversion each).
+template <class B, class X, int R, int T, bool kXd = false>
 [[gnu::noinline]] void tile(const GemmArgs& a, int64_t g, int q0, int64_t t0) {
   constexpr bool kMins = B::kType == DType::Q5_1;
   constexpr size_t kBytes = repack_block_bytes(B::kType);  // a.block_bytes
@@ -100,6 +103,8 @@ template <class B, class X, int R, int T>
   const X* xr[T];
   #pragma GCC unroll 16
   for (int i = 0; i < T; ++i) xr[i] = reinterpret_cast<const X*>(a.x + static_cast<size_t>(t0 + i) * a.x_row);
+  // xd[16 b + i]: token t0 + i's scale of block b
+  const float* xd = kXd ? a.xd_tiles + (t0 / kGemmScaleTokens) * a.n_blocks * kGemmScaleTokens + t0 % kGemmScaleTokens : nullptr;
   for (int64_t b = 0; b < a.n_blocks; ++b) {
     const uint8_t* blk = wg + static_cast<size_t>(b) * kBytes;
     if (R == 4) prefetch_ahead<T>(blk, kBytes);
@@ -109,14 +114,16 @@ template <class B, class X, int R, int T>
       int8x16_t w[8];
       B::load(blk, q, w);
       const float32x4_t dw = load_f16x4(blk + 8 * q), mw = kMins ? load_f16x4(blk + 32 + 8 * q) : dw;
-      #pragma GCC unroll 16
-      for (int i = 0; i < T; ++i) {
+      static_for<0, T>([&]<int i>() {
         const int32x4_t isum = dot8(w, vld1q_s8(xr[i][b].qs), vld1q_s8(xr[i][b].qs + 16));
         // The token's scale read here, not kept for the quads: 8 tokens' worth of scalars
         // in vector registers made GCC spill accumulators.
-        acc[r][i] = vfmaq_f32(acc[r][i], vmulq_n_f32(dw, f16_f32(xr[i][b].d)), vcvtq_f32_s32(isum));
+        float32x4_t dd;
+        if constexpr (kXd) dd = vmulq_laneq_f32(dw, vld1q_f32(xd + kGemmScaleTokens * b + i / 4 * 4), i % 4);
+        else dd = vmulq_n_f32(dw, f16_f32(xr[i][b].d));
+        acc[r][i] = vfmaq_f32(acc[r][i], dd, isum_f32<frac<B>()>(isum));
         if constexpr (kMins) acc[r][i] = vfmaq_n_f32(acc[r][i], mw, f16_f32(xr[i][b].s));
-      }
+      });
     }
   }
   #pragma GCC unroll 16
@@ -132,17 +139,22 @@ template <class B, class X, int R, int T>
 template <class B>
 constexpr bool kFifthBit = B::kType == DType::Q5_0 || B::kType == DType::Q5_1;
 
-template <class B, class X, int T>
+template <class B, class X, int T, bool kXd = false>
 void quads(const GemmArgs& a, int64_t g, int64_t t) {
   constexpr int R = T == 1 ? 4 : kFifthBit<B> ? 1 : T <= 2 ? 4 : T <= 4 ? 2 : 1;
-  for (int q = 0; q < 4; q += R) tile<B, X, R, T>(a, g, q, t);
+  for (int q = 0; q < 4; q += R) tile<B, X, R, T, kXd>(a, g, q, t);
 }
 
 template <class B, class X = BlockQ8_0>
 void gemm(const GemmArgs& a) {
   for (int64_t g = a.g0; g < a.g1; ++g) {
     int64_t t = 0;
-    for (; t + 8 <= a.n_tok; t += 8) quads<B, X, 8>(a, g, t);
+    for (; t + 8 <= a.n_tok; t += 8) {
+      if (std::is_same_v<X, BlockQ8_0> && a.xd_tiles && (t / kGemmScaleTokens + 1) * kGemmScaleTokens <= a.n_tok)
+        quads<B, X, 8, std::is_same_v<X, BlockQ8_0>>(a, g, t);
+      else
+        quads<B, X, 8>(a, g, t);
+    }
     if (t + 4 <= a.n_tok) quads<B, X, 4>(a, g, t), t += 4;
     if (t + 2 <= a.n_tok) quads<B, X, 2>(a, g, t), t += 2;
     if (t < a.n_tok) quads<B, X, 1>(a, g, t);

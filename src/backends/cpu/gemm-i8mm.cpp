@@ -13,8 +13,8 @@
 // operands once (XChunk) and used by the group's four quads in turn, the quad's 2P float
 // accumulators held in registers over the chunk (kept in memory between chunks). A single
 // token (decode, or the last of an odd batch) goes to the SDOT kernel: half of an SMMLA would
-// be wasted on it. llvm-mca (apple-m1 model, which times SMMLA as SDOT), cycles per block of one
-// quad x 8 tokens: Q4_0 18.9 (SDOT tile: 40.5), Q8_0 17.2 (37.8). An i8mm region (isa-begin.h).
+// be wasted on it. llvm-mca figures beside the SDOT tiles': bench/arm-mca.py
+// (docs/cpu-performance.md). An i8mm region (isa-begin.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -67,6 +67,7 @@ struct XChunk {
 // Row pair h (rows 4q + 2h, 4q + 2h + 1) of quad q: w[h][k] = the weights of elements 8k .. 8k+7.
 struct Q4_0W {
   static constexpr DType kType = DType::Q4_0;
+  static constexpr int kFrac = 4;  // weights x 16
   static void load(const uint8_t* blk, int q, int8x16_t w[2][4]) {
     const uint8_t* qs = blk + 32 + 16 * q;
     const uint32x4_t r0 = vld1q_u32(reinterpret_cast<const uint32_t*>(qs));
@@ -76,14 +77,14 @@ struct Q4_0W {
     // Chunks 0, 1 hold elements 0-7 (low nibbles) and 16-23 (high); chunks 2, 3: 8-15, 24-31.
     const uint8x16_t z[2][2] = {{vreinterpretq_u8_u32(vzip1q_u32(r0, r1)), vreinterpretq_u8_u32(vzip1q_u32(r2, r3))},
                                 {vreinterpretq_u8_u32(vzip2q_u32(r0, r1)), vreinterpretq_u8_u32(vzip2q_u32(r2, r3))}};
-    const uint8x16_t m4 = vdupq_n_u8(0x0f);
-    const int8x16_t eight = vdupq_n_s8(8);
+    // Signed nibbles (kRepackQ4Xor) times 16, as nibbles_x16.
+    const uint8x16_t high = vdupq_n_u8(0xf0);
     #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       #pragma GCC unroll 2
       for (int k = 0; k < 2; ++k) {
-        w[h][k] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(z[h][k], m4)), eight);
-        w[h][2 + k] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(z[h][k], 4)), eight);
+        w[h][k] = vreinterpretq_s8_u8(vshlq_n_u8(z[h][k], 4));
+        w[h][2 + k] = vreinterpretq_s8_u8(vandq_u8(z[h][k], high));
       }
     }
   }
@@ -133,11 +134,10 @@ struct Q8_0W {
   static constexpr DType kType = DType::Q8_0;
   static void load(const uint8_t* blk, int q, int8x16_t w[2][4]) {
     const uint8_t* qs = blk + 32 + 16 * q;
-    const uint32x4_t flip = vdupq_n_u32(0x80808080u);
     #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const uint32x4_t c0 = veorq_u32(vld1q_u32(reinterpret_cast<const uint32_t*>(qs + 128 * k)), flip);
-      const uint32x4_t c1 = veorq_u32(vld1q_u32(reinterpret_cast<const uint32_t*>(qs + 128 * k + 64)), flip);
+      const uint32x4_t c0 = vld1q_u32(reinterpret_cast<const uint32_t*>(qs + 128 * k));
+      const uint32x4_t c1 = vld1q_u32(reinterpret_cast<const uint32_t*>(qs + 128 * k + 64));
       w[0][k] = vreinterpretq_s8_u32(vzip1q_u32(c0, c1));
       w[1][k] = vreinterpretq_s8_u32(vzip2q_u32(c0, c1));
     }
@@ -187,7 +187,7 @@ template <class B, int P>
             i = vmmlaq_s32(i, xc.op[bi][p][1], w[h][1]);
             i = vmmlaq_s32(i, xc.op[bi][p][2], w[h][2]);
             i = vmmlaq_s32(i, xc.op[bi][p][3], w[h][3]);
-            s[h][p] = vfmaq_f32(s[h][p], vmulq_f32(dp[h], xc.d[bi][p]), vcvtq_f32_s32(i));
+            s[h][p] = vfmaq_f32(s[h][p], vmulq_f32(dp[h], xc.d[bi][p]), isum_f32<frac<B>()>(i));
           }
         }
       }

@@ -13,8 +13,7 @@
 // Tiles: R quads x T tokens; decode takes the whole group (R = 4: the super-block read front to
 // back, its lines asked for a part at a time, prefetch_part), prefill one quad x 8 tokens (the
 // int32 sums and the float accumulators of each (quad, token) in registers, no spills).
-// llvm-mca (apple-m1 model), cycles per super-block of one quad x 8 tokens: Q4_K 338, Q5_K
-// 372, Q6_K 366, Q3_K 417, Q2_K 426, IQ4_XS 304 (Q4_0's SDOT tile: 324 for as many elements).
+// llvm-mca figures: bench/arm-mca.py (docs/cpu-performance.md).
 // A dotprod region (isa-begin.h).
 #include <cstdint>
 #include <cstring>
@@ -38,16 +37,14 @@
 namespace minfer::cpu::dotprod {
 namespace {
 
-// 4 bytes (one per row of a quad) widened to int32.
+// 4 bytes (one per row of a quad) widened to int32, loaded straight into a vector register
+// (through a general register, the fmov took a vector slot: the decode tiles are bound by them).
+inline uint8x8_t load_u8x4(const uint8_t* p) { return vreinterpret_u8_u32(vld1_dup_u32(reinterpret_cast<const uint32_t*>(p))); }
 inline int32x4_t widen_u8x4(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vcreate_u8(v)))));
+  return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(load_u8x4(p)))));
 }
 inline int32x4_t widen_s8x4(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return vmovl_s16(vget_low_s16(vmovl_s8(vcreate_s8(v))));
+  return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(load_u8x4(p)))));
 }
 
 // The weights of quad q for one sub-block: w[c] pairs with activation bytes 4c .. 4c+3 of the
@@ -77,6 +74,22 @@ struct Q4K {
     }
     s.sc = widen_u8x4(blk + 64 + 16 * j + 4 * q);
     return s;
+  }
+  // Sub-blocks 2p and 2p + 1 from one load of each byte (the tiles' path: half the loads).
+  static void load_pair(const uint8_t* blk, int p, int q, Sub<8>& even, Sub<8>& odd) {
+    const uint8_t* qs = blk + 320 + 512 * p + 16 * q;
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const uint8x16_t v = vld1q_u8(qs + 64 * c);
+      even.w[c] = vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0f)));
+      odd.w[c] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    }
+    // the two sub-blocks' scale bytes in one vector, widened together
+    const uint8_t* sc = blk + 64 + 32 * p + 4 * q;
+    const uint16x8_t sc16 = vmovl_u8(vreinterpret_u8_u32(
+        vld1_lane_u32(reinterpret_cast<const uint32_t*>(sc + 16), vld1_dup_u32(reinterpret_cast<const uint32_t*>(sc)), 1)));
+    even.sc = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(sc16)));
+    odd.sc = vreinterpretq_s32_u32(vmovl_high_u16(sc16));
   }
 };
 
@@ -109,13 +122,28 @@ struct MinsK {
   int16x4_t m[8];
   MinsK(const uint8_t* blk, int q) {
     #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) m[j] = vreinterpret_s16_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vld1_dup_u32(reinterpret_cast<const uint32_t*>(blk + 192 + 16 * j + 4 * q))))));
+    for (int j = 0; j < 8; ++j) m[j] = vreinterpret_s16_u16(vget_low_u16(vmovl_u8(load_u8x4(blk + 192 + 16 * j + 4 * q))));
   }
   int32x4_t sum(const BlockQ8_K& x) const {
     const int16x8_t bs = vpaddq_s16(vld1q_s16(x.bsums), vld1q_s16(x.bsums + 8));  // pairs of 16
     int32x4_t s = vmull_laneq_s16(m[0], bs, 0);
     static_for<1, 8>([&]<int j>() { s = vmlal_laneq_s16(s, m[j], bs, j); });
     return s;
+  }
+  // The same sums for all 16 rows (s[q]: quad q) from 16-byte loads: decode's whole group.
+  static void sum16(const uint8_t* blk, const BlockQ8_K& x, int32x4_t s[4]) {
+    const int16x8_t bs = vpaddq_s16(vld1q_s16(x.bsums), vld1q_s16(x.bsums + 8));
+    static_for<0, 8>([&]<int j>() {
+      const uint8x16_t v = vld1q_u8(blk + 192 + 16 * j);
+      const int16x8_t lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v))), hi = vreinterpretq_s16_u16(vmovl_high_u8(v));
+      if constexpr (j == 0) {
+        s[0] = vmull_laneq_s16(vget_low_s16(lo), bs, 0), s[1] = vmull_high_laneq_s16(lo, bs, 0);
+        s[2] = vmull_laneq_s16(vget_low_s16(hi), bs, 0), s[3] = vmull_high_laneq_s16(hi, bs, 0);
+      } else {
+        s[0] = vmlal_laneq_s16(s[0], vget_low_s16(lo), bs, j), s[1] = vmlal_high_laneq_s16(s[1], lo, bs, j);
+        s[2] = vmlal_laneq_s16(s[2], vget_low_s16(hi), bs, j), s[3] = vmlal_high_laneq_s16(s[3], hi, bs, j);
+      }
+    });
   }
 };
 
@@ -258,33 +286,53 @@ template <class K, int R, int T>
       #pragma GCC unroll 16
       for (int i = 0; i < T; ++i) sq[r][i] = vdupq_n_s32(0);
     }
+    // One sub-block's products for quad r, token i, added to sq.
+    auto sub = [&](const auto& s, int j, int r, int i) {
+      const int8_t* x = xr[i][b].qs + K::kLen * j;
+      int32x4_t isum;
+      if constexpr (K::kLen == 32) isum = dot8(s.w, vld1q_s8(x), vld1q_s8(x + 16));
+      else isum = dot4(vdupq_n_s32(0), s.w, vld1q_s8(x));
+      sq[r][i] = vmlaq_s32(sq[r][i], isum, s.sc);
+    };
     for (int j = 0; j < K::kSubs; j += 2) {  // sub-blocks in pairs: their parity is a constant
+      // decode only: with several tokens the pair's 16 weight vectors beside the tokens'
+      // sums and accumulators spill (GCC, Q4_K 1 x 8)
+      if constexpr (T == 1 && requires(Sub<8>& e) { K::load_pair(blk, 0, 0, e, e); }) {
+        if (R == 4) prefetch_part<T, kBytes, K::kSubs>(blk, j), prefetch_part<T, kBytes, K::kSubs>(blk, j + 1);
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          Sub<8> even, odd;
+          K::load_pair(blk, j / 2, q0 + r, even, odd);
+          #pragma GCC unroll 16
+          for (int i = 0; i < T; ++i) sub(even, j, r, i), sub(odd, j + 1, r, i);
+        }
+        continue;
+      }
       static_for<0, 2>([&]<int kOdd>() {
         if (R == 4) prefetch_part<T, kBytes, K::kSubs>(blk, j + kOdd);
         #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           const auto s = K::template load<kOdd>(blk, j + kOdd, q0 + r);
           #pragma GCC unroll 16
-          for (int i = 0; i < T; ++i) {
-            const int8_t* x = xr[i][b].qs + K::kLen * (j + kOdd);
-            int32x4_t isum;
-            if constexpr (K::kLen == 32) isum = dot8(s.w, vld1q_s8(x), vld1q_s8(x + 16));
-            else isum = dot4(vdupq_n_s32(0), s.w, vld1q_s8(x));
-            sq[r][i] = vmlaq_s32(sq[r][i], isum, s.sc);
-          }
+          for (int i = 0; i < T; ++i) sub(s, j + kOdd, r, i);
         }
       });
     }
+    // Decode with Q4_K / Q5_K's mins: the whole group's sums at once (MinsK::sum16).
+    constexpr bool kMins16 = R == 4 && T == 1 && std::is_same_v<Mins<K>, MinsK>;
+    int32x4_t m16[4];
+    if constexpr (K::kMins && kMins16) MinsK::sum16(blk, xr[0][b], m16);
     #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const int q = q0 + r;
       const float32x4_t dw = load_f16x4(blk + 8 * q);
       if constexpr (K::kMins) {
-        const Mins<K> mins(blk, q);
         const float32x4_t dmin = load_f16x4(blk + 32 + 8 * q);
         #pragma GCC unroll 16
         for (int i = 0; i < T; ++i) {
-          const float32x4_t sm = vcvtq_f32_s32(mins.sum(xr[i][b]));
+          float32x4_t sm;
+          if constexpr (kMins16) sm = vcvtq_f32_s32(m16[r]);
+          else sm = vcvtq_f32_s32(Mins<K>(blk, q).sum(xr[i][b]));
           const float32x4_t f = vsubq_f32(vmulq_f32(dw, vcvtq_f32_s32(sq[r][i])), vmulq_f32(dmin, sm));
           acc[r][i] = vaddq_f32(acc[r][i], vmulq_n_f32(f, xr[i][b].d));
         }

@@ -12,8 +12,8 @@
 //   Q6_K  s += (d_x * d) * float(sum_q)
 // A tile is a group x 2P tokens; the activations of a chunk of super-blocks are interleaved
 // into operands once (XChunk) and used by the group's four quads in turn. A single token goes
-// to the SDOT kernel. llvm-mca (apple-m1 model, which times SMMLA as SDOT), cycles per
-// super-block of one quad x 8 tokens: Q4_K 141 (SDOT tile: 338), Q6_K 206 (366). An i8mm
+// to the SDOT kernel. llvm-mca figures beside the SDOT tiles': bench/arm-mca.py
+// (docs/cpu-performance.md). An i8mm
 // region (isa-begin.h).
 #include <algorithm>
 #include <cstdint>

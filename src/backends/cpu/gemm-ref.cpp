@@ -42,7 +42,7 @@ void gemm_q4_0(const GemmArgs& a) {
   gemm_generic<8>(
       a,
       [](const uint8_t* blk, int k, int r, int j) {
-        const uint8_t byte = blk[32 + ((k % 4) * kRepackRows + r) * 4 + j];
+        const uint8_t byte = blk[32 + ((k % 4) * kRepackRows + r) * 4 + j] ^ kRepackQ4Xor;
         return (k < 4 ? (byte & 0x0f) : (byte >> 4)) - 8;
       },
       [](int k, int j) { return (k < 4 ? 4 * k : 16 + 4 * (k - 4)) + j; });
@@ -136,7 +136,7 @@ void gemm_iq4_nl(const GemmArgs& a) {
 void gemm_q8_0(const GemmArgs& a) {
   gemm_generic<8>(
       a,
-      [](const uint8_t* blk, int k, int r, int j) { return static_cast<int>(blk[32 + (k * kRepackRows + r) * 4 + j]) - 128; },
+      [](const uint8_t* blk, int k, int r, int j) { return static_cast<int>(static_cast<int8_t>(blk[32 + (k * kRepackRows + r) * 4 + j] ^ kRepackQ8Xor)); },
       [](int k, int j) { return 4 * k + j; });
 }
 

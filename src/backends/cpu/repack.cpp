@@ -37,7 +37,7 @@ void repack_block_nibbles(const Block* rows[kRepackRows], int64_t b, uint8_t* ou
     if constexpr (kHasHigh<Block>) std::memcpy(&qh, blk.qh, 4);
     for (int k = 0; k < 4; ++k)
       for (int j = 0; j < 4; ++j) {
-        qs[(k * kRepackRows + r) * 4 + j] = blk.qs[4 * k + j];
+        qs[(k * kRepackRows + r) * 4 + j] = blk.qs[4 * k + j] ^ (std::is_same_v<Block, BlockQ4_0> ? kRepackQ4Xor : 0);
         for (int h = 0; h < 2; ++h)
           hm[k][h] |= static_cast<uint64_t>((qh >> (16 * h + 4 * k + j)) & 1u) << (4 * r + j);
       }
@@ -57,7 +57,7 @@ void unrepack_block_nibbles(const uint8_t* in, int r, Block& o) {
   uint32_t qh = 0;
   for (int k = 0; k < 4; ++k)
     for (int j = 0; j < 4; ++j) {
-      o.qs[4 * k + j] = qs[(k * kRepackRows + r) * 4 + j];
+      o.qs[4 * k + j] = qs[(k * kRepackRows + r) * 4 + j] ^ (std::is_same_v<Block, BlockQ4_0> ? kRepackQ4Xor : 0);
       if constexpr (kHasHigh<Block>)
         for (int h = 0; h < 2; ++h) qh |= static_cast<uint32_t>((hm[k][h] >> (4 * r + j)) & 1u) << (16 * h + 4 * k + j);
     }
@@ -71,7 +71,7 @@ void repack_block_q8_0(const BlockQ8_0* rows[kRepackRows], int64_t b, uint8_t* o
     d[r] = rows[r][b].d;
     for (int k = 0; k < 8; ++k)
       for (int j = 0; j < 4; ++j)
-        qs[(k * kRepackRows + r) * 4 + j] = static_cast<uint8_t>(rows[r][b].qs[4 * k + j]) ^ 0x80u;
+        qs[(k * kRepackRows + r) * 4 + j] = static_cast<uint8_t>(rows[r][b].qs[4 * k + j]) ^ kRepackQ8Xor;
   }
 }
 
@@ -422,7 +422,7 @@ void unrepack_row(const RepackedWeight& w, int64_t row, uint8_t* out) {
         auto& o = reinterpret_cast<BlockQ8_0*>(out)[b];
         o.d = d[r];
         for (int k = 0; k < 8; ++k)
-          for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = static_cast<int8_t>(in[32 + (k * kRepackRows + r) * 4 + j] ^ 0x80u);
+          for (int j = 0; j < 4; ++j) o.qs[4 * k + j] = static_cast<int8_t>(in[32 + (k * kRepackRows + r) * 4 + j] ^ kRepackQ8Xor);
         break;
       }
       case DType::Q4_K: unrepack_block_q4_k(in, r, reinterpret_cast<BlockQ4_K*>(out)[b]); break;

@@ -6,14 +6,14 @@
 // +2%, Q3_K +4%, IQ4_XS +1.5%: their scales unpacked to bytes).
 //
 // Per group and block of 32 elements (r = row in the group, j = byte in a 4-byte chunk):
-//   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j (low nibble = element
-//         4k+j, high nibble = element 16+4k+j)                                   288 bytes
+//   Q4_0  d[16] f16 | qs[4][16][4]: qs[k][r][j] = row r's byte 4k+j XOR kRepackQ4Xor (low
+//         nibble = element 4k+j, high nibble = element 16+4k+j)                 288 bytes
 //   IQ4_NL as Q4_0 (the nibbles index kIq4nlValues)                              288 bytes
 //   Q5_0  as Q4_0 | hm[4][2] u64: bit 4r+j of hm[k][h] = the fifth bit of element 16h+4k+j
 //                                                                                 352 bytes
 //   Q4_1  d[16] f16 | m[16] f16 | qs as Q4_0                                     320 bytes
 //   Q5_1  d[16] f16 | m[16] f16 | qs and hm as Q5_0                              384 bytes
-//   Q8_0  d[16] f16 | qs[8][16][4]: qs[k][r][j] = row r's element 4k+j XOR 0x80 (unsigned)
+//   Q8_0  d[16] f16 | qs[8][16][4]: qs[k][r][j] = row r's element 4k+j XOR kRepackQ8Xor
 //                                                                                 544 bytes
 //   Q4_K  (per super-block of 256) d[16] f16 | dmin[16] f16 | sc[8][16] | m[8][16] (the
 //         6-bit scales and mins unpacked to bytes) | qs[4][8][16][4]: qs[p][c][r][j] = row
@@ -65,6 +65,21 @@
 namespace minfer::cpu {
 
 constexpr int kRepackRows = 16;
+
+// How Q8_0 and Q4_0 quants are stored, per architecture: the form its integer products take
+// with the least work. x86's vpdpbusd multiplies unsigned by signed bytes: Q8_0 stored biased
+// (XOR 0x80: the element + 128), Q4_0 as in GGUF (nibble = weight + 8). ARM's SDOT / SMMLA
+// multiply signed by signed: Q8_0 stored as in GGUF; Q4_0 with each nibble XOR 8, i.e. the
+// weight as a 4-bit two's complement number, so that byte << 4 and byte & 0xf0 are the low
+// and high weights times 16 (two instructions per 32 weights instead of four; the kernels
+// convert the 16x integer sums with 4 fraction bits, exactly).
+#if defined(__aarch64__)
+constexpr uint8_t kRepackQ8Xor = 0x00;
+constexpr uint8_t kRepackQ4Xor = 0x88;
+#else
+constexpr uint8_t kRepackQ8Xor = 0x80;
+constexpr uint8_t kRepackQ4Xor = 0x00;
+#endif
 
 struct RepackedWeight {
   DType type = DType::F32;

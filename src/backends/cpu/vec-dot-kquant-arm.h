@@ -222,8 +222,10 @@ float vec_dot_iq4_xs_impl(int64_t n, const void* w, const void* x) {
     int32_t ls[8];
     iq4_xs_scales(a[ib], ls);
     int32x4_t acc = vdupq_n_s32(0);
+    #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       int32x4_t p[4];
+      #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const int j = 4 * half + k;
         const Nibbles q = nibbles(a[ib].qs + 16 * j);
