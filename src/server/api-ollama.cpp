@@ -146,6 +146,22 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
     out["tools"] = *t;  // OpenAI's shape already: [{"type": "function", "function": {name, description, parameters}}]
     if (t->is_array() && !t->empty()) out["parallel_tool_calls"] = true;  // a reply may call several
   }
+  // logprobs, top_logprobs: the chat fields by the same names; a raw generation (a completion)
+  // asks with llama-server's n_probs (OpenAI's completions cap their integer logprobs at 5).
+  if (auto lp = body.find("logprobs"); lp != body.end() && !lp->is_null()) {
+    if (!lp->is_boolean()) return invalid_param("logprobs", "'logprobs' must be a boolean");
+    const json top = body.contains("top_logprobs") ? body["top_logprobs"] : json(nullptr);
+    if (r.chat) {
+      out["logprobs"] = *lp;
+      if (!top.is_null()) out["top_logprobs"] = top;
+    } else if (lp->get<bool>()) {
+      if (!top.is_null() && !(api::is_integral(top) && top.get<double>() >= 0 && top.get<double>() <= 20))
+        return invalid_param("top_logprobs", "'top_logprobs' must be an integer in [0, 20]");
+      const int k = top.is_null() ? 0 : static_cast<int>(top.get<double>());
+      if (k > 0) out["n_probs"] = k;
+      else out["logprobs"] = 0;
+    }
+  }
   if (auto th = body.find("think"); th != body.end() && !th->is_null()) {
     // true / false, or a level ("low", "medium", "high") for models that take one: thinking on.
     if (!th->is_boolean() && !th->is_string()) return invalid_param("think", "'think' must be a boolean or \"low\", \"medium\", \"high\"");

@@ -123,17 +123,22 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
     return r->chat ? make_reply_reader(s.sp.reasoning_format, s.chat_template, r->prompt_text, r->tools.get()) : ReplyReader{};
   };
   if (!r->stream) {
-    s.reply_when_done(res, ch, t0, [r, model, chat_endpoint, t0, reader](std::vector<JobEvent>& events) {
+    s.reply_when_done(res, ch, t0, [&s, r, model, chat_endpoint, t0, reader](std::vector<JobEvent>& events) {
       std::vector<int32_t> ids;
+      std::vector<TokenLogprob> lps;
       for (JobEvent& ev : events)
-        if (const TextDelta* d = ev.delta()) ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());
+        if (const TextDelta* d = ev.delta()) {
+          ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());
+          lps.insert(lps.end(), d->logprobs.begin(), d->logprobs.end());
+        }
       const auto [text, error, done, index] = join_events(events);
       if (!error.empty()) return dump(ollama_error_json(server_error(error)));
       ReplyReader rd = reader();
       const ReplyReader::Out o = rd.feed(text, true);
       const bool called = rd.called();
-      return dump(final_chunk(chunk(model, chat_endpoint, o.text, o.thinking, called ? &rd.tools->result().calls : nullptr), *r, done, t0,
-                              chat_endpoint ? nullptr : &ids));
+      json c = chunk(model, chat_endpoint, o.text, o.thinking, called ? &rd.tools->result().calls : nullptr);
+      if (r->logprobs) c["logprobs"] = chat_logprobs_json(*s.tok, lps);
+      return dump(final_chunk(std::move(c), *r, done, t0, chat_endpoint ? nullptr : &ids));
     });
     return;
   }
@@ -153,8 +158,11 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
           ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());
           if (const auto* fin = ev.as<DoneEvent>()) done = *fin;
           const ReplyReader::Out o = rd.feed(d->text, ev.is<DoneEvent>());
-          if (o.text.empty() && o.thinking.empty()) return true;  // tool calls go out whole, at the end
-          return send(chunk(model, chat_endpoint, o.text, o.thinking, nullptr));
+          const bool lp = r->logprobs && !d->logprobs.empty();  // a chunk's tokens, even while their text is held back
+          if (o.text.empty() && o.thinking.empty() && !lp) return true;  // tool calls go out whole, at the end
+          json c = chunk(model, chat_endpoint, o.text, o.thinking, nullptr);
+          if (lp) c["logprobs"] = chat_logprobs_json(*s.tok, d->logprobs);
+          return send(c);
         });
         if (!error) return false;  // the client went away
         if (!error->empty()) {

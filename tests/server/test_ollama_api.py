@@ -193,6 +193,23 @@ def test_options_seed_num_predict_stop(srv):
     c.chat(model="smollm2", messages=MSGS, options={"num_ctx": 2048, "num_thread": 2, "num_predict": 2}, keep_alive="5m")
 
 
+def test_logprobs_match_the_openai_endpoint(srv):
+    c = client(srv)
+    r = c.chat(model="smollm2", messages=MSGS, options=GREEDY, logprobs=True, top_logprobs=3)
+    # Every generated token, the end-of-generation one included (as the OpenAI endpoint gives them).
+    assert len(r.logprobs) == r.eval_count and "".join(x.token for x in r.logprobs).startswith(r.message.content)
+    assert all(len(x.top_logprobs) == 3 and x.top_logprobs[0].token == x.token for x in r.logprobs)  # greedy: the top one
+    oai = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0)
+    ref = oai.chat.completions.create(model="smollm2", messages=MSGS, temperature=0, max_tokens=24, logprobs=True, top_logprobs=3,
+                                      extra_body={"top_p": 0.9, "min_p": 0, "repeat_penalty": 1.1, "repeat_last_n": 64})
+    assert [(x.token, x.logprob) for x in r.logprobs] == [(x.token, x.logprob) for x in ref.choices[0].logprobs.content]
+    parts = list(c.chat(model="smollm2", messages=MSGS, options=GREEDY, logprobs=True, top_logprobs=3, stream=True))
+    assert [(x.token, x.logprob) for p in parts for x in (p.logprobs or [])] == [(x.token, x.logprob) for x in r.logprobs]
+    raw = c.generate(model="smollm2", prompt="The capital of France is", raw=True, options=GREEDY, logprobs=True, top_logprobs=2)
+    assert len(raw.logprobs) == raw.eval_count and all(len(x.top_logprobs) == 2 for x in raw.logprobs)
+    assert c.chat(model="smollm2", messages=MSGS, options={"num_predict": 2}).logprobs is None
+
+
 def tool_reply(c, seed, stream):
     kw = dict(model="smollm2", messages=[{"role": "user", "content": "What is the weather in Paris?"}], tools=[WEATHER],
               options={"temperature": 1, "seed": seed, "num_predict": 64})
