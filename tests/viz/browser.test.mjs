@@ -4,6 +4,7 @@
 //   MINFER_BIN=... MINFER_SMOLLM2=... PLAYWRIGHT_NODE_MODULES=.deps/npm-playwright/node_modules \
 //   MINFER_VIZ_ARTIFACTS=build/viz-screenshots node tests/viz/browser.test.mjs
 import {spawn, spawnSync} from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import {browserChecks} from '../browser-checks.mjs';
@@ -57,6 +58,27 @@ try {
     await page.screenshot({path: path.join(ART, 'operators-expanded.png')});
   });
 
+  await check('every input of a node is an edge from its producer: [data-edge="SRC->DST"]', async () => {
+    for (const phase of ['prefill', 'decode']) {
+      await page.goto(`${url}/?view=operators&expand=all&phase=${phase}`);
+      await page.waitForSelector('body[data-ready="true"]');
+      const edges = await page.$$eval('[data-edge]', (els) => els.map((e) => e.dataset.edge).sort());
+      const links = graph[phase].nodes.flatMap((n) => n.inputs.map((s) => `${s}->${n.id}`)).sort();
+      assert.equal(edges.length, links.length, phase);
+      assert.deepEqual(edges, links);
+    }
+    // Closed layers: only their in/out links, as layer edges; opening one adds its own edges.
+    await page.goto(`${url}/?view=operators`);
+    await page.waitForSelector('body[data-ready="true"]');
+    assert.equal(await page.locator('[data-edge]').count(), 0);
+    assert.ok(await page.locator('[data-group-edge="blk.2->blk.3"]').count() === 1);
+    await page.click('section.group[data-group="blk.3"] > .group-head');
+    const inBlk3 = new Set(graph.prefill.nodes.filter((n) => n.name.startsWith('blk.3.')).map((n) => n.id));
+    const blk3Links = graph.prefill.nodes.filter((n) => inBlk3.has(n.id)).flatMap((n) => n.inputs.filter((s) => inBlk3.has(s)));
+    const shown = await page.$$eval('[data-edge]', (els) => els.map((e) => e.dataset.edge.split('->').map(Number)));
+    assert.equal(shown.filter(([a, b]) => inBlk3.has(a) && inBlk3.has(b)).length, blk3Links.length);
+  });
+
   await check('layers collapse to one box each and expand on click', async () => {
     await page.goto(`${url}/?view=operators`);
     await page.waitForSelector('body[data-ready="true"]');
@@ -89,6 +111,7 @@ try {
   });
 
   const prompt = 'What is the capital of France?', n = 8;
+  const trace = path.join(ART, 'run.trace.json');
   const want = cliReply(prompt, n);
   await check('a live run lights nodes and shows the CLI\'s text', async () => {
     await page.goto(`${url}/?view=operators&expand=all`);
@@ -131,7 +154,6 @@ try {
   });
 
   await check('a MINFER_TRACE file replays with the same text', async () => {
-    const trace = path.join(ART, 'run.trace.json');
     const r = spawnSync(MINFER, [MODEL, prompt, '-n', '4', '--temp', '0', '-t', '2'], {encoding: 'utf8', env: {...process.env, MINFER_TRACE: trace}});
     assert.equal(r.status, 0, r.stderr);
     await page.goto(`${url}/?view=operators&trace=${encodeURIComponent(trace)}`);
@@ -140,6 +162,73 @@ try {
     await page.click('button[data-view="pipeline"]');
     await page.waitForSelector('table[data-phase-table="prefill"] tr[data-op="matmul"]');
     await page.screenshot({path: path.join(ART, 'trace-replay.png')});
+  });
+
+  const traceDoc = JSON.parse(fs.readFileSync(trace, 'utf8'));
+  const nodeEvents = traceDoc.events.filter((e) => e.type === 'node');
+  await check('a heatmap and stats per captured node; top-5 on the logits node', async () => {
+    await page.goto(`${url}/?view=operators&expand=all&phase=decode&trace=${encodeURIComponent(trace)}`);
+    await page.waitForSelector('body[data-run-state="finished"]', {timeout: 60000});
+    const phase = await page.evaluate(() => new URLSearchParams(location.search).get('phase'));
+    const captured = new Set(nodeEvents.filter((e) => (e.step === 0) === (phase === 'prefill')).map((e) => e.id));
+    const heat = await page.$$eval('#view canvas[data-heatmap-for]', (els) => els.map((e) => +e.dataset.heatmapFor));
+    assert.equal(heat.length, captured.size);
+    assert.deepEqual(new Set(heat), captured);
+    const logits = traceDoc.graphs[phase].outputs[0];
+    assert.match(await page.textContent(`[data-node-id="${logits}"] .live`), /top: /);
+    await page.click(`[data-node-id="${logits}"]`);
+    assert.equal(await page.locator('#inspector table.top5 tr').count(), 5);
+    assert.ok(await page.locator('#inspector canvas.heat-big').count() === 1);
+    await page.screenshot({path: path.join(ART, 'heatmaps.png')});
+  });
+
+  await check('playback (#step, #play, #pause) visits nodes in execution order', async () => {
+    const visited = [];
+    for (let i = 0; i < 60; i++) {
+      await page.click('#step');
+      visited.push(+(await page.getAttribute('body', 'data-play-node')));
+    }
+    assert.deepEqual(visited, nodeEvents.slice(0, 60).map((e) => e.id));
+    const order = new Map(traceDoc.graphs.prefill.nodes.map((n, i) => [n.id, i]));
+    for (let i = 1; i < visited.length; i++) assert.ok(order.get(visited[i]) > order.get(visited[i - 1]), `${visited[i - 1]} before ${visited[i]}`);
+    await page.screenshot({path: path.join(ART, 'playback.png')});
+    await page.fill('#speed', '1');
+    await page.click('#play');
+    await page.waitForFunction((n) => +document.body.dataset.playNode !== n, visited[visited.length - 1]);
+    await page.click('#pause');
+    assert.equal(await page.getAttribute('body', 'data-playback'), 'paused');
+    const at = await page.getAttribute('body', 'data-play-node');
+    await page.waitForTimeout(200);
+    assert.equal(await page.getAttribute('body', 'data-play-node'), at);
+  });
+
+  await check('an 80-layer graph renders in under 1.5 s (all layers open)', async () => {
+    const model = path.join(ART, 'llama-80-layers.gguf'), dump = path.join(ART, 'llama-80-layers.graph.json');
+    let r = spawnSync(process.env.MINFER_MAKE_MODEL, ['--vocab-from', MODEL, '--preset', 'tiny', '--n-layer', '80', '--out', model], {encoding: 'utf8'});
+    assert.equal(r.status, 0, r.stderr);
+    r = spawnSync(MINFER, [model, 'Hi', '--dump-graph-json', dump], {encoding: 'utf8'});
+    fs.rmSync(model);
+    assert.equal(r.status, 0, r.stderr);
+    const g80 = fs.readFileSync(dump, 'utf8');
+    await page.route('**/viz/graph', (route) => route.fulfill({contentType: 'application/json',
+      body: `{"model":"llama-80-layers","prefill":${g80},"decode":${g80}}`}));
+    for (const [q, label] of [['', 'closed'], ['&expand=all', 'open']]) {
+      await page.goto(`${url}/?view=operators${q}`);
+      await page.waitForSelector('body[data-ready="true"]');
+      // render() plus the layout and paint of the next frame, measured in the page.
+      const ms = await page.evaluate(async () => {
+        const t0 = performance.now();
+        render();
+        await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+        return performance.now() - t0;
+      });
+      const edges = await page.locator('[data-edge]').count();
+      console.log(`  80 layers, ${label}: ${ms.toFixed(0)} ms (render ${await page.getAttribute('body', 'data-render-ms')} ms), ${await page.locator('[data-node-id]').count()} nodes, ${edges} edges`);
+      assert.ok(ms < 1500, `${ms} ms`);
+    }
+    assert.equal(await page.locator('[data-edge]').count(), JSON.parse(g80).nodes.reduce((k, n) => k + n.inputs.length, 0));
+    await page.screenshot({path: path.join(ART, 'operators-80-layers.png')});
+    await page.unroute('**/viz/graph');
   });
 
   await check('no script errors on the page', async () => {

@@ -98,46 +98,214 @@ function render() {
   else renderShapes(root, g);
 }
 
-function nodeBox(n) {
-  const s = state.stats[state.phase].get(n.id);
+// Operators: a layout of our own for the regular layer structure (docs/viz.md "Layout"). Groups
+// stack top to bottom; inside an open group a node's row is its depth (1 + the deepest input of
+// its group), a leaf (weight, cache) sits one row above its first reader. Positions are computed
+// here, not read back from the DOM, so the edges (one SVG under the boxes) need no layout pass.
+const kNodeW = 178, kNodeH = 64, kGapX = 18, kGapY = 30, kHeadH = 30, kPad = 10, kLane = 40;
+const isLeaf = (n) => n.op === 'weight' || n.op === 'input' || n.op === 'kv_cache';
+
+function layoutGroup(g, grp) {
+  if (grp.rows) return grp.rows;
+  const inGroup = new Set(grp.nodes.map((n) => n.id));
+  const depth = new Map();
+  for (const n of grp.nodes) {
+    if (isLeaf(n)) continue;
+    let d = 1;
+    for (const s of n.inputs || []) if (inGroup.has(s) && depth.has(s)) d = Math.max(d, depth.get(s) + 1);
+    depth.set(n.id, d);
+  }
+  for (const n of grp.nodes) {
+    if (!isLeaf(n)) continue;
+    const ds = (g.consumers.get(n.id) || []).filter((c) => depth.has(c)).map((c) => depth.get(c));
+    depth.set(n.id, ds.length ? Math.min(...ds) - 1 : 0);
+  }
+  const byDepth = new Map();
+  for (const n of grp.nodes) { const d = depth.get(n.id); if (!byDepth.has(d)) byDepth.set(d, []); byDepth.get(d).push(n); }
+  grp.rows = [...byDepth.keys()].sort((a, b) => a - b).map((d) => byDepth.get(d));
+  return grp.rows;
+}
+
+// Positions of the groups and of the nodes of open groups: {groups: key -> {y, h}, nodes: id -> {x, y}}.
+function layoutOperators(g, isOpen) {
+  const pos = {groups: new Map(), nodes: new Map(), width: 0, height: 0};
+  let y = 0;
+  for (const grp of g.groups) {
+    let h = kHeadH;
+    if (isOpen(grp)) {
+      const rows = layoutGroup(g, grp);
+      rows.forEach((row, r) => row.forEach((n, c) => {
+        const x = kLane + kPad + c * (kNodeW + kGapX);
+        pos.nodes.set(n.id, {x, y: y + kHeadH + kPad + r * (kNodeH + kGapY)});
+        pos.width = Math.max(pos.width, x + kNodeW + kPad);
+      }));
+      h += 2 * kPad + rows.length * (kNodeH + kGapY) - kGapY;
+    }
+    pos.groups.set(grp.key, {y, h});
+    y += h + kGapY;
+  }
+  pos.height = y;
+  return pos;
+}
+
+// The magnitude of captured values as a fill: blue (|x| ~ 1e-3) to red (|x| ~ 1e2), log scale.
+function magnitudeColor(absmean) {
+  const t = Math.min(1, Math.max(0, (Math.log10(absmean || 1e-9) + 3) / 5));
+  return `hsl(${Math.round(220 - 220 * t)}, 85%, 88%)`;
+}
+
+// A node's captured values as a grid of cells (diverging: blue < 0 < red), scaled by max |x|.
+function paintHeatmap(canvas, values) {
+  const vs = values || [];
+  const cols = Math.ceil(Math.sqrt(vs.length || 1)), rows = Math.ceil((vs.length || 1) / cols);
+  const ctx = canvas.getContext('2d');
+  const cw = canvas.width / cols, ch = canvas.height / rows;
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  const scale = Math.max(1e-12, ...vs.map((v) => Math.abs(v ?? 0)));
+  vs.forEach((v, i) => {
+    const t = (v ?? 0) / scale;
+    ctx.fillStyle = t >= 0 ? `rgba(214, 48, 39, ${t})` : `rgba(45, 91, 215, ${-t})`;
+    ctx.fillRect((i % cols) * cw, Math.floor(i / cols) * ch, Math.ceil(cw), Math.ceil(ch));
+  });
+}
+
+// The captured part of a node box: fill by magnitude, heatmap canvas, stats beside it.
+function paintNode(box, s) {
+  if (!s || !s.stats) return;
+  box.style.background = magnitudeColor(s.stats.absmean);
+  let cv = box.querySelector('canvas.heat');
+  if (!cv) { cv = el('canvas', {class: 'heat', width: '32', height: '32', 'data-heatmap-for': box.dataset.nodeId}); box.append(cv); }
+  paintHeatmap(cv, s.values);
+  box.querySelector('.live').textContent = state.top && isLogits(+box.dataset.nodeId) ? topText(state.top) :
+    `|x| ${fmtNum(s.stats.absmean)} [${fmtNum(s.stats.min)}, ${fmtNum(s.stats.max)}]`;
+}
+
+// The logits node is the graph's output; its top-5 comes from the last token event.
+const isLogits = (id) => { const g = graph(); return !!g && (g.outputs || []).includes(id); };
+const topText = (top) => 'top: ' + top.map(([, piece, p]) => `${JSON.stringify(piece)} ${(100 * p).toFixed(0)}%`).join(' ');
+function topTable(top, chosen) {
+  return el('table', {class: 'top5'}, ...top.map(([id, piece, p]) => el('tr', {class: id === chosen ? 'chosen' : ''},
+    el('td', {text: JSON.stringify(piece)}), el('td', {text: (100 * p).toFixed(1) + '%'}))));
+}
+
+const kBackendColors = ['#2d5bd7', '#d7832d', '#2da55b', '#a52dd7'];
+function backendColor(g, b) {
+  const i = (g.backends || []).indexOf(b);
+  return kBackendColors[Math.max(0, i) % kBackendColors.length];
+}
+
+function nodeBox(g, n, p) {
   const box = el('div', {
     class: 'node op-' + n.op + (n.fused ? ' fused' : '') + (state.selected === n.id ? ' selected' : ''),
     'data-node-id': String(n.id), role: 'button', tabindex: '0',
-    title: n.name + ' ' + n.op + ' ' + fmtShape(n.shape) + ' ' + n.dtype,
+    style: `left:${p.x}px;top:${p.y}px;width:${kNodeW}px;height:${kNodeH}px;border-left-color:${backendColor(g, n.backend)}`,
+    title: n.name + ' ' + n.op + ' ' + fmtShape(n.shape) + ' ' + n.dtype + (n.fused ? ' from ' + (kFusedFrom[n.op] || '?') : ''),
     onclick: () => select(n.id), onkeydown: (e) => { if (e.key === 'Enter') select(n.id); },
   },
   el('div', {class: 'op', text: n.op + (n.fused ? ' (fused)' : '')}),
-  n.fused ? el('div', {class: 'name', text: 'from ' + (kFusedFrom[n.op] || '?')}) : null,
   el('div', {class: 'name', text: n.name}),
   el('div', {class: 'shape', text: fmtShape(n.shape) + ' ' + n.dtype + (n.backend ? ' · ' + n.backend : '')}),
-  el('div', {class: 'live', text: s && s.stats ? '|x| ' + fmtNum(s.stats.absmean) : ''}));
-  if (state.query) {
-    const hit = (n.name + ' ' + n.op).toLowerCase().includes(state.query);
-    box.classList.add(hit ? 'match' : 'dim');
-  }
+  el('div', {class: 'live'}));
+  paintNode(box, state.stats[state.phase].get(n.id));
+  if (state.query) box.classList.add(nodeMatches(n) ? 'match' : 'dim');
   return box;
 }
 
-function groupMatches(grp) {
-  return state.query && grp.nodes.some((n) => (n.name + ' ' + n.op).toLowerCase().includes(state.query));
+const nodeMatches = (n) => (n.name + ' ' + n.op).toLowerCase().includes(state.query);
+function groupMatches(grp) { return state.query && grp.nodes.some(nodeMatches); }
+
+// An edge as an SVG path from the bottom of its source to the top of its target; one that skips
+// groups runs down the left lane so that long links (positions, KV rows) do not cross the boxes.
+function edgePath(a, b, far) {
+  if (far) {
+    const lx = 6 + (a.x % 29);
+    return `M${a.x},${a.y} C${a.x},${a.y + 20} ${lx},${a.y + 20} ${lx},${a.y + 40} L${lx},${b.y - 40} C${lx},${b.y - 20} ${b.x},${b.y - 20} ${b.x},${b.y}`;
+  }
+  const dy = Math.max(20, (b.y - a.y) / 2);
+  return `M${a.x},${a.y} C${a.x},${a.y + dy} ${b.x},${b.y - dy} ${b.x},${b.y}`;
 }
 
 function renderOperators(root, g) {
+  const t0 = performance.now();
+  const isOpen = (grp) => state.expandAll || state.expanded.has(grp.key) || groupMatches(grp);
+  const pos = layoutOperators(g, isOpen);
+  const width = Math.max(pos.width, 700);
+  const groupOf = new Map();
+  for (const grp of g.groups) for (const n of grp.nodes) groupOf.set(n.id, grp);
+  const canvas = el('div', {class: 'op-canvas', style: `height:${pos.height}px;width:${width}px`});
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'edges');
+  svg.setAttribute('width', String(width));
+  svg.setAttribute('height', String(pos.height));
+  const frag = document.createDocumentFragment();
+  const addPath = (d, cls, attr, value) => {
+    const path = document.createElementNS(ns, 'path');
+    path.setAttribute('d', d);
+    path.setAttribute('class', cls);
+    path.setAttribute(attr, value);
+    frag.append(path);
+  };
+  // Where an edge attaches: the node's box when its group is open, else its group's box.
+  const anchor = (id, bottom) => {
+    const p = pos.nodes.get(id);
+    if (p) return {x: p.x + kNodeW / 2, y: p.y + (bottom ? kNodeH : 0)};
+    const gp = pos.groups.get(groupOf.get(id).key);
+    return {x: kLane + 200 + (id % 7) * 12, y: gp.y + (bottom ? kHeadH : 0)};
+  };
+  const groupIndex = new Map(g.groups.map((grp, i) => [grp.key, i]));
+  const seen = new Set();
+  for (const n of g.nodes) {
+    const dg = groupOf.get(n.id);
+    for (const s of n.inputs || []) {
+      const sg = groupOf.get(s);
+      if (!sg) continue;
+      const srcShown = pos.nodes.has(s), dstShown = pos.nodes.has(n.id);
+      const far = groupIndex.get(dg.key) - groupIndex.get(sg.key) > 1;
+      const kv = g.byId.get(s).op === 'kv_store' || g.byId.get(s).op === 'kv_cache';
+      const cls = 'edge' + (far ? ' far' : '') + (kv ? ' kv' : '');
+      if (srcShown && dstShown) { addPath(edgePath(anchor(s, true), anchor(n.id, false), far), cls, 'data-edge', `${s}->${n.id}`); continue; }
+      if (sg === dg) continue;  // inside a closed group: drawn when it opens
+      const key = `${srcShown ? s : sg.key}->${dstShown ? n.id : dg.key}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      addPath(edgePath(anchor(s, true), anchor(n.id, false), far), cls + ' group-edge', 'data-group-edge', key);
+    }
+  }
+  svg.append(frag);
+  canvas.append(svg);
   for (const grp of g.groups) {
-    const open = state.expandAll || state.expanded.has(grp.key) || groupMatches(grp);
+    const open = isOpen(grp);
+    const gp = pos.groups.get(grp.key);
     const ops = {};
     for (const n of grp.nodes) ops[n.op] = (ops[n.op] || 0) + 1;
     const summary = grp.nodes.length + ' nodes: ' + Object.entries(ops).map(([k, v]) => v + ' ' + k).join(', ');
-    const sec = el('section', {class: 'group' + (open ? ' open' : ''), 'data-group': grp.key},
-      el('button', {type: 'button', class: 'group-head', 'aria-expanded': String(open), onclick: () => toggleGroup(grp.key)},
-        el('span', {text: grp.key}), el('span', {class: 'summary', text: summary})));
+    const sec = el('section', {class: 'group' + (open ? ' open' : ''), 'data-group': grp.key,
+      style: `top:${gp.y}px;height:${gp.h}px;left:${kLane}px;width:${width - kLane}px`},
+    el('button', {type: 'button', class: 'group-head', 'aria-expanded': String(open), onclick: () => toggleGroup(grp.key)},
+      el('span', {text: (open ? '▾ ' : '▸ ') + grp.key}), el('span', {class: 'summary', text: summary})));
     if (open) {
       const nodes = el('div', {class: 'nodes'});
-      for (const n of grp.nodes) nodes.append(nodeBox(n));
+      for (const n of grp.nodes) {
+        const p = pos.nodes.get(n.id);
+        nodes.append(nodeBox(g, n, {x: p.x - kLane, y: p.y - gp.y}));
+      }
       sec.append(nodes);
     }
-    root.append(sec);
+    canvas.append(sec);
   }
+  root.append(operatorsLegend(g), canvas);
+  document.body.dataset.renderMs = (performance.now() - t0).toFixed(1);
+}
+
+function operatorsLegend(g) {
+  const items = (g.backends || []).map((b) => el('span', {class: 'key'},
+    el('i', {style: `background:${backendColor(g, b)}`}), ' left border: backend ' + b));
+  return el('div', {class: 'legend'}, ...items,
+    el('span', {class: 'key'}, el('i', {style: `background:${magnitudeColor(1e-3)}`}), el('i', {style: `background:${magnitudeColor(1)}`}),
+      el('i', {style: `background:${magnitudeColor(1e2)}`}), ' fill: mean |x| of the last run, 1e-3 … 1e2'),
+    el('span', {class: 'key'}, '▦ values: blue < 0 < red'),
+    el('span', {class: 'key'}, '┆ dashed: KV cache · faint: links that skip layers (left lane) · dashed box: fused op'));
 }
 
 function toggleGroup(key) {
@@ -294,6 +462,10 @@ function renderInspector() {
     t.append(row('step', String(s.step)), row('min / max', `${fmtNum(s.stats.min)} / ${fmtNum(s.stats.max)}`),
       row('mean / |mean|', `${fmtNum(s.stats.mean)} / ${fmtNum(s.stats.absmean)}`), row('time', fmtUs(s.us)),
       row('values', el('div', {}, sparkline(s.values || []), el('span', {class: 'hint', text: `${(s.values || []).length} of ${s.n} (every ${s.stride})`}))));
+    const big = el('canvas', {class: 'heat-big', width: '160', height: '160'});
+    paintHeatmap(big, s.values);
+    t.append(row('heatmap', big));
+    if (state.top && isLogits(n.id)) t.append(row('top-5', topTable(state.top, state.topChosen)));
   } else {
     t.append(row('live', el('span', {class: 'hint', text: 'no values yet: run a prompt'})));
   }
@@ -316,13 +488,18 @@ function light(id) {
   setTimeout(() => box.classList.remove('lit'), 250);
 }
 
+function resetRun() {
+  state.text = ''; state.top = null;
+  for (const ph of ['prefill', 'decode']) { state.stats[ph].clear(); state.times[ph].clear(); state.steps[ph] = 0; }
+  $('#live-text').textContent = '';
+  for (const box of document.querySelectorAll('#view .node')) { box.style.background = ''; box.querySelector('canvas.heat')?.remove(); box.querySelector('.live').textContent = ''; }
+}
+
 function onEvent(e) {
   switch (e.type) {
     case 'hello': break;
     case 'start':
-      state.text = '';
-      for (const ph of ['prefill', 'decode']) { state.stats[ph].clear(); state.times[ph].clear(); state.steps[ph] = 0; }
-      $('#live-text').textContent = '';
+      resetRun();
       $('#status').textContent = 'running…';
       break;
     case 'step': {
@@ -340,8 +517,8 @@ function onEvent(e) {
       state.times[ph].set(e.id, (state.times[ph].get(e.id) || 0) + (e.us || 0));
       if (ph === state.phase) {
         light(e.id);
-        const box = document.querySelector(`[data-node-id="${e.id}"] .live`);
-        if (box && e.stats) box.textContent = '|x| ' + fmtNum(e.stats.absmean);
+        const box = document.querySelector(`#view [data-node-id="${e.id}"]`);
+        if (box) paintNode(box, e);
       }
       if (e.id === state.selected) scheduleRender();
       break;
@@ -349,9 +526,9 @@ function onEvent(e) {
     case 'token': {
       state.text += e.text || '';
       $('#live-text').textContent = state.text;
-      const t = el('table', {}, ...e.top.map(([id, piece, p]) => el('tr', {class: id === e.token ? 'chosen' : ''},
-        el('td', {text: JSON.stringify(piece)}), el('td', {text: (100 * p).toFixed(1) + '%'}))));
-      $('#top-tokens').replaceChildren(t);
+      state.top = e.top; state.topChosen = e.token;
+      $('#top-tokens').replaceChildren(topTable(e.top, e.token));
+      for (const id of graph().outputs || []) { const box = document.querySelector(`#view [data-node-id="${id}"]`); if (box) paintNode(box, state.stats[state.phase].get(id)); }
       break;
     }
     case 'finish':
@@ -369,7 +546,7 @@ function onEvent(e) {
 
 function listen() {
   const es = new EventSource('/viz/events');
-  es.onmessage = (m) => { try { onEvent(JSON.parse(m.data)); } catch (err) { console.error(err); } };
+  es.onmessage = (m) => { try { const e = JSON.parse(m.data); onEvent(e); record(e); } catch (err) { console.error(err); } };
   es.onopen = () => { document.body.dataset.live = 'connected'; };
   es.onerror = () => { document.body.dataset.live = 'disconnected'; };
   return es;
@@ -406,6 +583,8 @@ async function replay(trace) {
   render();
   document.body.dataset.runState = 'replaying';
   const events = trace.events || [];
+  playback.events = events.slice();
+  playback.i = 0;
   let i = 0;
   await new Promise((done) => {
     const tick = () => {
@@ -419,6 +598,59 @@ async function replay(trace) {
   render();
 }
 
+// ---------------------------------------------------------------- playback
+// The last live run (its events as they came) or the opened trace, replayed node by node: Step
+// applies the events up to the next node event, Play does so every `speed` ms. The node played is
+// marked `.current` (its layer box when the layer is closed; its stage or shape row in the other
+// views) and its id is written to body[data-play-node].
+
+const playback = {events: [], i: 0, timer: null};
+
+function record(e) {
+  if (e.type === 'start') { playback.events = []; playback.i = 0; }
+  if (e.type !== 'hello' && e.type !== 'lagged') playback.events.push(e);
+}
+
+function setCurrent(id) {
+  for (const x of document.querySelectorAll('#view .current')) x.classList.remove('current');
+  const g = graph(), n = g && g.byId.get(id);
+  if (!n) return;
+  const grp = g.groups.find((x) => x.nodes.includes(n));
+  const target = document.querySelector(`#view [data-node-id="${id}"]`) || document.querySelector(`#view [data-shape-of="${n.name}"]`) ||
+    document.querySelector(`#view [data-stage="${stageOf(n)}"]`) || (grp && document.querySelector(`#view section.group[data-group="${grp.key}"]`));
+  if (target) { target.classList.add('current'); target.scrollIntoView({block: 'nearest', inline: 'nearest'}); }
+  document.body.dataset.playNode = String(id);
+}
+
+function playStep() {
+  const evs = playback.events;
+  if (!evs.length) { $('#play-pos').textContent = 'nothing recorded: run a prompt or open a trace'; stopPlayback('done'); return false; }
+  if (playback.i >= evs.length) playback.i = 0;
+  if (playback.i === 0) resetRun();
+  while (playback.i < evs.length) {
+    const e = evs[playback.i++];
+    onEvent(e);
+    if (e.type === 'node') {
+      setCurrent(e.id);
+      $('#play-pos').textContent = `step ${e.step} · ${e.name} (${playback.i}/${evs.length})`;
+      return true;
+    }
+  }
+  stopPlayback('done');
+  return false;
+}
+
+function stopPlayback(how) {
+  clearInterval(playback.timer);
+  playback.timer = null;
+  document.body.dataset.playback = how;
+}
+
+function play() {
+  stopPlayback('playing');
+  playback.timer = setInterval(() => { if (!playStep()) stopPlayback('done'); }, +$('#speed').value);
+}
+
 // ---------------------------------------------------------------- start
 
 async function main() {
@@ -429,6 +661,10 @@ async function main() {
   $('#expand-all').addEventListener('click', () => { state.expandAll = true; const p = new URLSearchParams(location.search); p.set('expand', 'all'); history.replaceState(null, '', '?' + p); render(); });
   $('#collapse-all').addEventListener('click', () => { state.expandAll = false; state.expanded.clear(); const p = new URLSearchParams(location.search); p.delete('expand'); history.replaceState(null, '', '?' + p); render(); });
   $('#run-form').addEventListener('submit', run);
+  $('#play').addEventListener('click', play);
+  $('#pause').addEventListener('click', () => stopPlayback('paused'));
+  $('#step').addEventListener('click', () => { stopPlayback('paused'); playStep(); });
+  $('#speed').addEventListener('input', () => { if (playback.timer) play(); });
   $('#trace-file').addEventListener('change', async (e) => {
     const f = e.target.files[0];
     if (f) { try { await replay(JSON.parse(await f.text())); } catch (err) { $('#status').textContent = 'cannot open trace: ' + err.message; } }
