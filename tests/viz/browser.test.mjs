@@ -202,6 +202,31 @@ try {
     assert.equal(await page.getAttribute('body', 'data-play-node'), at);
   });
 
+  await check('Shape flow: each rail node shows the export\'s shape; playback moves the packet and counts KV cells', async () => {
+    const leaf = (n) => ['weight', 'input', 'kv_cache'].includes(n.op);
+    for (const phase of ['prefill', 'decode']) {
+      await page.goto(`${url}/?view=shapes&phase=${phase}`);
+      await page.waitForSelector('body[data-ready="true"]');
+      const want = graph[phase].nodes.filter((n) => !leaf(n) && (!n.name.startsWith('blk.') || n.name.startsWith('blk.0.')));
+      const got = await page.$$eval('[data-shape-node]', (els) => els.map((e) => [+e.dataset.shapeNode, e.textContent]));
+      assert.deepEqual(got.map(([id]) => id), want.map((n) => n.id), phase);
+      got.forEach(([, text], i) => assert.ok(text.includes(shape(want[i].shape)), `${want[i].name}: ${text} has ${shape(want[i].shape)}`));
+      assert.match(await page.textContent('.layer-bracket .bracket-label'), /× \d+ layers/);
+    }
+    await page.goto(`${url}/?view=shapes&trace=${encodeURIComponent(trace)}`);
+    await page.waitForSelector('body[data-run-state="finished"]', {timeout: 60000});
+    for (let i = 0; i < 12; i++) await page.click('#step');
+    const playId = +(await page.getAttribute('body', 'data-play-node'));
+    const played = traceDoc.graphs.prefill.nodes.find((n) => n.id === playId);
+    const twin = traceDoc.graphs.prefill.nodes.find((n) => n.name === played.name.replace(/^blk\.\d+\./, 'blk.0.'));
+    assert.equal(await page.getAttribute('[data-shape-node].current', 'data-shape-node'), String(twin.id));
+    assert.equal(await page.locator('.packet').count(), 1);
+    const firstStep = traceDoc.events.find((e) => e.type === 'step');
+    assert.equal(await page.getAttribute('.kv-footer', 'data-kv-cells'), String(firstStep.n_tokens));
+    assert.ok(await page.locator('[data-shape-node] .badge').count() >= 12);
+    await page.screenshot({path: path.join(ART, 'shape-flow.png')});
+  });
+
   await check('an 80-layer graph renders in under 1.5 s (all layers open)', async () => {
     const model = path.join(ART, 'llama-80-layers.gguf'), dump = path.join(ART, 'llama-80-layers.graph.json');
     let r = spawnSync(process.env.MINFER_MAKE_MODEL, ['--vocab-from', MODEL, '--preset', 'tiny', '--n-layer', '80', '--out', model], {encoding: 'utf8'});

@@ -53,6 +53,7 @@ function indexGraph(g) {
     byKey.get(key).nodes.push(n);
   }
   g.groups = groups;
+  g.byName = new Map(g.nodes.map((n) => [n.name, n]));
   return g;
 }
 
@@ -373,12 +374,68 @@ function renderPipeline(root) {
   root.append(wrap);
 }
 
+// Shape flow: the rail of one forward pass (the computed nodes of `start`, of one layer bracketed
+// "× N layers", of `end`, then the sampler), each node `data-shape-node=ID` with the output shape
+// the export wrote. Playback moves a packet along the rail carrying the shape each node produced
+// in the run (a node of blk.K is drawn by its blk.0 twin), and every node keeps badges of the
+// shapes it produced; the header shows the tensor at the current node, the footer the KV cells.
+const twinName = (name) => name.replace(/^blk\.\d+\./, 'blk.0.');
+
+function shapeFormula(g, n, shape) {
+  const src = (n.inputs || []).map((i) => g.byId.get(i)).filter(Boolean);
+  const w = src.find((x) => x.op === 'weight');
+  const acts = src.filter((x) => x.op !== 'weight' && x.op !== 'input');
+  const lhs = acts.map((x) => fmtShape(x.shape)).join(' + ');
+  return (lhs ? lhs + (w ? ` × ${w.name} ${fmtShape(w.shape)}` : '') + ' → ' : '') + fmtShape(shape || n.shape) +
+    (w ? ` · weight ${w.dtype}` : '') + ' · ' + n.dtype;
+}
+
+// Inside attention: heads split, scores per head, heads merged (from the attn node's inputs).
+function attnDetail(g, n, nTok) {
+  const [q, kStore] = (n.inputs || []).map((i) => g.byId.get(i));
+  if (!q || !kStore) return null;
+  const [headDim, nHead] = q.shape, nHeadKv = n.params && n.params.n_head_kv;
+  const cells = state.kvCells || '?';
+  return el('div', {class: 'attn-detail'},
+    el('h3', {text: `inside ${n.name}`}),
+    el('div', {text: `heads split: q ${fmtShape([headDim, nHead, nTok])}, k/v ${fmtShape([headDim, nHeadKv, cells])} (${nHead / nHeadKv} q heads per kv head)`}),
+    el('div', {text: `scores: ${fmtShape([cells, nTok, nHead])} = q·kᵀ × ${n.params ? n.params.scale : '?'}, causal softmax`}),
+    el('div', {text: `heads merged: ${fmtShape([headDim * nHead, nTok])}`}));
+}
+
 function renderShapes(root, g) {
+  const computed = (grp) => grp ? grp.nodes.filter((n) => !isLeaf(n)) : [];
+  const layers = g.groups.filter((grp) => grp.key.startsWith('blk.'));
   const layer = g.groups.find((grp) => grp.key === 'blk.0');
   const n_tokens = g.params ? g.params.n_tokens : '?';
-  const live = state.lastTokens && state.lastTokens[state.phase];
+  const cur = state.shapeCur && g.byId.get(state.shapeCur.id);
+  const nTok = state.lastTokens && state.lastTokens[state.phase] || n_tokens;
+  root.append(el('div', {class: 'shape-head', 'data-shape-current': cur ? String(cur.id) : ''},
+    cur ? el('span', {}, el('b', {text: cur.name}), ` (${cur.op}): ${shapeFormula(g, cur, state.shapeCur.shape)}`)
+      : el('span', {class: 'hint', text: `${state.phase}: graph for a batch of ${n_tokens} token(s). Play a run (▶ Play or Step) to move the packet along the rail.`})));
+  root.append(el('div', {class: 'shape-text'}, el('span', {class: 'hint', text: (state.prompt || $('#prompt').value) + ' → '}), state.text));
+  const rail = el('div', {class: 'rail'});
+  const shapeNode = (n) => {
+    const seen = state.seenShapes && state.seenShapes.get(n.id);
+    return el('div', {class: 'shape-node op-' + n.op + (cur && twinName(cur.name) === n.name ? ' current' : ''), 'data-shape-node': String(n.id)},
+      el('div', {class: 'op', text: n.op}), el('div', {class: 'name', text: n.name}),
+      el('div', {class: 'dims', text: fmtShape(n.shape)}),
+      el('div', {class: 'badges'}, ...[...(seen || [])].map((x) => el('span', {class: 'badge', text: x}))),
+      cur && twinName(cur.name) === n.name ? el('div', {class: 'packet', text: fmtShape(state.shapeCur.shape || cur.shape)}) : null);
+  };
+  for (const n of computed(g.groups.find((grp) => grp.key === 'start'))) rail.append(shapeNode(n));
+  if (layer) rail.append(el('div', {class: 'layer-bracket'}, el('div', {class: 'bracket-label', text: `× ${layers.length} layers`}), ...computed(layer).map(shapeNode)));
+  for (const n of computed(g.groups.find((grp) => grp.key === 'end'))) rail.append(shapeNode(n));
+  rail.append(el('div', {class: 'shape-node sampler', 'data-stage': 'Sampler'}, el('div', {class: 'op', text: 'sampler'}),
+    el('div', {class: 'name', text: state.top ? topText(state.top) : 'picks the next token'})));
+  root.append(rail);
+  const attn = cur && cur.op === 'attn' ? cur : layer && layer.nodes.find((n) => n.op === 'attn');
+  if (attn) { const d = attnDetail(g, attn, nTok); if (d) root.append(d); }
+  root.append(el('div', {class: 'kv-footer', 'data-kv-cells': String(state.kvCells || 0)},
+    `KV cache: ${state.kvCells || 0} cell(s) written of ${g.params ? g.params.n_ctx : '?'} (prefill writes one per prompt token, each decode step one more)`));
+
   root.append(el('h2', {text: `Shape flow through one layer (blk.0), ${state.phase}: graph for a batch of ${n_tokens} token(s)` +
-    (live && live !== n_tokens ? ` (the last run's ${state.phase} had ${live}: the token dimension is that many)` : '')}));
+    (nTok !== n_tokens ? ` (the last run's ${state.phase} had ${nTok}: the token dimension is that many)` : '')}));
   const list = el('ol', {class: 'shapes-list'});
   let prev = null;
   const items = layer ? layer.nodes.filter((n) => n.op !== 'weight') : [];
@@ -391,6 +448,17 @@ function renderShapes(root, g) {
     prev = dims;
   }
   root.append(el('div', {class: 'shapes'}, list));
+}
+
+// A node event seen by Shape flow: its badge (on the blk.0 twin) and the current node.
+function shapeEvent(e) {
+  const g = graph();
+  const twin = g && g.byName && g.byName.get(twinName(e.name || ''));
+  if (!twin) return;
+  state.seenShapes = state.seenShapes || new Map();
+  if (!state.seenShapes.has(twin.id)) state.seenShapes.set(twin.id, new Set());
+  state.seenShapes.get(twin.id).add(fmtShape(e.shape || twin.shape));
+  state.shapeCur = {id: e.id, shape: e.shape};
 }
 
 // ---------------------------------------------------------------- inspector
@@ -489,9 +557,10 @@ function light(id) {
 }
 
 function resetRun() {
-  state.text = ''; state.top = null;
+  state.text = ''; state.top = null; state.kvCells = 0; state.seenShapes = new Map(); state.shapeCur = null;
   for (const ph of ['prefill', 'decode']) { state.stats[ph].clear(); state.times[ph].clear(); state.steps[ph] = 0; }
   $('#live-text').textContent = '';
+  $('#top-tokens').replaceChildren();
   for (const box of document.querySelectorAll('#view .node')) { box.style.background = ''; box.querySelector('canvas.heat')?.remove(); box.querySelector('.live').textContent = ''; }
 }
 
@@ -500,6 +569,7 @@ function onEvent(e) {
     case 'hello': break;
     case 'start':
       resetRun();
+      state.prompt = e.prompt;
       $('#status').textContent = 'running…';
       break;
     case 'step': {
@@ -508,12 +578,15 @@ function onEvent(e) {
       state.curPhase = ph;
       state.lastTokens = state.lastTokens || {};
       state.lastTokens[ph] = e.n_tokens;
+      state.kvCells = (state.kvCells || 0) + e.n_tokens;
       if (state.follow && ph !== state.phase) { state.phase = ph; render(); }
       break;
     }
     case 'node': {
       const ph = e.step === 0 ? 'prefill' : 'decode';
       state.stats[ph].set(e.id, e);
+      shapeEvent(e);
+      if (state.view === 'shapes') scheduleRender();
       state.times[ph].set(e.id, (state.times[ph].get(e.id) || 0) + (e.us || 0));
       if (ph === state.phase) {
         light(e.id);
@@ -580,6 +653,7 @@ async function replay(trace) {
   if (trace.format !== 'minfer-trace') throw new Error('not a minfer trace');
   state.graphs = {prefill: indexGraph(trace.graphs.prefill), decode: indexGraph(trace.graphs.decode)};
   $('#model-name').textContent = trace.model + ' (trace)';
+  state.prompt = trace.prompt;
   render();
   document.body.dataset.runState = 'replaying';
   const events = trace.events || [];
@@ -615,8 +689,10 @@ function setCurrent(id) {
   for (const x of document.querySelectorAll('#view .current')) x.classList.remove('current');
   const g = graph(), n = g && g.byId.get(id);
   if (!n) return;
+  if (state.view === 'shapes') render();
   const grp = g.groups.find((x) => x.nodes.includes(n));
-  const target = document.querySelector(`#view [data-node-id="${id}"]`) || document.querySelector(`#view [data-shape-of="${n.name}"]`) ||
+  const twin = g.byName.get(twinName(n.name));
+  const target = document.querySelector(`#view [data-node-id="${id}"]`) || (twin && document.querySelector(`#view [data-shape-node="${twin.id}"]`)) ||
     document.querySelector(`#view [data-stage="${stageOf(n)}"]`) || (grp && document.querySelector(`#view section.group[data-group="${grp.key}"]`));
   if (target) { target.classList.add('current'); target.scrollIntoView({block: 'nearest', inline: 'nearest'}); }
   document.body.dataset.playNode = String(id);
