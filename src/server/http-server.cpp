@@ -136,7 +136,6 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
   s.engine = std::move(*engine);
   s.n_slots = ep.n_slots;
   s.n_ctx_slot = s.engine->n_ctx_slot();
-  s.sleep = std::make_unique<ModelSleep>(s, s.sp.sleep_idle_s, ep, draft);
 
   httplib::Server web;
   // One thread per open connection (httplib): every slot and queue place, plus idle keep-alive
@@ -243,6 +242,9 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
     r.set_content(s.metrics.scrape(s.sleep->engine_metrics()), "text/plain; version=0.0.4");
   });
 
+  // The idle watch (--sleep-idle-seconds) starts once the routes are set up: their setup reads
+  // the model (routes-ollama.cpp describes it), which a sleep would free under it.
+  s.sleep = std::make_unique<ModelSleep>(s, s.sp.sleep_idle_s, ep, draft);
   if (auto bound = http::bind_listener(web, s.sp.host, s.sp.port); !bound) {
     std::fprintf(stderr, "error: %s\n", bound.error().message.c_str());
     return 1;
@@ -293,7 +295,7 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
   std::fprintf(stderr, "[server] tool calls: %s syntax%s\n", toolcall::syntax_name(s.template_tools.syntax),
                s.template_tools.syntax == toolcall::Syntax::kGeneric ? " (the template has no tool support: tools are described in a system message)" : "");
   std::fprintf(stderr, "[server] %s: %d slots x %d ctx, listening on http://%s:%d\n", s.model_id.c_str(), ep.n_slots,
-               s.engine->n_ctx_slot(), s.sp.host.c_str(), s.sp.port);
+               s.n_ctx_slot, s.sp.host.c_str(), s.sp.port);
   std::fflush(stderr);
   web.listen_after_bind();
   s.draining = true;
