@@ -77,7 +77,8 @@ Expected<RunRequest> parse_run(const std::string& body, const Tokenizer& tok, st
 
 struct State {
   std::atomic<bool> stopping{false};  // set on SIGINT/SIGTERM: runs end at the next token
-  std::shared_ptr<const Model> model;
+  std::string model_name;
+  std::shared_ptr<const Model> model;  // null with --graph: the page shows an export, nothing runs
   std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<Session> session;
   std::string graphs;  // the /viz/graph body
@@ -92,6 +93,9 @@ void serve_asset(httplib::Response& res, std::string_view name, const char* type
 }
 
 void handle_run(State& s, const httplib::Request& req, httplib::Response& res) {
+  if (!s.model)
+    return reply_error(res, 400, "no model: this page shows a graph export (--graph); start `minfer viz MODEL` to run",
+                       "invalid_request_error");
   std::string param;
   auto rr = parse_run(req.body, *s.tok, &param);
   if (!rr) return reply_error(res, 400, rr.error().message, "invalid_request_error", param);
@@ -162,7 +166,7 @@ void handle_events(State& s, httplib::Response& res) {
       [&s, sub](size_t, httplib::DataSink& sink) {
         http::SseWriter sse(sink);
         sse.add_raw("retry: 1000\n");  // the page reconnects after 1 s
-        if (!sse.send(dump({{"type", "hello"}, {"model", s.model->hparams().name}}))) return false;
+        if (!sse.send(dump({{"type", "hello"}, {"model", s.model_name}}))) return false;
         for (;;) {
           const auto events = s.hub.wait(*sub, std::chrono::milliseconds(1000));
           if (s.hub.closed()) return false;
@@ -197,13 +201,30 @@ void handle_trace(const httplib::Request& req, httplib::Response& res) {
   res.set_content(text, "application/json");
 }
 
-}  // namespace
+// The /viz/graph body of a graph file: a `--dump-graph-json` export (shown for both phases) or a
+// saved /viz/graph answer ({"model", "prefill", "decode"}); "runnable": false tells the page.
+Expected<std::string> graphs_from_file(const std::string& path, std::string* model_name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot read graph file '{}'", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const std::exception& e) {
+    return make_error("graph file '{}' is not JSON: {}", path, e.what());
+  }
+  if (j.is_object() && j.value("format", "") == "minfer-graph" && j.contains("nodes"))
+    j = json{{"model", j.value("model", path)}, {"prefill", j}, {"decode", j}};
+  if (!j.is_object() || !j.contains("prefill") || !j.contains("decode") || !j["prefill"].contains("nodes"))
+    return make_error("'{}' is neither a graph export (\"format\": \"minfer-graph\") nor a /viz/graph answer", path);
+  *model_name = j.value("model", path);
+  j["runnable"] = false;
+  return dump(j);
+}
 
-int run_viz_server(const std::string& model_path, const VizOptions& opt) {
-  // SIGINT / SIGTERM are taken by sigwait below: blocked before any thread starts, so every
-  // thread (backend workers, HTTP) inherits the mask.
-  http::StopSignals signals;
-  State s;
+// Loads MODEL and its session and builds the /viz/graph body; 0, or the exit code after a message.
+int load_model(State& s, const std::string& model_path, const VizOptions& opt) {
   auto m = Model::load(model_path);
   if (!m) {
     std::fprintf(stderr, "minfer viz: %s\n", m.error().message.c_str());
@@ -234,7 +255,28 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
     std::fprintf(stderr, "minfer viz: %s\n", (!prefill ? prefill : decode).error().message.c_str());
     return 1;
   }
-  s.graphs = "{\"model\":" + dump(s.model->hparams().name) + ",\"prefill\":" + *prefill + ",\"decode\":" + *decode + "}";
+  s.model_name = s.model->hparams().name;
+  s.graphs = "{\"model\":" + dump(s.model_name) + ",\"prefill\":" + *prefill + ",\"decode\":" + *decode + "}";
+  return 0;
+}
+
+}  // namespace
+
+int run_viz_server(const std::string& model_path, const VizOptions& opt) {
+  // SIGINT / SIGTERM are taken by sigwait below: blocked before any thread starts, so every
+  // thread (backend workers, HTTP) inherits the mask.
+  http::StopSignals signals;
+  State s;
+  if (!opt.graph_file.empty()) {
+    auto g = graphs_from_file(opt.graph_file, &s.model_name);
+    if (!g) {
+      std::fprintf(stderr, "minfer viz: %s\n", g.error().message.c_str());
+      return 1;
+    }
+    s.graphs = std::move(*g);
+  } else if (int rc = load_model(s, model_path, opt)) {
+    return rc;
+  }
 
   httplib::Server web;
   web.new_task_queue = [] { return new httplib::ThreadPool(32); };
@@ -268,7 +310,7 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
     return 1;
   }
   std::thread server([&] { web.listen_after_bind(); });
-  std::fprintf(stderr, "minfer viz: %s on http://%s:%d/\n", s.model->hparams().name.c_str(), opt.host.c_str(), *port);
+  std::fprintf(stderr, "minfer viz: %s on http://%s:%d/\n", s.model_name.c_str(), opt.host.c_str(), *port);
   signals.wait();  // then: end a run at its next token, wake the event streams, exit
   s.stopping.store(true);
   signals.exit_on_next();  // a second signal ends the process at once

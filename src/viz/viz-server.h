@@ -13,6 +13,7 @@
 //
 //   VizOptions o; o.port = 8081;
 //   return run_viz_server(model_path, o);   // until SIGINT / SIGTERM
+//   o.graph_file = "g.json"; run_viz_server("", o);  // an export (--dump-graph-json), no model
 #pragma once
 
 #include <string>
@@ -27,6 +28,7 @@ struct VizOptions {
   int n_ctx = 2048;
   int n_threads = 0;
   Offload offload;  // -ngl, --device
+  std::string graph_file;  // --graph: serve this export instead of a model (nothing runs)
 };
 
 int run_viz_server(const std::string& model_path, const VizOptions& opt);

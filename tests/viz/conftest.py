@@ -12,9 +12,11 @@ SMOLLM2 = os.environ.get("MINFER_SMOLLM2", "")
 class Viz:
     """`minfer viz MODEL --port 0`, its address read from its first stderr line."""
 
-    def __init__(self, *extra, env=None):
-        assert SMOLLM2 and os.path.isfile(SMOLLM2), f"MINFER_SMOLLM2={SMOLLM2!r} missing"
-        self.p = subprocess.Popen([MINFER, "viz", SMOLLM2, "--port", "0", "-t", "2", *extra], stderr=subprocess.PIPE,
+    def __init__(self, *extra, env=None, model=SMOLLM2):
+        """model=None: no model (extra gives --graph FILE)."""
+        assert model is None or os.path.isfile(model), f"MINFER_SMOLLM2={model!r} missing"
+        model_args = [model] if model else []
+        self.p = subprocess.Popen([MINFER, "viz", *model_args, "--port", "0", "-t", "2", *extra], stderr=subprocess.PIPE,
                                   text=True, env={**os.environ, **(env or {})})
         deadline = time.time() + 60
         line = ""

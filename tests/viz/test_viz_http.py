@@ -12,7 +12,7 @@ import urllib.parse
 import pytest
 import requests
 
-from conftest import MINFER, SMOLLM2, cli_reply
+from conftest import MINFER, SMOLLM2, Viz, cli_reply
 
 
 def events(url, stop_on="finish", timeout=120, out=None):
@@ -188,3 +188,25 @@ def test_minfer_trace_file_and_its_replay_endpoint(viz, tmp_path):
     other.write_text('{"format": "something-else"}')
     assert requests.get(viz.url + "/viz/trace", params={"path": str(other)}).status_code == 400
     assert requests.get(viz.url + "/viz/trace").status_code == 400
+
+
+def test_graph_file_is_served_without_a_model(tmp_path):
+    """`minfer viz --graph FILE.json`: an export for both phases, nothing to run; bad files refused."""
+    out = tmp_path / "prefill.json"
+    r = subprocess.run([MINFER, SMOLLM2, "Hi", "--dump-graph-json", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    v = Viz("--graph", str(out), model=None)
+    try:
+        g = requests.get(v.url + "/viz/graph").json()
+        dumped = json.loads(out.read_text())
+        assert g["prefill"] == dumped and g["decode"] == dumped and g["runnable"] is False
+        run = requests.post(v.url + "/viz/run", json={"prompt": "Hi"})
+        assert run.status_code == 400 and "--graph" in run.json()["error"]["message"]
+        assert requests.get(v.url + "/").status_code == 200
+    finally:
+        assert v.stop() == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something-else"}')
+    for args in (["--graph", str(bad)], ["--graph", str(tmp_path / "none.json")], [], [SMOLLM2, "--graph", str(out)]):
+        r = subprocess.run([MINFER, "viz", *args, "--port", "0"], capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and r.stderr, args

@@ -757,6 +757,11 @@ async function main() {
       const j = await r.json();
       state.graphs = {prefill: indexGraph(j.prefill), decode: indexGraph(j.decode)};
       $('#model-name').textContent = j.model;
+      if (j.runnable === false) {
+        $('#model-name').textContent = j.model + ' (graph export)';
+        $('#run').disabled = true;
+        $('#status').textContent = 'a graph export: nothing to run (open a trace, or start minfer viz MODEL)';
+      }
       render();
       listen();
     }
