@@ -100,7 +100,11 @@ CpuKernels make_neon() {
   k.attn_tile_rows = kAttnTileMaxRows;  // the reference's tiles (attn-tile-neon.cpp splits them)
   k.attn_rows_f16 = neon::attn_rows_f16;
   // Only the ARM tables' own GEMMs: a weight type without one keeps its row kernels (same
-  // bits) and is not repacked, rather than going through the scalar reference GEMM.
+  // bits) and is not repacked, rather than going through the scalar reference GEMM. ARMv8.0
+  // has no quantized GEMM on purpose: the repacked layouts are made for SDOT, and emulating one
+  // SDOT (16 products) takes 5-6 instructions (SMULL x2, SADDLP x2, ADDP), where the row
+  // kernels' widening multiplies do 8 products per instruction; the row kernels are this
+  // table's GEMV (llvm-mca: docs/cpu-performance.md).
   for (GemmFn& g : k.gemm) g = nullptr;
   k.gemm[type_slot(DType::F16)] = neon::gemm_f16;
   k.gemm[type_slot(DType::BF16)] = neon::gemm_bf16;
