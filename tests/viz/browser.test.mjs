@@ -117,6 +117,10 @@ try {
     await page.goto(`${url}/?view=operators&expand=all`);
     await page.waitForSelector('body[data-ready="true"][data-live="connected"]');
     await page.evaluate(() => {
+      // Frames the page draws during the run (requestAnimationFrame callbacks per second).
+      window.__frames = [];
+      const tick = (t) => { window.__frames.push(t); if (document.body.dataset.runState !== 'finished') requestAnimationFrame(tick); };
+      requestAnimationFrame(tick);
       window.__lit = new Set();
       new MutationObserver((ms) => { for (const m of ms) if (m.target.classList && m.target.classList.contains('lit')) window.__lit.add(m.target.dataset.nodeId); })
         .observe(document.getElementById('view'), {subtree: true, attributes: true, attributeFilter: ['class']});
@@ -129,6 +133,8 @@ try {
     assert.equal(await page.textContent('#live-text'), want);
     const lit = await page.evaluate(() => window.__lit.size);
     assert.ok(lit > 100, `${lit} nodes lit`);
+    const fps = await page.evaluate(() => { const f = window.__frames; return (f.length - 1) / ((f[f.length - 1] - f[0]) / 1000); });
+    console.log(`  live run (30 layers, all open), ${lit} nodes lit: ${fps.toFixed(1)} frames per second`);
     await page.screenshot({path: path.join(ART, 'live-run.png')});
   });
 
@@ -225,6 +231,19 @@ try {
     assert.equal(await page.getAttribute('.kv-footer', 'data-kv-cells'), String(firstStep.n_tokens));
     assert.ok(await page.locator('[data-shape-node] .badge').count() >= 12);
     await page.screenshot({path: path.join(ART, 'shape-flow.png')});
+  });
+
+  await check('Pipeline: stages as a flow with the layer loop, drill-down, playback marks the stage', async () => {
+    await page.click('button[data-view="pipeline"]');
+    const nLayers = traceDoc.graphs.prefill.nodes.reduce((k, n) => Math.max(k, /^blk\.(\d+)\./.test(n.name) ? +n.name.split('.')[1] + 1 : k), 0);
+    assert.equal(await page.getAttribute('.layer-loop', 'data-loop'), String(nLayers));
+    assert.equal(await page.locator('.layer-loop [data-stage]').count(), 6);
+    await page.click('[data-stage="FFN"] .stage-head');
+    const ffnOps = await page.$$eval('[data-stage="FFN"] .stage-ops a', (as) => as.map((a) => a.textContent));
+    assert.ok(ffnOps.length >= 2 && ffnOps.every((t) => t.startsWith('blk.0.ffn_')), ffnOps.join(', '));
+    await page.click('#step');
+    assert.equal(await page.locator('#view .stage.current').count(), 1);
+    await page.screenshot({path: path.join(ART, 'pipeline-flow.png')});
   });
 
   // render() plus the layout and paint of the next frame, measured in the page; printed.

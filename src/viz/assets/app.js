@@ -319,17 +319,21 @@ function toggleGroup(key) {
 // The stage of a node, from its op and the GGUF-style name.
 function stageOf(n) {
   const name = n.name;
+  if (n.op === 'input') return 'Input';
   if (/^token_embd|^inp_/.test(name) || (n.op === 'get_rows' && !/^blk\./.test(name))) return 'Embedding';
   if (/^output_norm/.test(name)) return 'Final norm';
   if (/^output|^result_output/.test(name)) return 'Logits';
   if (/attn_norm/.test(name)) return 'Attention norm';
   if (/ffn_norm/.test(name)) return 'FFN norm';
+  if (/ffn_inp/.test(name)) return 'Residual (attention)';
+  if (/l_out/.test(name)) return 'Residual (FFN)';
   if (/ffn_/.test(name)) return 'FFN';
   if (/attn|cache_|kv_/.test(name)) return 'Attention';
-  if (/l_out|ffn_inp/.test(name)) return 'Residual';
   return 'Other';
 }
-const kStages = ['Embedding', 'Attention norm', 'Attention', 'Residual', 'FFN norm', 'FFN', 'Final norm', 'Logits', 'Other'];
+// One forward pass: the stages in order, the inner list repeated for each layer.
+const kFlow = ['Input', 'Embedding', ['Attention norm', 'Attention', 'Residual (attention)', 'FFN norm', 'FFN', 'Residual (FFN)'],
+  'Final norm', 'Logits', 'Sampler'];
 
 function timesBy(phase, keyOf) {
   const g = state.graphs[phase];
@@ -344,17 +348,54 @@ function timesBy(phase, keyOf) {
 }
 
 function renderPipeline(root) {
-  const n_layer = graph().groups.filter((grp) => grp.key.startsWith('blk.')).length;
-  const stages = el('div', {class: 'stages'});
+  const g = graph();
+  const n_layer = g.groups.filter((grp) => grp.key.startsWith('blk.')).length;
   const pre = timesBy('prefill', stageOf), dec = timesBy('decode', stageOf);
-  const order = ['Embedding', `Layers × ${n_layer}: Attention norm`, 'Attention', 'Residual', 'FFN norm', 'FFN', 'Final norm', 'Logits'];
-  for (const label of order) {
-    const key = label.replace(/^Layers × \d+: /, '');
-    stages.append(el('div', {class: 'stage', 'data-stage': key},
-      el('div', {text: label}),
-      el('div', {class: 't', text: `prefill ${fmtUs(pre.get(key) || 0)} · decode ${fmtUs((dec.get(key) || 0) / Math.max(1, state.steps.decode))}/step`})));
-  }
-  root.append(el('p', {class: 'hint', text: 'One forward pass, stage by stage; times measured in the last run (decode: mean per step).'}), stages);
+  state.openStages = state.openStages || new Set();
+  const arrow = () => el('span', {class: 'flow-arrow', text: '→'});
+  const stage = (key) => {
+    const open = state.openStages.has(key);
+    // The operators of a stage: those of the first layer for the stages inside the loop.
+    const ops = g.nodes.filter((n) => !isLeaf(n) || key === 'Input').filter((n) => stageOf(n) === key && !/^blk\.([1-9]\d*)\./.test(n.name));
+    const box = el('div', {class: 'stage' + (open ? ' open' : ''), 'data-stage': key},
+      el('button', {type: 'button', class: 'stage-head', 'aria-expanded': String(open),
+        onclick: () => { if (open) state.openStages.delete(key); else state.openStages.add(key); render(); }},
+      el('b', {text: key}), el('span', {class: 'n', text: key === 'Sampler' ? '' : ` ${ops.length} op(s)`})),
+      el('div', {class: 't', text: key === 'Sampler' ? 'picks the next token' :
+        `prefill ${fmtUs(pre.get(key) || 0)} · decode ${fmtUs((dec.get(key) || 0) / Math.max(1, state.steps.decode))}/step`}));
+    if (open) {
+      const list = el('div', {class: 'stage-ops'});
+      for (const n of ops) list.append(link(g, n.id), el('br'));
+      box.append(list);
+    }
+    return box;
+  };
+  const flow = el('div', {class: 'flow'});
+  kFlow.forEach((item, i) => {
+    if (i) flow.append(arrow());
+    if (typeof item === 'string') { flow.append(stage(item)); return; }
+    const loop = el('div', {class: 'layer-loop', 'data-loop': String(n_layer)},
+      el('div', {class: 'loop-label', text: `for each of ${n_layer} layers (blk.0 … blk.${n_layer - 1})`}));
+    const inner = el('div', {class: 'loop-stages'});
+    item.forEach((key, j) => { if (j) inner.append(arrow()); inner.append(stage(key)); });
+    const ns = 'http://www.w3.org/2000/svg';
+    const back = document.createElementNS(ns, 'svg');
+    back.setAttribute('class', 'loop-back');
+    back.setAttribute('viewBox', '0 0 100 10');
+    back.setAttribute('preserveAspectRatio', 'none');
+    const path = document.createElementNS(ns, 'path');
+    path.setAttribute('d', 'M97,0 V7 H3 V1');
+    const head = document.createElementNS(ns, 'path');
+    head.setAttribute('d', 'M1.5,3 L3,0 L4.5,3 Z');
+    back.append(path, head);
+    loop.append(inner, back);
+    flow.append(loop);
+  });
+  root.append(el('div', {class: 'legend'},
+    el('span', {class: 'key', text: '→ data flows left to right; the framed stages run once per layer, the arrow under them goes back to the next layer'}),
+    el('span', {class: 'key', text: 'times: measured in the last run (prefill: the whole prompt; decode: mean per step)'}),
+    el('span', {class: 'key', text: 'click a stage for its operators; playback marks the stage of the current node'})),
+  flow);
   const wrap = el('div', {class: 'pipeline'});
   for (const phase of ['prefill', 'decode']) {
     const byOp = timesBy(phase, (n) => n.op);
