@@ -272,7 +272,7 @@ def test_thinking():
 def test_ps_and_tags_while_the_model_sleeps():
     """--sleep-idle-seconds: /api/ps lists no model while it is unloaded, /api/tags still lists it
     (neither wakes it), and a chat loads it again."""
-    s = ServerProcess("--parallel", "1", "-c", "1024", "-t", "2", "--sleep-idle-seconds", "1")
+    s = ServerProcess("--parallel", "1", "-c", "1024", "-t", "2", "--sleep-idle-seconds", "3")  # room for a sanitizer's pace
     try:
         c = ollama.Client(host=s.url)
         assert [m.model for m in c.ps().models] == ["smollm2:latest"] and c.ps().models[0].expires_at
