@@ -230,6 +230,8 @@ function renderOperators(root, g) {
   const t0 = performance.now();
   const isOpen = (grp) => state.expandAll || state.expanded.has(grp.key) || groupMatches(grp);
   const pos = layoutOperators(g, isOpen);
+  nodeBoxes.clear();
+  unpainted.clear();
   const width = Math.max(pos.width, 700);
   const groupOf = new Map();
   for (const grp of g.groups) for (const n of grp.nodes) groupOf.set(n.id, grp);
@@ -289,7 +291,9 @@ function renderOperators(root, g) {
       const nodes = el('div', {class: 'nodes'});
       for (const n of grp.nodes) {
         const p = pos.nodes.get(n.id);
-        nodes.append(nodeBox(g, n, {x: p.x - kLane, y: p.y - gp.y}));
+        const box = nodeBox(g, n, {x: p.x - kLane, y: p.y - gp.y});
+        nodeBoxes.set(n.id, {box, y: p.y});
+        nodes.append(box);
       }
       sec.append(nodes);
     }
@@ -590,11 +594,42 @@ function scheduleRender() {
   requestAnimationFrame(() => { renderPending = false; if (state.view !== 'operators') render(); renderInspector(); });
 }
 
-function light(id) {
-  const box = document.querySelector(`[data-node-id="${id}"]`);
-  if (!box) return;
-  box.classList.add('lit');
-  setTimeout(() => box.classList.remove('lit'), 250);
+// Node events arrive by the thousand per second in a live run: their boxes are lit once per
+// frame, and only the boxes on screen are painted (heatmap, fill, stats: ~70 µs each); the others
+// are painted when scrolled to, so the page keeps drawing frames with every layer open.
+const pendingNodes = new Map();  // id -> node event of the shown phase
+const nodeBoxes = new Map();     // id -> {box, y}: its box in Operators and its top in the canvas
+const unpainted = new Set();     // ids whose box shows older values than state.stats
+// Whether a canvas y is on screen (with a margin), measured once per frame before any write.
+function onScreen() {
+  const view = $('#view'), canvas = view.querySelector('.op-canvas');
+  if (!canvas) return () => false;
+  const top = view.scrollTop - canvas.offsetTop - 200, bottom = top + view.clientHeight + 400;
+  return (y) => y + kNodeH >= top && y <= bottom;
+}
+function flushNodes() {
+  const lit = [], shown = onScreen();
+  for (const [id, e] of pendingNodes) {
+    const at = nodeBoxes.get(id);
+    if (!at || !at.box.isConnected) continue;
+    lit.push(at.box);
+    if (shown(at.y)) { paintNode(at.box, e); unpainted.delete(id); } else unpainted.add(id);
+  }
+  pendingNodes.clear();
+  for (const box of lit) box.classList.add('lit');
+  if (lit.length) setTimeout(() => { for (const box of lit) box.classList.remove('lit'); }, 250);
+}
+function paintScrolledTo() {
+  const shown = onScreen();
+  for (const id of unpainted) {
+    const at = nodeBoxes.get(id);
+    if (!at || !at.box.isConnected) { unpainted.delete(id); continue; }
+    if (shown(at.y)) { paintNode(at.box, state.stats[state.phase].get(id)); unpainted.delete(id); }
+  }
+}
+function light(e) {
+  if (!pendingNodes.size) requestAnimationFrame(flushNodes);
+  pendingNodes.set(e.id, e);
 }
 
 function resetRun() {
@@ -629,11 +664,7 @@ function onEvent(e) {
       shapeEvent(e);
       if (state.view === 'shapes') scheduleRender();
       state.times[ph].set(e.id, (state.times[ph].get(e.id) || 0) + (e.us || 0));
-      if (ph === state.phase) {
-        light(e.id);
-        const box = document.querySelector(`#view [data-node-id="${e.id}"]`);
-        if (box) paintNode(box, e);
-      }
+      if (ph === state.phase) light(e);
       if (e.id === state.selected) scheduleRender();
       break;
     }
@@ -778,6 +809,7 @@ async function main() {
   $('#expand-all').addEventListener('click', () => { state.expandAll = true; const p = new URLSearchParams(location.search); p.set('expand', 'all'); history.replaceState(null, '', '?' + p); render(); });
   $('#collapse-all').addEventListener('click', () => { state.expandAll = false; state.expanded.clear(); const p = new URLSearchParams(location.search); p.delete('expand'); history.replaceState(null, '', '?' + p); render(); });
   $('#run-form').addEventListener('submit', run);
+  $('#view').addEventListener('scroll', () => { if (unpainted.size) requestAnimationFrame(paintScrolledTo); }, {passive: true});
   $('#play').addEventListener('click', play);
   $('#pause').addEventListener('click', () => stopPlayback('paused'));
   $('#step').addEventListener('click', () => { stopPlayback('paused'); playStep(); });
