@@ -219,6 +219,18 @@ try {
       got.forEach(([, text], i) => assert.ok(text.includes(shape(want[i].shape)), `${want[i].name}: ${text} has ${shape(want[i].shape)}`));
       assert.match(await page.textContent('.layer-bracket .bracket-label'), /× \d+ layers/);
     }
+    // One decode step animated from the export alone: the nodes in order, one KV cell.
+    await page.click('[data-play-source="decode"]');
+    await page.click('#pause');
+    const computed = graph.decode.nodes.filter((n) => !leaf(n));
+    const first = +(await page.getAttribute('body', 'data-play-node'));
+    const at = computed.findIndex((n) => n.id === first);
+    for (let i = 1; i <= 5; i++) {
+      await page.click('#step');
+      assert.equal(+(await page.getAttribute('body', 'data-play-node')), computed[at + i].id);
+    }
+    assert.equal(await page.getAttribute('.kv-footer', 'data-kv-cells'), '1');
+    assert.equal(await page.locator('.packet').count(), 1);
     await page.goto(`${url}/?view=shapes&trace=${encodeURIComponent(trace)}`);
     await page.waitForSelector('body[data-run-state="finished"]', {timeout: 60000});
     for (let i = 0; i < 12; i++) await page.click('#step');

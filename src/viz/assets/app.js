@@ -458,6 +458,9 @@ function renderShapes(root, g) {
   root.append(el('div', {class: 'shape-head', 'data-shape-current': cur ? String(cur.id) : ''},
     cur ? el('span', {}, el('b', {text: cur.name}), ` (${cur.op}): ${shapeFormula(g, cur, state.shapeCur.shape)}`)
       : el('span', {class: 'hint', text: `${state.phase}: graph for a batch of ${n_tokens} token(s). Play a run (▶ Play or Step) to move the packet along the rail.`})));
+  root.append(el('div', {class: 'play-source'}, 'play: ',
+    ...[['prefill', 'Prefill pass'], ['decode', 'Decode step'], ['run', 'The run']].map(([k, label]) => el('button', {type: 'button',
+      'data-play-source': k, 'aria-pressed': String(playback.source === k), onclick: () => choosePlay(k)}, label))));
   root.append(el('div', {class: 'shape-text'}, el('span', {class: 'hint', text: (state.prompt || $('#prompt').value) + ' → '}), state.text));
   const rail = el('div', {class: 'rail'});
   const shapeNode = (n) => {
@@ -729,8 +732,8 @@ async function replay(trace) {
   render();
   document.body.dataset.runState = 'replaying';
   const events = trace.events || [];
-  playback.events = events.slice();
-  playback.i = 0;
+  playback.recorded = events.slice();
+  choosePlay('run', false);
   let i = 0;
   await new Promise((done) => {
     const tick = () => {
@@ -750,11 +753,30 @@ async function replay(trace) {
 // marked `.current` (its layer box when the layer is closed; its stage or shape row in the other
 // views) and its id is written to body[data-play-node].
 
-const playback = {events: [], i: 0, timer: null};
+// What plays: 'run' (the recorded events) or one pass of the shown graph, 'prefill' or
+// 'decode', made from the export alone (Shape flow's buttons: useful before any run).
+const playback = {recorded: [], events: [], source: 'run', i: 0, timer: null};
 
 function record(e) {
-  if (e.type === 'start') { playback.events = []; playback.i = 0; }
-  if (e.type !== 'hello' && e.type !== 'lagged') playback.events.push(e);
+  if (e.type === 'start') { playback.recorded = []; if (playback.source === 'run') choosePlay('run', false); }
+  if (e.type !== 'hello' && e.type !== 'lagged') playback.recorded.push(e);
+}
+
+// The events of one pass through the `phase` graph: a step, then each computed node in order.
+function passEvents(phase) {
+  const g = state.graphs[phase], step = phase === 'prefill' ? 0 : 1;
+  const n_tokens = g.params ? g.params.n_tokens : 1;
+  return [{type: 'step', step, phase, n_tokens},
+    ...g.nodes.filter((n) => !isLeaf(n)).map((n) => ({type: 'node', step, id: n.id, name: n.name, op: n.op, shape: n.shape}))];
+}
+
+function choosePlay(source, start = true) {
+  stopPlayback('paused');
+  playback.source = source;
+  playback.events = source === 'run' ? playback.recorded : passEvents(source);
+  playback.i = 0;
+  for (const b of document.querySelectorAll('[data-play-source]')) b.setAttribute('aria-pressed', String(b.dataset.playSource === source));
+  if (start) play();
 }
 
 function setCurrent(id) {
