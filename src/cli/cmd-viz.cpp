@@ -2,6 +2,9 @@
 // (docs/viz.md); `minfer viz --graph FILE.json` shows an export without a model.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "viz/viz-server.h"
@@ -14,6 +17,13 @@ int cmd_viz(int argc, char** argv) {
   viz::VizOptions o;
   app.add_option("MODEL", model, "a path, a cached name, hf:ORG/REPO[:QUANT] or ollama:MODEL[:TAG]");
   app.add_option("--graph", o.graph_file, "show this graph export (--dump-graph-json) instead of a model; nothing runs");
+  // Samples: $MINFER_VIZ_DIR/samples, else the build's viz-samples (target viz-samples) if made.
+  std::error_code ec;
+  const auto built = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "viz-samples";
+  if (const char* d = std::getenv("MINFER_VIZ_DIR")) o.samples_dir = std::string(d) + "/samples";
+  else if (!ec && std::filesystem::is_directory(built, ec)) o.samples_dir = built.string();
+  app.add_option("--samples", o.samples_dir, "folder of graph exports the page offers as samples "
+                 "(scripts/make-viz-samples.sh; default $MINFER_VIZ_DIR/samples, else BUILD/viz-samples)");
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
   app.add_option("--port", o.port, "port")->capture_default_str()->check(CLI::Range(0, 65535));
   add_ctx_size(app, o.n_ctx, "context size (at least 16), capped at the model's; 0 = the model's");

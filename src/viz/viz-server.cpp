@@ -260,6 +260,28 @@ int load_model(State& s, const std::string& model_path, const VizOptions& opt) {
   return 0;
 }
 
+// GET /viz/samples: the graph exports in the samples folder ({"samples": [names]}, sorted);
+// GET /samples/NAME: one of them (a plain name: no '/', no "..").
+void handle_samples(const std::string& dir, httplib::Response& res) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  if (!dir.empty())
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.is_regular_file(ec) && e.path().extension() == ".json") names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  res.set_content(dump({{"samples", names}}), "application/json");
+}
+
+void handle_sample(const std::string& dir, const std::string& name, httplib::Response& res) {
+  if (name.find('/') != std::string::npos || name.find("..") != std::string::npos)
+    return reply_error(res, 400, "sample name '" + name + "' must be a plain file name", "invalid_request_error");
+  std::ifstream in(std::filesystem::path(dir) / name, std::ios::binary);
+  if (dir.empty() || !in) return reply_error(res, 404, "no sample '" + name + "'", "not_found_error");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  res.set_content(ss.str(), "application/json");
+}
+
 }  // namespace
 
 int run_viz_server(const std::string& model_path, const VizOptions& opt) {
@@ -302,6 +324,10 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   web.Post("/viz/run", [&s](const httplib::Request& req, httplib::Response& res) { handle_run(s, req, res); });
   web.Get("/viz/events", [&s](const httplib::Request&, httplib::Response& res) { handle_events(s, res); });
   web.Get("/viz/trace", [](const httplib::Request& req, httplib::Response& res) { handle_trace(req, res); });
+  web.Get("/viz/samples", [&opt](const httplib::Request&, httplib::Response& res) { handle_samples(opt.samples_dir, res); });
+  web.Get(R"(/samples/(.+))", [&opt](const httplib::Request& req, httplib::Response& res) {
+    handle_sample(opt.samples_dir, req.matches[1], res);
+  });
   http::install_error_handlers(web, kMaxBody, http::reply_error);
 
   auto port = http::bind_listener(web, opt.host, opt.port);  // --port 0: the system picks

@@ -7,6 +7,7 @@
 //                                   409 while another run is going
 //   GET  /viz/events                Server-Sent Events of the run (trace.h), "lagged" when slow
 //   GET  /viz/trace?path=FILE       a MINFER_TRACE file, for the page to replay (/?trace=FILE)
+//   GET  /viz/samples, /samples/N   the graph exports of --samples DIR (scripts/make-viz-samples.sh)
 //
 // Capture is armed only while a page listens on /viz/events: a run with nobody watching
 // computes the graph as fast as the CLI does.
@@ -29,6 +30,7 @@ struct VizOptions {
   int n_threads = 0;
   Offload offload;  // -ngl, --device
   std::string graph_file;  // --graph: serve this export instead of a model (nothing runs)
+  std::string samples_dir;  // --samples: the graph exports the page offers as samples
 };
 
 int run_viz_server(const std::string& model_path, const VizOptions& opt);

@@ -298,6 +298,31 @@ try {
     }
   });
 
+  await check('"Select a sample model" opens the bundled export of each family (scripts/make-viz-samples.sh)', async () => {
+    const dir = path.join(ART, 'samples');
+    const r = spawnSync(path.join(path.dirname(new URL(import.meta.url).pathname), '../../scripts/make-viz-samples.sh'),
+      [path.dirname(MINFER), MODEL, dir], {encoding: 'utf8'});
+    assert.equal(r.status, 0, r.stderr);
+    const {p: serverS, url: urlS} = await startViz([MODEL, '--samples', dir]);
+    try {
+      await page.goto(`${urlS}/?view=operators&expand=all`);
+      await page.waitForSelector('body[data-ready="true"]');
+      const names = await page.$$eval('#sample option[value]:not([value=""])', (os) => os.map((o) => o.value));
+      assert.deepEqual(names, fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort());
+      for (const name of names) {
+        const g = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'));
+        await page.selectOption('#sample', name);
+        await page.waitForSelector(`body[data-sample="${name}"]`);
+        assert.equal(await page.locator('[data-node-id]').count(), g.nodes.length, name);
+        assert.equal(await page.locator('[data-edge]').count(), g.nodes.reduce((k, n) => k + n.inputs.length, 0), name);
+      }
+      assert.ok(await page.isDisabled('#run'));
+      await page.screenshot({path: path.join(ART, 'sample.png')});
+    } finally {
+      serverS.kill('SIGTERM');
+    }
+  });
+
   await check('no script errors on the page', async () => {
     assert.deepEqual(pageErrors, []);
   });

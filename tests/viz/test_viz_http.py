@@ -210,3 +210,20 @@ def test_graph_file_is_served_without_a_model(tmp_path):
     for args in (["--graph", str(bad)], ["--graph", str(tmp_path / "none.json")], [], [SMOLLM2, "--graph", str(out)]):
         r = subprocess.run([MINFER, "viz", *args, "--port", "0"], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and r.stderr, args
+
+
+def test_samples_are_listed_and_served(tmp_path):
+    """--samples DIR: /viz/samples lists its exports, /samples/NAME serves one, other names refused."""
+    d = tmp_path / "samples"
+    d.mkdir()
+    (d / "llama.json").write_text('{"format": "minfer-graph", "nodes": []}')
+    (d / "notes.txt").write_text("not a sample")
+    v = Viz("--samples", str(d))
+    try:
+        assert requests.get(v.url + "/viz/samples").json() == {"samples": ["llama.json"]}
+        assert requests.get(v.url + "/samples/llama.json").json()["format"] == "minfer-graph"
+        assert requests.get(v.url + "/samples/none.json").status_code == 404
+        assert requests.get(v.url + "/samples/..%2Fsecret.json").status_code in (400, 404)
+        assert requests.get(v.url + "/samples/a/b.json").status_code == 400
+    finally:
+        assert v.stop() == 0

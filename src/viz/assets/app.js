@@ -726,10 +726,8 @@ async function run(ev) {
 // A recorded trace: its graphs, then its events, replayed at a readable pace.
 async function replay(trace) {
   if (trace.format !== 'minfer-trace') throw new Error('not a minfer trace');
-  state.graphs = {prefill: indexGraph(trace.graphs.prefill), decode: indexGraph(trace.graphs.decode)};
-  $('#model-name').textContent = trace.model + ' (trace)';
+  showGraphs(trace.graphs, trace.model + ' (trace)');
   state.prompt = trace.prompt;
-  render();
   document.body.dataset.runState = 'replaying';
   const events = trace.events || [];
   playback.recorded = events.slice();
@@ -821,6 +819,41 @@ function play() {
   playback.timer = setInterval(() => { if (!playStep()) stopPlayback('done'); }, +$('#speed').value);
 }
 
+// ---------------------------------------------------------------- graphs and samples
+
+// Shows a pair of graphs ({prefill, decode}; an export alone stands for both phases).
+function showGraphs(j, label) {
+  state.graphs = {prefill: indexGraph(j.prefill || j), decode: indexGraph(j.decode || j)};
+  state.selected = null;
+  $('#model-name').textContent = label;
+  render();
+  renderInspector();
+}
+
+function noRun(label, why) {
+  $('#model-name').textContent = label;
+  $('#run').disabled = true;
+  $('#status').textContent = why;
+}
+
+// "Select a sample model": the exports of `minfer viz --samples DIR` (hidden when there are none).
+async function listSamples() {
+  const r = await fetch('/viz/samples');
+  const names = r.ok ? (await r.json()).samples : [];
+  const sel = $('#sample');
+  sel.hidden = !names.length;
+  for (const name of names) sel.append(el('option', {value: name, text: name.replace(/\.json$/, '')}));
+}
+
+async function openSample(name) {
+  const r = await fetch('/samples/' + encodeURIComponent(name));
+  const j = await r.json();
+  if (!r.ok) throw new Error(j.error ? j.error.message : r.status);
+  showGraphs(j, '');
+  noRun(`${j.model} (sample ${name})`, 'a sample graph: reload the page to run the model');
+  document.body.dataset.sample = name;
+}
+
 // ---------------------------------------------------------------- start
 
 async function main() {
@@ -831,6 +864,9 @@ async function main() {
   $('#expand-all').addEventListener('click', () => { state.expandAll = true; const p = new URLSearchParams(location.search); p.set('expand', 'all'); history.replaceState(null, '', '?' + p); render(); });
   $('#collapse-all').addEventListener('click', () => { state.expandAll = false; state.expanded.clear(); const p = new URLSearchParams(location.search); p.delete('expand'); history.replaceState(null, '', '?' + p); render(); });
   $('#run-form').addEventListener('submit', run);
+  $('#sample').addEventListener('change', (e) => {
+    if (e.target.value) openSample(e.target.value).catch((err) => { $('#status').textContent = 'cannot open sample: ' + err.message; });
+  });
   $('#view').addEventListener('scroll', () => { if (unpainted.size) requestAnimationFrame(paintScrolledTo); }, {passive: true});
   $('#play').addEventListener('click', play);
   $('#pause').addEventListener('click', () => stopPlayback('paused'));
@@ -850,15 +886,10 @@ async function main() {
     } else {
       const r = await fetch('/viz/graph');
       const j = await r.json();
-      state.graphs = {prefill: indexGraph(j.prefill), decode: indexGraph(j.decode)};
-      $('#model-name').textContent = j.model;
-      if (j.runnable === false) {
-        $('#model-name').textContent = j.model + ' (graph export)';
-        $('#run').disabled = true;
-        $('#status').textContent = 'a graph export: nothing to run (open a trace, or start minfer viz MODEL)';
-      }
-      render();
+      showGraphs(j, j.model);
+      if (j.runnable === false) noRun(j.model + ' (graph export)', 'a graph export: nothing to run (open a trace, or start minfer viz MODEL)');
       listen();
+      listSamples();
     }
     document.body.dataset.ready = 'true';
   } catch (err) {
