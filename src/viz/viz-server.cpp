@@ -318,6 +318,7 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   web.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
   web.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
   web.Get("/app.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "app.js", "text/javascript; charset=utf-8"); });
+  web.Get("/operators.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "operators.js", "text/javascript; charset=utf-8"); });
   web.Get("/style.css", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "style.css", "text/css; charset=utf-8"); });
   web.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   web.Get("/viz/graph", [&s](const httplib::Request&, httplib::Response& res) { res.set_content(s.graphs, "application/json"); });

@@ -46,7 +46,7 @@ def test_page_and_assets_are_embedded_and_offline(viz):
     r = requests.get(viz.url + "/")
     assert r.status_code == 200 and "text/html" in r.headers["Content-Type"]
     assert '<script src="app.js">' in r.text and "http" not in r.text
-    for asset, ctype in (("app.js", "javascript"), ("style.css", "text/css")):
+    for asset, ctype in (("app.js", "javascript"), ("operators.js", "javascript"), ("style.css", "text/css")):
         a = requests.get(f"{viz.url}/{asset}")
         assert a.status_code == 200 and ctype in a.headers["Content-Type"] and len(a.text) > 1000
         text = a.text.replace("http://www.w3.org/2000/svg", "")  # a namespace name, not a download
