@@ -637,6 +637,34 @@ class Converter {
   }
 };
 
+// The converter walks a schema recursively (several frames per level); a schema nested past
+// this many JSON levels is refused before the walk, so a request cannot overflow the stack (a
+// 30000-level `format` crashed the server). Real schemas stay within a few dozen.
+constexpr int kMaxSchemaDepth = 256;
+
+// The deepest nesting of objects and arrays in s, counted without recursion; stops counting
+// past `limit`.
+int schema_depth(const json& s, int limit) {
+  std::vector<std::pair<const json*, int>> todo{{&s, 1}};
+  int deepest = 0;
+  while (!todo.empty()) {
+    auto [v, d] = todo.back();
+    todo.pop_back();
+    if (!v->is_structured()) continue;
+    deepest = std::max(deepest, d);
+    if (deepest > limit) return deepest;
+    for (const auto& c : *v) todo.emplace_back(&c, d + 1);
+  }
+  return deepest;
+}
+
+std::optional<Error> check_depth(const json& s, const std::string& where) {
+  if (schema_depth(s, kMaxSchemaDepth) > kMaxSchemaDepth)
+    return make_error("json-schema{}: nested more than {} levels deep (objects and arrays), the most this converter takes",
+                      where, kMaxSchemaDepth);
+  return std::nullopt;
+}
+
 }  // namespace
 
 Expected<std::string> json_schema_to_gbnf(std::string_view schema_json) { return json_schema_rules(schema_json, "root", {}); }
@@ -649,6 +677,7 @@ Expected<std::string> json_schema_rules(std::string_view schema_json, const std:
   } catch (const json::exception& e) {
     return make_error("json-schema: not valid JSON: {}", e.what());
   }
+  if (auto e = check_depth(schema, "")) return *e;
   auto text = Converter(schema, root_name, reserved).run();
   if (!text) return text;
   const std::string check = root_name == "root" ? *text : "root ::= " + root_name + "\n" + *text;
@@ -688,6 +717,7 @@ Expected<std::string> json_schema_rules_many(const std::vector<std::string>& sch
     } catch (const json::exception& e) {
       return make_error("json-schema {}: not valid JSON: {}", i, e.what());
     }
+    if (auto e = check_depth(schema, fmt::format(" {}", i))) return *e;
     keys.push_back(fmt::format("s{}", i));
     rebase_schema_refs(schema, keys.back());
     all["$defs"][keys.back()] = std::move(schema);

@@ -136,5 +136,27 @@ TEST(JsonSchema, RefusalsNameThePointer) {
   EXPECT_EQ(err(R"({"type": "object", "properties": {"next": {"$ref": "#"}}})"), "ok");  // recursion that writes text first
 }
 
+// A schema nested deeper than the converter's limit is refused by name, not walked: 30000
+// levels of "properties" overflowed the stack of the recursive walk (a server crash through
+// response_format / Ollama's format). One level under the limit still converts.
+TEST(JsonSchema, DeepNestingIsRefusedNotWalked) {
+  auto nested = [](int levels) {  // 2 JSON levels (the object and its "properties") per schema level
+    std::string s;
+    for (int i = 0; i < levels; ++i) s += R"({"type": "object", "properties": {"a": )";
+    s += R"({"type": "string"})";
+    for (int i = 0; i < levels; ++i) s += "}}";
+    return s;
+  };
+  for (int levels : {30000, 200}) {
+    auto g = json_schema_to_gbnf(nested(levels));
+    ASSERT_FALSE(g) << levels;
+    EXPECT_NE(g.error().message.find("nested more than 256 levels deep"), std::string::npos) << g.error().message;
+    auto many = json_schema_rules_many({R"({"type": "string"})", nested(levels)}, {"t0", "t1"}, {});
+    ASSERT_FALSE(many) << levels;
+    EXPECT_NE(many.error().message.find("json-schema 1: nested more than 256"), std::string::npos) << many.error().message;
+  }
+  EXPECT_TRUE(json_schema_to_gbnf(nested(127))) << "255 JSON levels: within the limit";
+}
+
 }  // namespace
 }  // namespace minfer
