@@ -281,7 +281,8 @@ int cmd_bench(int argc, char** argv) {
     size += t.n_bytes;
   }
   std::string ftype = "?";
-  if (auto ft = f.get_int("general.file_type")) ftype = std::string(file_type_name(static_cast<FileType>(*ft)));
+  if (auto ft = f.get_int("general.file_type"))
+    if (auto name = file_type_name_of(*ft)) ftype = std::string(*name);
   auto arch_s = f.get_string("general.architecture");
   const std::string arch = arch_s ? *arch_s : "?";
   const std::string model_type = fmt::format("{} {} {}", arch, human_params(n_params), ftype);

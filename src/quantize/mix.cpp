@@ -58,6 +58,12 @@ DType fallback_for_row(DType t, int64_t ne0) {
 }  // namespace
 
 std::string_view file_type_name(FileType t) { return info(t).name; }
+
+std::optional<std::string_view> file_type_name_of(int64_t id) {
+  for (const auto& i : kFileTypes)
+    if (static_cast<int64_t>(i.type) == id) return i.name;
+  return std::nullopt;
+}
 DType file_type_base(FileType t) { return info(t).base; }
 
 std::optional<FileType> file_type_from_name(std::string_view name) {

@@ -46,6 +46,8 @@ enum class FileType : uint32_t {
 };
 
 std::string_view file_type_name(FileType t);
+// The name of a GGUF general.file_type value, or nullopt for one not listed above.
+std::optional<std::string_view> file_type_name_of(int64_t id);
 DType file_type_base(FileType t);  // the type most 2-D tensors get
 // Accepts the names above plus the aliases Q3_K (= Q3_K_M), Q4_K (= Q4_K_M), Q5_K (= Q5_K_M).
 std::optional<FileType> file_type_from_name(std::string_view name);

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <set>
 
 #include "api/fields-json.h"
 #include "api/gguf-json.h"
 #include "core/dtype.h"
+#include "quantize/mix.h"
 
 namespace minfer::server {
 namespace {
@@ -163,9 +165,12 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
     }
   }
   if (auto th = body.find("think"); th != body.end() && !th->is_null()) {
-    // true / false, or a level ("low", "medium", "high") for models that take one: thinking on.
-    if (!th->is_boolean() && !th->is_string()) return invalid_param("think", "'think' must be a boolean or \"low\", \"medium\", \"high\"");
-    const bool on = th->is_boolean() ? th->get<bool>() : true;
+    // true / false, or a level ("low", "medium", "high", "max") for models that take one:
+    // thinking on; any other value is Ollama's 400.
+    static const std::set<std::string, std::less<>> kLevels = {"low", "medium", "high", "max", "true", "false"};
+    if (!th->is_boolean() && !(th->is_string() && kLevels.contains(th->get<std::string>())))
+      return invalid_param("think", "'think' must be true, false, \"low\", \"medium\", \"high\" or \"max\"");
+    const bool on = th->is_boolean() ? th->get<bool>() : th->get<std::string>() != "false";
     r.think = on && r.chat;
     if (r.chat) out["chat_template_kwargs"] = {{"enable_thinking", on}};
   }
@@ -186,11 +191,14 @@ std::optional<ApiError> ollama_prepend_context(CompletionRequest& r, const std::
 ApiResult<json> ollama_to_embedding(const json& body, bool legacy) {
   const char* name = legacy ? "prompt" : "input";
   auto in = body.find(name);
-  if (in == body.end() || in->is_null()) return invalid_param(name, fmt::format("'{}' is required", name));
-  if (legacy ? !in->is_string() : !(in->is_string() || (in->is_array() && std::all_of(in->begin(), in->end(), [](const json& x) { return x.is_string(); }))))
+  if (in != body.end() && !in->is_null() &&
+      (legacy ? !in->is_string() : !(in->is_string() || (in->is_array() && std::all_of(in->begin(), in->end(), [](const json& x) { return x.is_string(); })))))
     return invalid_param(name, fmt::format("'{}' must be {}", name, legacy ? "a string" : "a string or an array of strings"));
   if (auto d = body.find("dimensions"); d != body.end() && !d->is_null())
     return invalid_param("dimensions", "'dimensions' is not supported: the model's full vectors are returned");
+  // Nothing to embed (absent, "", []): Ollama's 200 with no vectors (clients preload a model so).
+  if (in == body.end() || in->is_null() || in->empty() || (in->is_string() && in->get_ref<const std::string&>().empty()))
+    return json(nullptr);
   return json{{"input", *in}};
 }
 
@@ -222,10 +230,13 @@ json ollama_details(const GgufFile& file) {
     n_params += static_cast<uint64_t>(t.n_elements());
     if (t.shape.size() >= 2) bytes_by_type[std::string(dtype_name(t.type))] += t.n_bytes;
   }
+  // Ollama names the file type (general.file_type: Q4_K_M); without one, the type most bytes are in.
   std::string quant;
+  if (auto ft = file.get_int("general.file_type"); ft.has_value())
+    if (auto name = file_type_name_of(*ft)) quant = *name;
   uint64_t most = 0;
   for (const auto& [name, b] : bytes_by_type)
-    if (b > most) most = b, quant = name;
+    if (quant.empty() && b > most) most = b, quant = name;
   std::string size;
   if (auto label = file.get_string("general.size_label"); label.has_value() && !label->empty()) size = *label;
   else if (n_params >= 1000000000) size = fmt::format("{:.1f}B", static_cast<double>(n_params) / 1e9);

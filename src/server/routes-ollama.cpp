@@ -186,8 +186,13 @@ void embed(ServerState& s, const httplib::Request& req, httplib::Response& res, 
   if (!body) return;
   auto oai = ollama_to_embedding(*body, legacy);
   if (!oai) return s.reply_error(res, oai.error(), ollama_error_json);
-  if (legacy) (*oai)["embd_normalize"] = -1;
   const std::string model = model_name(*body);
+  if (oai->is_null()) {  // nothing to embed: Ollama's empty answer
+    if (legacy) return s.reply_json(res, {{"embedding", json::array()}});
+    return s.reply_json(res, {{"model", model}, {"embeddings", json::array()}, {"total_duration", 0}, {"load_duration", 0},
+                              {"prompt_eval_count", 0}});
+  }
+  if (legacy) (*oai)["embd_normalize"] = -1;
   s.embed(*oai, res, true, ollama_error_json, [model, legacy, t0](const EmbeddingRequest&, std::vector<DoneEvent::Embedding>& out) {
     if (legacy) return json{{"embedding", out.empty() || out[0].rows.empty() ? json::array() : json(out[0].rows[0])}};
     json vectors = json::array();
@@ -206,14 +211,17 @@ void embed(ServerState& s, const httplib::Request& req, httplib::Response& res, 
 void show(ServerState& s, const OllamaModel& m, const httplib::Request& req, httplib::Response& res) {
   auto body = read_body(s, req, res);
   if (!body) return;
-  const bool verbose = body->value("verbose", false);
+  const auto v = body->find("verbose");
+  if (v != body->end() && !v->is_null() && !v->is_boolean())
+    return s.reply_error(res, invalid_param("verbose", "'verbose' must be a boolean"), ollama_error_json);
+  const bool verbose = v != body->end() && v->is_boolean() && v->get<bool>();
   const SamplerParams p = ollama_sampling_defaults(s.sp.sampling);
   // Modelfile PARAMETER lines of the settings a request starts from.
   const std::string parameters = fmt::format("temperature {}\ntop_k {}\ntop_p {}\nmin_p {}\nrepeat_penalty {}\nrepeat_last_n {}",
                                              p.temp, p.top_k, p.top_p, p.min_p, p.repeat_penalty, p.repeat_last_n);
   json capabilities = json::array({"completion", "tools"});
   if (thinking_tags(s.chat_template, "").any()) capabilities.push_back("thinking");
-  capabilities.push_back("embedding");
+  if (s.sp.embeddings_refusal.empty()) capabilities.push_back("embedding");
   s.reply_json(res, {{"modelfile", fmt::format("# minfer serves {}\nFROM {}\n", m.name, s.sp.model_path)},
                      {"parameters", parameters},
                      {"template", s.chat_template},

@@ -305,7 +305,8 @@ TEST_F(ParseStep, ollama_refusals_and_model_names) {
       {R"({"model": "m", "messages": [{"role": "user", "content": "q", "images": ["aGk="]}]})", "messages[0].images", "no images"},
       {R"({"model": "m", "messages": [], "options": 3})", "options", "'options' must be an object"},
       {R"({"model": "m", "messages": [], "stream": "yes"})", "stream", "'stream' must be a boolean"},
-      {R"({"model": "m", "messages": [], "think": 1})", "think", "'think' must be a boolean"},
+      {R"({"model": "m", "messages": [], "think": 1})", "think", "'think' must be true, false"},
+      {R"({"model": "m", "messages": [], "think": "banana"})", "think", "'think' must be true, false"},
       {R"({"model": "m", "prompt": "hi", "context": [1, -2]})", "context", "'context' must be an array of token ids"},
   };
   for (const Refusal& c : cases) expect_refused(c, ollama_to_request(json::parse(c.body), std::string_view(c.body).find("prompt") == std::string_view::npos));

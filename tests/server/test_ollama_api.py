@@ -86,6 +86,12 @@ def test_version_list_ps_show(srv):
     assert len(verbose["tokenizer.ggml.tokens"]) == 49152
     # The ":latest" tag may be given or left out.
     assert c.show("smollm2:latest").details == m.details
+    # verbose null is false (not a 500); a verbose that is not a boolean is Ollama's 400.
+    status, reply = post(srv, "/api/show", {"model": "smollm2", "verbose": None})
+    assert status == 200 and reply["model_info"]["tokenizer.ggml.tokens"] is None
+    for v in ("yes", 1):
+        status, reply = post(srv, "/api/show", {"model": "smollm2", "verbose": v})
+        assert status == 400 and set(reply) == {"error"} and "verbose" in reply["error"], (v, reply)
 
 
 def test_chat_stream_and_not(srv):
@@ -287,6 +293,22 @@ def test_ps_and_tags_while_the_model_sleeps():
         assert s.stop() == 0
 
 
+def test_quantization_level_is_the_file_type():
+    """A K-quant mix is named by its general.file_type (Q4_K_M), as Ollama does, not by the
+    type most of its bytes are in (Gemma 3's Q8_0 embedding)."""
+    gemma = os.path.join(os.path.dirname(MODEL), "gemma3-270m-Q4_K_M.gguf")
+    if not os.path.exists(gemma):
+        pytest.fail(f"{gemma} missing (scripts/setup.sh installs it)")
+    want = gguf.GGUFReader(gemma).fields["general.file_type"].contents()
+    assert want == 15  # LLAMA_FTYPE_MOSTLY_Q4_K_M
+    s = ServerProcess("--parallel", "1", "-c", "512", "-t", "2", model=gemma)
+    try:
+        details = ollama.Client(host=s.url).list().models[0].details
+        assert details.quantization_level == "Q4_K_M" and details.family == "gemma3", details
+    finally:
+        assert s.stop() == 0
+
+
 def test_embed_and_embeddings(srv):
     c = client(srv)
     e = c.embed(model="smollm2", input=["The sky is blue.", "Grass is green."])
@@ -302,6 +324,11 @@ def test_embed_and_embeddings(srv):
     old = c.embeddings(model="smollm2", prompt="The sky is blue.").embedding
     norm = math.sqrt(sum(x * x for x in old))
     assert abs(norm - 1) > 1e-3 and [x / norm for x in old] == pytest.approx(one, abs=1e-5)
+    # Nothing to embed (how clients preload a model): Ollama's 200 with no vectors.
+    for body in ({"model": "smollm2"}, {"model": "smollm2", "input": ""}, {"model": "smollm2", "input": []}):
+        status, reply = post(srv, "/api/embed", body)
+        assert status == 200 and reply["embeddings"] == [] and reply["model"] == "smollm2", (body, reply)
+    assert c.embeddings(model="smollm2", prompt="").embedding == []
 
 
 def test_unknown_model_is_404(srv):
@@ -327,7 +354,8 @@ def test_bad_bodies_are_400(srv):
             call()
         assert e.value.status_code == 400 and e.value.error, e.value
     for body in (b"{not json", {"messages": MSGS}, {"model": "smollm2", "messages": MSGS, "format": 5},
-                 {"model": "smollm2", "messages": "Hi"}, {"model": "smollm2", "prompt": "Hi", "template": "{{ .Prompt }}"}):
+                 {"model": "smollm2", "messages": "Hi"}, {"model": "smollm2", "prompt": "Hi", "template": "{{ .Prompt }}"},
+                 {"model": "smollm2", "messages": MSGS, "think": "banana"}):  # not a level Ollama knows
         path = "/api/generate" if isinstance(body, dict) and "prompt" in body else "/api/chat"
         status, reply = post(srv, path, body)
         assert status == 400 and isinstance(reply["error"], str) and set(reply) == {"error"}, (body, reply)
