@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -177,48 +177,74 @@ void handle_events(State& s, httplib::Response& res) {
       [&s, sub](bool) { s.hub.unsubscribe(sub); });
 }
 
+// A string member of a JSON object, or "" (absent, or not a string: never a type_error).
+std::string string_member(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Up to `limit` + 1 bytes of a file (more than `limit`: too large, whatever its reported size:
+// a growing file, a /proc file that says 0), or nullopt when it cannot be opened.
+std::optional<std::string> read_file_bounded(const std::filesystem::path& path, size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text;
+  char buf[1 << 16];
+  while (text.size() <= limit && in.read(buf, sizeof buf).gcount() > 0) text.append(buf, static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+bool loopback_peer(const httplib::Request& req) {
+  return req.remote_addr == "127.0.0.1" || req.remote_addr == "::1" || req.remote_addr.starts_with("::ffff:127.");
+}
+
+// GET /viz/trace?path=FILE: reads a file of the machine the server runs on, so only for a page
+// on that machine (a viz bound to another address answers other clients 403, not the host's
+// files).
 void handle_trace(const httplib::Request& req, httplib::Response& res) {
+  if (!loopback_peer(req))
+    return reply_error(res, 403, "trace files are served only to clients on this machine", "permission_error", "path");
   const std::string path = req.get_param_value("path");
   if (path.empty()) return reply_error(res, 400, "give ?path=FILE (a MINFER_TRACE file)", "invalid_request_error", "path");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     return reply_error(res, 404, "no trace file '" + path + "'", "not_found_error", "path");
-  constexpr uintmax_t kMaxTrace = 1ull << 30;
-  if (std::filesystem::file_size(path, ec) > kMaxTrace)
-    return reply_error(res, 400, "'" + path + "' is larger than 1 GiB", "invalid_request_error", "path");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return reply_error(res, 404, "cannot read trace file '" + path + "'", "not_found_error", "path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  constexpr size_t kMaxTrace = size_t{1} << 30;
+  const auto text = read_file_bounded(path, kMaxTrace);
+  if (!text) return reply_error(res, 404, "cannot read trace file '" + path + "'", "not_found_error", "path");
+  if (text->size() > kMaxTrace) return reply_error(res, 400, "'" + path + "' is larger than 1 GiB", "invalid_request_error", "path");
+  json j;
   try {
-    const json j = json::parse(text);
-    if (!j.is_object() || j.value("format", "") != "minfer-trace")
-      return reply_error(res, 400, "'" + path + "' is not a minfer trace (no \"format\": \"minfer-trace\")", "invalid_request_error", "path");
+    j = json::parse(*text);
   } catch (const std::exception& e) {
     return reply_error(res, 400, "'" + path + "' is not JSON", "invalid_request_error", "path");
   }
-  res.set_content(text, "application/json");
+  if (!j.is_object() || string_member(j, "format") != "minfer-trace")
+    return reply_error(res, 400, "'" + path + "' is not a minfer trace (no \"format\": \"minfer-trace\")", "invalid_request_error", "path");
+  res.set_content(*text, "application/json");
 }
 
 // The /viz/graph body of a graph file: a `--dump-graph-json` export (shown for both phases) or a
 // saved /viz/graph answer ({"model", "prefill", "decode"}); "runnable": false tells the page.
 Expected<std::string> graphs_from_file(const std::string& path, std::string* model_name) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read graph file '{}'", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  constexpr size_t kMaxGraph = size_t{256} << 20;
+  const auto text = read_file_bounded(path, kMaxGraph);
+  if (!text) return make_error("cannot read graph file '{}'", path);
+  if (text->size() > kMaxGraph) return make_error("graph file '{}' is larger than 256 MiB", path);
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(*text);
   } catch (const std::exception& e) {
     return make_error("graph file '{}' is not JSON: {}", path, e.what());
   }
-  if (j.is_object() && j.value("format", "") == "minfer-graph" && j.contains("nodes"))
-    j = json{{"model", j.value("model", path)}, {"prefill", j}, {"decode", j}};
-  if (!j.is_object() || !j.contains("prefill") || !j.contains("decode") || !j["prefill"].contains("nodes"))
-    return make_error("'{}' is neither a graph export (\"format\": \"minfer-graph\") nor a /viz/graph answer", path);
-  *model_name = j.value("model", path);
+  auto phase_ok = [](const json& g) { return g.is_object() && g.contains("nodes") && g["nodes"].is_array(); };
+  if (j.is_object() && string_member(j, "format") == "minfer-graph" && phase_ok(j)) {
+    const std::string model = string_member(j, "model");
+    j = json{{"model", model.empty() ? path : model}, {"prefill", j}, {"decode", j}};
+  }
+  if (!j.is_object() || !j.contains("prefill") || !j.contains("decode") || !phase_ok(j["prefill"]) || !phase_ok(j["decode"]))
+    return make_error("'{}' is neither a graph export (\"format\": \"minfer-graph\", \"nodes\": [...]) nor a /viz/graph answer", path);
+  *model_name = string_member(j, "model").empty() ? path : string_member(j, "model");
   j["runnable"] = false;
   return dump(j);
 }
@@ -262,24 +288,32 @@ int load_model(State& s, const std::string& model_path, const VizOptions& opt) {
 
 // GET /viz/samples: the graph exports in the samples folder ({"samples": [names]}, sorted);
 // GET /samples/NAME: one of them (a plain name: no '/', no "..").
+// A name /samples/NAME serves and /viz/samples lists: NAME.json, no path separator, not hidden,
+// no control characters.
+bool plain_sample_name(const std::string& name) {
+  return !name.empty() && name[0] != '.' && name.ends_with(".json") &&
+         std::none_of(name.begin(), name.end(), [](char c) { return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20; });
+}
+
 void handle_samples(const std::string& dir, httplib::Response& res) {
   std::vector<std::string> names;
   std::error_code ec;
   if (!dir.empty())
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-      if (e.is_regular_file(ec) && e.path().extension() == ".json") names.push_back(e.path().filename().string());
+      if (e.is_regular_file(ec) && plain_sample_name(e.path().filename().string())) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   res.set_content(dump({{"samples", names}}), "application/json");
 }
 
 void handle_sample(const std::string& dir, const std::string& name, httplib::Response& res) {
-  if (name.find('/') != std::string::npos || name.find("..") != std::string::npos)
-    return reply_error(res, 400, "sample name '" + name + "' must be a plain file name", "invalid_request_error");
-  std::ifstream in(std::filesystem::path(dir) / name, std::ios::binary);
-  if (dir.empty() || !in) return reply_error(res, 404, "no sample '" + name + "'", "not_found_error");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  res.set_content(ss.str(), "application/json");
+  if (!plain_sample_name(name)) return reply_error(res, 400, "sample name '" + name + "' must be a plain NAME.json file name", "invalid_request_error");
+  const std::filesystem::path file = std::filesystem::path(dir) / name;
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_regular_file(file, ec)) return reply_error(res, 404, "no sample '" + name + "'", "not_found_error");
+  constexpr size_t kMaxSample = size_t{64} << 20;
+  const auto text = read_file_bounded(file, kMaxSample);
+  if (!text || text->size() > kMaxSample) return reply_error(res, 404, "no readable sample '" + name + "' (64 MiB at most)", "not_found_error");
+  res.set_content(*text, "application/json");
 }
 
 }  // namespace

@@ -190,6 +190,37 @@ def test_minfer_trace_file_and_its_replay_endpoint(viz, tmp_path):
     assert requests.get(viz.url + "/viz/trace").status_code == 400
 
 
+def outbound_address():
+    """This machine's address on its default route (not loopback), or None."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+            a = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if a.startswith("127.") else a
+
+
+def test_trace_files_are_served_only_to_this_machine(tmp_path):
+    """/viz/trace reads the server's files: a client on another address gets 403, not the file."""
+    trace = tmp_path / "t.json"
+    trace.write_text('{"format": "minfer-trace", "version": 1, "events": []}')
+    addr = outbound_address()
+    assert addr, "no non-loopback IPv4 address to test from"
+    graph = tmp_path / "g.json"
+    graph.write_text('{"format": "minfer-graph", "nodes": []}')
+    v = Viz("--host", "0.0.0.0", "--graph", str(graph), model=None)
+    port = v.url.rsplit(":", 1)[1]
+    try:
+        local = requests.get(f"http://127.0.0.1:{port}/viz/trace", params={"path": str(trace)})
+        assert local.status_code == 200 and local.json()["format"] == "minfer-trace"
+        remote = requests.get(f"http://{addr}:{port}/viz/trace", params={"path": str(trace)})
+        assert remote.status_code == 403 and "minfer-trace" not in remote.text, remote.text
+    finally:
+        assert v.stop() == 0
+
+
 def test_graph_file_is_served_without_a_model(tmp_path):
     """`minfer viz --graph FILE.json`: an export for both phases, nothing to run; bad files refused."""
     out = tmp_path / "prefill.json"
@@ -205,9 +236,15 @@ def test_graph_file_is_served_without_a_model(tmp_path):
         assert requests.get(v.url + "/").status_code == 200
     finally:
         assert v.stop() == 0
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"format": "something-else"}')
-    for args in (["--graph", str(bad)], ["--graph", str(tmp_path / "none.json")], [], [SMOLLM2, "--graph", str(out)]):
+    # Refused with a message naming the file and exit code 1 (an uncaught exception would abort: 134).
+    bads = ['{"format": "something-else"}', '{"format": 1}', '{"format": "minfer-graph", "nodes": 5}',
+            '{"prefill": {"nodes": []}, "decode": 5}', '[1, 2]']
+    for i, text in enumerate(bads):
+        bad = tmp_path / f"bad{i}.json"
+        bad.write_text(text)
+        r = subprocess.run([MINFER, "viz", "--graph", str(bad), "--port", "0"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and str(bad) in r.stderr, (text, r.returncode, r.stderr)
+    for args in (["--graph", str(tmp_path / "none.json")], [], [SMOLLM2, "--graph", str(out)]):
         r = subprocess.run([MINFER, "viz", *args, "--port", "0"], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and r.stderr, args
 
@@ -218,12 +255,18 @@ def test_samples_are_listed_and_served(tmp_path):
     d.mkdir()
     (d / "llama.json").write_text('{"format": "minfer-graph", "nodes": []}')
     (d / "notes.txt").write_text("not a sample")
+    (d / ".hidden.json").write_text("{}")
+    (d / "folder.json").mkdir()
+    (tmp_path / "secret.json").write_text('{"secret": true}')  # beside the folder: never served
     v = Viz("--samples", str(d))
     try:
         assert requests.get(v.url + "/viz/samples").json() == {"samples": ["llama.json"]}
         assert requests.get(v.url + "/samples/llama.json").json()["format"] == "minfer-graph"
         assert requests.get(v.url + "/samples/none.json").status_code == 404
-        assert requests.get(v.url + "/samples/..%2Fsecret.json").status_code in (400, 404)
-        assert requests.get(v.url + "/samples/a/b.json").status_code == 400
+        assert requests.get(v.url + "/samples/folder.json").status_code == 404
+        for name in ("..%2Fsecret.json", "notes.txt", ".hidden.json", "a%5Cb.json"):
+            r = requests.get(v.url + "/samples/" + name)
+            assert r.status_code == 400 and '"secret": true' not in r.text, (name, r.status_code, r.text)
+        assert requests.get(v.url + "/samples/a/b.json").status_code in (400, 404)
     finally:
         assert v.stop() == 0
