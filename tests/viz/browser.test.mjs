@@ -306,7 +306,13 @@ try {
     const {p: serverS, url: urlS} = await startViz([MODEL, '--samples', dir]);
     try {
       await page.goto(`${urlS}/?view=operators&expand=all`);
-      await page.waitForSelector('body[data-ready="true"]');
+      await page.waitForSelector('body[data-ready="true"][data-live="connected"]');
+      // A live run first: its values must not carry over onto a sample (ids coincide).
+      await page.fill('#prompt', 'Hi');
+      await page.fill('#max-tokens', '2');
+      await page.click('#run');
+      await page.waitForSelector('body[data-run-state="finished"]', {timeout: 120000});
+      assert.ok(await page.locator('canvas[data-heatmap-for]').count() > 0, 'the run painted heatmaps');
       const names = await page.$$eval('#sample option[value]:not([value=""])', (os) => os.map((o) => o.value));
       assert.deepEqual(names, fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort());
       for (const name of names) {
@@ -315,6 +321,8 @@ try {
         await page.waitForSelector(`body[data-sample="${name}"]`);
         assert.equal(await page.locator('[data-node-id]').count(), g.nodes.length, name);
         assert.equal(await page.locator('[data-edge]').count(), g.nodes.reduce((k, n) => k + n.inputs.length, 0), name);
+        assert.equal(await page.locator('canvas[data-heatmap-for]').count(), 0, `${name}: no values of another model's run`);
+        assert.equal(await page.getAttribute('body', 'data-live'), 'closed', `${name}: the live model's events no longer apply`);
       }
       assert.ok(await page.isDisabled('#run'));
       await page.screenshot({path: path.join(ART, 'sample.png')});

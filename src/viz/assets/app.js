@@ -277,9 +277,10 @@ function renderShapes(root, g) {
   root.append(el('div', {class: 'shapes'}, list));
 }
 
-// A node event seen by Shape flow: its badge (on the blk.0 twin) and the current node.
-function shapeEvent(e) {
-  const g = graph();
+// A node event seen by Shape flow: its badge (on the blk.0 twin) and the current node. The
+// event's own phase graph (prefill and decode ids differ), not the one shown.
+function shapeEvent(e, phase) {
+  const g = state.graphs && state.graphs[phase];
   const twin = g && g.byName && g.byName.get(twinName(e.name || ''));
   if (!twin) return;
   state.seenShapes = state.seenShapes || new Map();
@@ -405,7 +406,7 @@ function onEvent(e) {
     case 'node': {
       const ph = e.step === 0 ? 'prefill' : 'decode';
       state.stats[ph].set(e.id, e);
-      shapeEvent(e);
+      shapeEvent(e, ph);
       if (state.view === 'shapes') scheduleRender();
       state.times[ph].set(e.id, (state.times[ph].get(e.id) || 0) + (e.us || 0));
       if (ph === state.phase) light(e);
@@ -467,6 +468,7 @@ async function run(ev) {
 // A recorded trace: its graphs, then its events, replayed at a readable pace.
 async function replay(trace) {
   if (trace.format !== 'minfer-trace') throw new Error('not a minfer trace');
+  stopLive();
   showGraphs(trace.graphs, trace.model + ' (trace)');
   state.prompt = trace.prompt;
   document.body.dataset.runState = 'replaying';
@@ -538,6 +540,9 @@ function playStep() {
   if (playback.i === 0) resetRun();
   while (playback.i < evs.length) {
     const e = evs[playback.i++];
+    // Playback shows the phase it plays: node ids are the event's phase's (they differ).
+    const ph = e.type === 'step' ? e.phase : e.type === 'node' ? (e.step === 0 ? 'prefill' : 'decode') : null;
+    if (ph && ph !== state.phase && state.graphs[ph]) { state.phase = ph; render(); }
     onEvent(e);
     if (e.type === 'node') {
       setCurrent(e.id);
@@ -562,9 +567,14 @@ function play() {
 
 // ---------------------------------------------------------------- graphs and samples
 
-// Shows a pair of graphs ({prefill, decode}; an export alone stands for both phases).
+// Shows a pair of graphs ({prefill, decode}; an export alone stands for both phases). Nothing of
+// what was shown before carries over: its run's values, its recorded events, a playback.
 function showGraphs(j, label) {
+  stopPlayback('paused');
   state.graphs = {prefill: indexGraph(j.prefill || j), decode: indexGraph(j.decode || j)};
+  resetRun();
+  playback.recorded = [];
+  choosePlay('run', false);
   state.selected = null;
   $('#model-name').textContent = label;
   render();
@@ -586,10 +596,19 @@ async function listSamples() {
   for (const name of names) sel.append(el('option', {value: name, text: name.replace(/\.json$/, '')}));
 }
 
+// The live model's events stop applying once another graph is shown (a sample, a trace).
+let liveEvents = null;
+function stopLive() {
+  if (liveEvents) liveEvents.close();
+  liveEvents = null;
+  document.body.dataset.live = 'closed';
+}
+
 async function openSample(name) {
   const r = await fetch('/samples/' + encodeURIComponent(name));
   const j = await r.json();
   if (!r.ok) throw new Error(j.error ? j.error.message : r.status);
+  stopLive();
   showGraphs(j, '');
   noRun(`${j.model} (sample ${name})`, 'a sample graph: reload the page to run the model');
   document.body.dataset.sample = name;
@@ -629,7 +648,7 @@ async function main() {
       const j = await r.json();
       showGraphs(j, j.model);
       if (j.runnable === false) noRun(j.model + ' (graph export)', 'a graph export: nothing to run (open a trace, or start minfer viz MODEL)');
-      listen();
+      liveEvents = listen();
       listSamples();
     }
     document.body.dataset.ready = 'true';
