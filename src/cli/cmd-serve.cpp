@@ -151,6 +151,7 @@ int cmd_serve(int argc, char** argv) {
   if (Status st = finish_spec_options(spo); !st) return usage_fail("serve", st.error().message);
   if (auto p = so.to_params(INT32_MAX); !p) return usage_fail("serve", p.error().message);
   sp.default_n_predict = so.s.n_predict;
+  sp.sampling_given = given_fields(app);
   sp.api_keys = split_list(api_keys);
   if (!api_key_file.empty()) {
     std::ifstream in(api_key_file);

@@ -16,12 +16,18 @@ namespace minfer::cli {
 
 namespace {
 
+// The row's long flag ("--top-p"; every row with a command-line name has one).
+std::string long_flag(const Field& f) {
+  const std::string flags(f.names[static_cast<size_t>(Api::kCli)]);
+  const std::string from_long = flags.substr(flags.find("--"));
+  return from_long.substr(0, from_long.find(','));
+}
+
 // One option from one row: the flags, the help with what special values mean, the default as the
 // struct holds it now, and the row's range checked as the value is parsed.
 void add_field_option(CLI::App& app, const Field& f, SamplingOptions& o, const char* group) {
   const std::string flags(f.names[static_cast<size_t>(Api::kCli)]);
-  const std::string from_long = flags.substr(flags.find("--"));  // every row has a long flag
-  const std::string flag = from_long.substr(0, from_long.find(','));
+  const std::string flag = long_flag(f);
   const std::string help = f.off.empty() ? std::string(f.help) : fmt::format("{}; {}", f.help, f.off);
   GenerationSettings& s = o.s;
   CLI::Option* opt = nullptr;
@@ -50,6 +56,16 @@ void add_field_option(CLI::App& app, const Field& f, SamplingOptions& o, const c
 }
 
 }  // namespace
+
+std::set<std::string> given_fields(const CLI::App& app) {
+  std::set<std::string> keys;
+  for (const Field& f : fields()) {
+    if (f.names[static_cast<size_t>(Api::kCli)].empty()) continue;
+    const CLI::Option* opt = app.get_option_no_throw(long_flag(f));
+    if (opt && opt->count() > 0) keys.insert(std::string(f.key));
+  }
+  return keys;
+}
 
 void add_sampling_options(CLI::App& app, SamplingOptions& o, FieldSet set) {
   const char* g = "Sampling";

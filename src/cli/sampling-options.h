@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,9 @@ struct SamplingOptions {
 // those plus -n, or every row (the main command: --stop, --ignore-eos too).
 enum class FieldSet { kSampler, kSamplerAndLength, kAll };
 void add_sampling_options(CLI::App& app, SamplingOptions& o, FieldSet set);
+
+// After parsing: the keys of the rows whose flag the command line gave ("top_p", ...), whatever
+// the value (a flag set to llama.cpp's default still counts).
+std::set<std::string> given_fields(const CLI::App& app);
 
 }  // namespace minfer::cli

@@ -202,13 +202,12 @@ ApiResult<json> ollama_to_embedding(const json& body, bool legacy) {
   return json{{"input", *in}};
 }
 
-SamplerParams ollama_sampling_defaults(const SamplerParams& server) {
-  const SamplerParams llama;  // llama.cpp's defaults, where serve's flags start
+SamplerParams ollama_sampling_defaults(const SamplerParams& server, const std::set<std::string>& given) {
   SamplerParams p = server;
-  if (p.top_p == llama.top_p) p.top_p = 0.9f;
-  if (p.min_p == llama.min_p) p.min_p = 0.0f;
-  if (p.repeat_penalty == llama.repeat_penalty) p.repeat_penalty = 1.1f;
-  if (p.repeat_last_n == llama.repeat_last_n) p.repeat_last_n = 64;
+  if (!given.contains("top_p")) p.top_p = 0.9f;
+  if (!given.contains("min_p")) p.min_p = 0.0f;
+  if (!given.contains("repeat_penalty")) p.repeat_penalty = 1.1f;
+  if (!given.contains("repeat_last_n")) p.repeat_last_n = 64;
   return p;
 }
 

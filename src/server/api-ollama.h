@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,9 +61,9 @@ std::optional<ApiError> ollama_check_model(const json& body, const std::vector<s
 json ollama_error_json(const ApiError& e);
 
 // Ollama's sampling defaults (its DefaultOptions: top_p 0.9, min_p 0, repeat_penalty 1.1,
-// repeat_last_n 64) where serve's flags left llama.cpp's; a flag that set one wins (as a
-// Modelfile PARAMETER does in Ollama).
-SamplerParams ollama_sampling_defaults(const SamplerParams& server);
+// repeat_last_n 64) for the settings serve's command line did not set (`given`: field keys); a
+// flag that set one wins, whatever its value (as a Modelfile PARAMETER does in Ollama).
+SamplerParams ollama_sampling_defaults(const SamplerParams& server, const std::set<std::string>& given);
 
 // "2024-05-01T12:00:00.123456789Z"
 std::string ollama_time(std::chrono::system_clock::time_point t);

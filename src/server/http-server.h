@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@ struct ServerParams {
   std::optional<SpecParams> spec;     // speculative decoding of requests that do not say (nullopt: off)
   std::string chat_template;          // Jinja source used instead of the model's template (empty: the model's)
   SamplerParams sampling;             // a request's sampling defaults (serve's --temp, --seed, --top-k ...)
+  std::set<std::string> sampling_given;  // the field keys (sampling/fields.h) serve's command line set
   // Endpoints llama-server turns on and off: /slots (on unless --no-slots), /metrics (--metrics),
   // POST /props (--props), the chat page at / (on unless --no-webui).
   bool endpoint_slots = true, endpoint_metrics = false, endpoint_props = false, webui = true;

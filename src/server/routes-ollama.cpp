@@ -108,7 +108,7 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
   }
   ParseContext pc = s.parse_context();
   pc.api = Api::kOllama;
-  const SamplerParams defaults = ollama_sampling_defaults(s.sp.sampling);
+  const SamplerParams defaults = ollama_sampling_defaults(s.sp.sampling, s.sp.sampling_given);
   pc.sampling = &defaults;
   auto parsed = parse_completion_request(t->body, t->chat, pc);
   if (auto* e = std::get_if<ApiError>(&parsed)) return s.reply_error(res, *e, ollama_error_json);
@@ -215,7 +215,7 @@ void show(ServerState& s, const OllamaModel& m, const httplib::Request& req, htt
   if (v != body->end() && !v->is_null() && !v->is_boolean())
     return s.reply_error(res, invalid_param("verbose", "'verbose' must be a boolean"), ollama_error_json);
   const bool verbose = v != body->end() && v->is_boolean() && v->get<bool>();
-  const SamplerParams p = ollama_sampling_defaults(s.sp.sampling);
+  const SamplerParams p = ollama_sampling_defaults(s.sp.sampling, s.sp.sampling_given);
   // Modelfile PARAMETER lines of the settings a request starts from.
   const std::string parameters = fmt::format("temperature {}\ntop_k {}\ntop_p {}\nmin_p {}\nrepeat_penalty {}\nrepeat_last_n {}",
                                              p.temp, p.top_k, p.top_p, p.min_p, p.repeat_penalty, p.repeat_last_n);

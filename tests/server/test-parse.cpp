@@ -258,7 +258,7 @@ TEST_F(ParseStep, ollama_bodies_translate_to_the_chat_and_completion_fields) {
   ParseContext oc = ctx;
   oc.api = Api::kOllama;
   defaults.top_p = 0.5f;  // serve's --top-p 0.5: a flag wins over Ollama's default
-  const SamplerParams od = ollama_sampling_defaults(defaults);
+  const SamplerParams od = ollama_sampling_defaults(defaults, {"top_p"});
   oc.sampling = &od;
   auto r = parse_completion_request(g.body, g.chat, oc);
   ASSERT_TRUE(r) << r.error().message;
@@ -270,6 +270,9 @@ TEST_F(ParseStep, ollama_bodies_translate_to_the_chat_and_completion_fields) {
   EXPECT_EQ(r->sampling.min_p, 0.0f);
   EXPECT_EQ(r->sampling.repeat_penalty, 1.1f);
   EXPECT_EQ(r->sampling.repeat_last_n, 64);
+  // A flag set to llama.cpp's own default (--repeat-penalty 1: off) still wins.
+  EXPECT_EQ(ollama_sampling_defaults(SamplerParams{}, {"repeat_penalty"}).repeat_penalty, SamplerParams{}.repeat_penalty);
+  EXPECT_EQ(ollama_sampling_defaults(SamplerParams{}, {}).repeat_penalty, 1.1f);
   // /api/chat: streams by default; format, think, tools and the messages' Ollama fields.
   const OllamaRequest c = translate(R"({"model": "m", "think": "high",
       "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],

@@ -293,6 +293,18 @@ def test_ps_and_tags_while_the_model_sleeps():
         assert s.stop() == 0
 
 
+def test_a_serve_flag_wins_over_ollamas_defaults_even_at_llamas_value():
+    """--repeat-penalty 1 (llama.cpp's default: off) and --top-p 0.95 are the server's choice: a
+    request starts from them, not from Ollama's 1.1 and 0.9; the flags not given take Ollama's."""
+    s = ServerProcess("--parallel", "1", "-c", "512", "-t", "2", "--repeat-penalty", "1", "--top-p", "0.95")
+    try:
+        params = ollama.Client(host=s.url).show("smollm2").parameters
+        assert "repeat_penalty 1\n" in params and "top_p 0.95\n" in params, params
+        assert "min_p 0\n" in params and "repeat_last_n 64" in params, params
+    finally:
+        assert s.stop() == 0
+
+
 def test_quantization_level_is_the_file_type():
     """A K-quant mix is named by its general.file_type (Q4_K_M), as Ollama does, not by the
     type most of its bytes are in (Gemma 3's Q8_0 embedding)."""
