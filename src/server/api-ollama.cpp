@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <set>
@@ -67,6 +69,44 @@ std::string without_latest(std::string name) {
   return name;
 }
 
+// A Go duration ("300ms", "1.5h", "2h45m", "-1m", "0") in seconds, as Ollama's keep_alive takes
+// it (time.ParseDuration's grammar), or nullopt.
+std::optional<double> go_duration_s(std::string_view t) {
+  double sign = 1;
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) sign = t[0] == '-' ? -1 : 1, t.remove_prefix(1);
+  if (t.empty()) return std::nullopt;
+  {  // a bare number ("0", "-1", "300"): seconds, as a JSON number is
+    const std::string all(t);
+    char* end = nullptr;
+    const double v = std::strtod(all.c_str(), &end);
+    if (end == all.c_str() + all.size() && std::isdigit(static_cast<unsigned char>(all[0]))) return sign * v;
+  }
+  static const std::pair<std::string_view, double> kUnits[] = {{"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"ms", 1e-3},
+                                                               {"s", 1}, {"m", 60}, {"h", 3600}};
+  double total = 0;
+  while (!t.empty()) {
+    size_t i = 0;
+    while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
+    if (i == 0 || i == t.size()) return std::nullopt;  // a number, then its unit
+    double v = 0;
+    const std::string num(t.substr(0, i));
+    char* end = nullptr;
+    v = std::strtod(num.c_str(), &end);
+    if (end != num.c_str() + num.size()) return std::nullopt;
+    t.remove_prefix(i);
+    bool found = false;
+    for (const auto& [unit, scale] : kUnits)
+      if (t.starts_with(unit)) {  // "ms" is tried before "m"
+        total += v * scale;
+        t.remove_prefix(unit.size());
+        found = true;
+        break;
+      }
+    if (!found) return std::nullopt;
+  }
+  return sign * total;
+}
+
 }  // namespace
 
 json ollama_error_json(const ApiError& e) { return {{"error", e.message}}; }
@@ -88,6 +128,12 @@ std::optional<ApiError> ollama_check_model(const json& body, const std::vector<s
 
 ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint) {
   OllamaRequest r;
+  if (auto k = body.find("keep_alive"); k != body.end() && !k->is_null()) {
+    if (k->is_number()) r.keep_alive_s = k->get<double>();
+    else if (k->is_string()) r.keep_alive_s = go_duration_s(k->get<std::string>());
+    if (!r.keep_alive_s)
+      return invalid_param("keep_alive", "'keep_alive' must be a number of seconds or a duration such as \"5m\", \"1h30m\" or \"-1\"");
+  }
   json& out = r.body;
   out = json::object();
   if (chat_endpoint) {

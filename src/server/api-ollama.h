@@ -38,6 +38,10 @@ struct OllamaRequest {
   bool chat = true;       // false: /api/generate with raw (the prompt is not templated)
   bool load_only = false; // no messages / no prompt: Ollama's "load" reply, nothing generated
   bool think = false;     // think true or a level: a template that cannot think refuses it (400, as Ollama)
+  // keep_alive in seconds (a number, or a Go duration string: "5m", "1h30m", "-1"); negative:
+  // for good; nullopt: not given. Checked (400 otherwise); the single-model server keeps its
+  // model per --sleep-idle-seconds whatever it says.
+  std::optional<double> keep_alive_s;
   // /api/generate's `context` (the ids an earlier reply gave) to put before the templated prompt;
   // a raw prompt has them in body["prompt"] already.
   std::vector<int32_t> context;

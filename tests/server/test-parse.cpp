@@ -310,11 +310,23 @@ TEST_F(ParseStep, ollama_refusals_and_model_names) {
       {R"({"model": "m", "messages": [], "stream": "yes"})", "stream", "'stream' must be a boolean"},
       {R"({"model": "m", "messages": [], "think": 1})", "think", "'think' must be true, false"},
       {R"({"model": "m", "messages": [], "think": "banana"})", "think", "'think' must be true, false"},
+      {R"({"model": "m", "messages": [], "keep_alive": "banana"})", "keep_alive", "'keep_alive' must be a number of seconds"},
+      {R"({"model": "m", "messages": [], "keep_alive": {}})", "keep_alive", "'keep_alive' must be"},
+      {R"({"model": "m", "messages": [], "keep_alive": "5m30"})", "keep_alive", "'keep_alive' must be"},
       {R"({"model": "m", "prompt": "hi", "context": [1, -2]})", "context", "'context' must be an array of token ids"},
   };
   for (const Refusal& c : cases) expect_refused(c, ollama_to_request(json::parse(c.body), std::string_view(c.body).find("prompt") == std::string_view::npos));
   expect_refused({R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})", "template", "not supported"},
                  ollama_to_request(json::parse(R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})"), false));
+  // keep_alive: seconds, or Go's durations; negative: for good.
+  const std::pair<const char*, double> kept[] = {{"0", 0}, {"300", 300}, {"-1", -1}, {R"("0")", 0}, {R"("-1")", -1}, {R"("5m")", 300},
+                                                 {R"("1h30m")", 5400}, {R"("300ms")", 0.3}, {R"("1.5h")", 5400}, {R"("-1m")", -60}};
+  for (const auto& [v, want] : kept) {
+    auto r = ollama_to_request(json::parse(std::string(R"({"model": "m", "messages": [], "keep_alive": )") + v + "}"), true);
+    ASSERT_TRUE(r) << v << ": " << r.error().message;
+    ASSERT_TRUE(r->keep_alive_s) << v;
+    EXPECT_DOUBLE_EQ(*r->keep_alive_s, want) << v;
+  }
   const std::vector<std::string> names = {"smollm2", "tiny"};
   EXPECT_FALSE(ollama_check_model(json::parse(R"({"model": "smollm2:latest"})"), names));
   EXPECT_FALSE(ollama_check_model(json::parse(R"({"model": "tiny"})"), names));
