@@ -196,15 +196,16 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
   }
   // logprobs, top_logprobs: the chat fields by the same names; a raw generation (a completion)
   // asks with llama-server's n_probs (OpenAI's completions cap their integer logprobs at 5).
+  // top_logprobs is checked on its own (0..20, as Ollama) and used only with logprobs on.
+  const json top = body.contains("top_logprobs") ? body["top_logprobs"] : json(nullptr);
+  if (!top.is_null() && !(api::is_integral(top) && top.get<double>() >= 0 && top.get<double>() <= 20))
+    return invalid_param("top_logprobs", "'top_logprobs' must be an integer in [0, 20]");
   if (auto lp = body.find("logprobs"); lp != body.end() && !lp->is_null()) {
     if (!lp->is_boolean()) return invalid_param("logprobs", "'logprobs' must be a boolean");
-    const json top = body.contains("top_logprobs") ? body["top_logprobs"] : json(nullptr);
     if (r.chat) {
       out["logprobs"] = *lp;
-      if (!top.is_null()) out["top_logprobs"] = top;
+      if (!top.is_null() && lp->get<bool>()) out["top_logprobs"] = top;
     } else if (lp->get<bool>()) {
-      if (!top.is_null() && !(api::is_integral(top) && top.get<double>() >= 0 && top.get<double>() <= 20))
-        return invalid_param("top_logprobs", "'top_logprobs' must be an integer in [0, 20]");
       const int k = top.is_null() ? 0 : static_cast<int>(top.get<double>());
       if (k > 0) out["n_probs"] = k;
       else out["logprobs"] = 0;

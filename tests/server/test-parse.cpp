@@ -311,6 +311,8 @@ TEST_F(ParseStep, ollama_refusals_and_model_names) {
       {R"({"model": "m", "messages": [], "think": 1})", "think", "'think' must be true, false"},
       {R"({"model": "m", "messages": [], "think": "banana"})", "think", "'think' must be true, false"},
       {R"({"model": "m", "messages": [], "keep_alive": "banana"})", "keep_alive", "'keep_alive' must be a number of seconds"},
+      {R"({"model": "m", "messages": [], "top_logprobs": 21})", "top_logprobs", "'top_logprobs' must be an integer in [0, 20]"},
+      {R"({"model": "m", "prompt": "hi", "raw": true, "top_logprobs": -1})", "top_logprobs", "'top_logprobs' must be an integer"},
       {R"({"model": "m", "messages": [], "keep_alive": {}})", "keep_alive", "'keep_alive' must be"},
       {R"({"model": "m", "messages": [], "keep_alive": "5m30"})", "keep_alive", "'keep_alive' must be"},
       {R"({"model": "m", "prompt": "hi", "context": [1, -2]})", "context", "'context' must be an array of token ids"},
@@ -318,6 +320,15 @@ TEST_F(ParseStep, ollama_refusals_and_model_names) {
   for (const Refusal& c : cases) expect_refused(c, ollama_to_request(json::parse(c.body), std::string_view(c.body).find("prompt") == std::string_view::npos));
   expect_refused({R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})", "template", "not supported"},
                  ollama_to_request(json::parse(R"({"model": "m", "prompt": "hi", "template": "{{ .Prompt }}"})"), false));
+  // top_logprobs without logprobs: ignored in every mode (Ollama checks only its range).
+  for (bool chat : {true, false}) {
+    const char* b = chat ? R"({"model": "m", "messages": [{"role": "user", "content": "q"}], "logprobs": false, "top_logprobs": 3})"
+                         : R"({"model": "m", "prompt": "q", "raw": true, "top_logprobs": 3})";
+    auto t = ollama_to_request(json::parse(b), chat);
+    ASSERT_TRUE(t) << b << ": " << t.error().message;
+    EXPECT_FALSE(t->body.contains("top_logprobs")) << b;
+    EXPECT_FALSE(t->body.contains("n_probs")) << b;
+  }
   // keep_alive: seconds, or Go's durations; negative: for good.
   const std::pair<const char*, double> kept[] = {{"0", 0}, {"300", 300}, {"-1", -1}, {R"("0")", 0}, {R"("-1")", -1}, {R"("5m")", 300},
                                                  {R"("1h30m")", 5400}, {R"("300ms")", 0.3}, {R"("1.5h")", 5400}, {R"("-1m")", -60}};
