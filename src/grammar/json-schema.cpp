@@ -645,15 +645,15 @@ constexpr int kMaxSchemaDepth = 256;
 // The deepest nesting of objects and arrays in s, counted without recursion; stops counting
 // past `limit`.
 int schema_depth(const json& s, int limit) {
-  std::vector<std::pair<const json*, int>> todo{{&s, 1}};
+  std::vector<std::pair<const json*, int>> stack{{&s, 1}};
   int deepest = 0;
-  while (!todo.empty()) {
-    auto [v, d] = todo.back();
-    todo.pop_back();
+  while (!stack.empty()) {
+    auto [v, d] = stack.back();
+    stack.pop_back();
     if (!v->is_structured()) continue;
     deepest = std::max(deepest, d);
     if (deepest > limit) return deepest;
-    for (const auto& c : *v) todo.emplace_back(&c, d + 1);
+    for (const auto& c : *v) stack.emplace_back(&c, d + 1);
   }
   return deepest;
 }

@@ -88,10 +88,9 @@ std::optional<double> go_duration_s(std::string_view t) {
     size_t i = 0;
     while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
     if (i == 0 || i == t.size()) return std::nullopt;  // a number, then its unit
-    double v = 0;
     const std::string num(t.substr(0, i));
     char* end = nullptr;
-    v = std::strtod(num.c_str(), &end);
+    const double v = std::strtod(num.c_str(), &end);
     if (end != num.c_str() + num.size()) return std::nullopt;
     t.remove_prefix(i);
     bool found = false;

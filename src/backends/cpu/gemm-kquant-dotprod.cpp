@@ -328,13 +328,16 @@ template <class K, int R, int T>
       const float32x4_t dw = load_f16x4(blk + 8 * q);
       if constexpr (K::kMins) {
         const float32x4_t dmin = load_f16x4(blk + 32 + 8 * q);
-        #pragma GCC unroll 16
-        for (int i = 0; i < T; ++i) {
-          float32x4_t sm;
-          if constexpr (kMins16) sm = vcvtq_f32_s32(m16[r]);
-          else sm = vcvtq_f32_s32(Mins<K>(blk, q).sum(xr[i][b]));
-          const float32x4_t f = vsubq_f32(vmulq_f32(dw, vcvtq_f32_s32(sq[r][i])), vmulq_f32(dmin, sm));
+        auto add = [&](int i, int32x4_t msum) {  // token i's super-block, its mins' sum given
+          const float32x4_t f = vsubq_f32(vmulq_f32(dw, vcvtq_f32_s32(sq[r][i])), vmulq_f32(dmin, vcvtq_f32_s32(msum)));
           acc[r][i] = vaddq_f32(acc[r][i], vmulq_n_f32(f, xr[i][b].d));
+        };
+        if constexpr (kMins16) {
+          add(0, m16[r]);
+        } else {
+          const Mins<K> mins(blk, q);  // the quad's mins, once for the tokens
+          #pragma GCC unroll 16
+          for (int i = 0; i < T; ++i) add(i, mins.sum(xr[i][b]));
         }
       } else {
         #pragma GCC unroll 16
