@@ -115,7 +115,7 @@ ApiResult<json> anthropic_to_chat(const json& body, bool count_only) {
           return invalid_param(at, fmt::format("'{}' needs a string 'id' and 'name'", at));
         const json input = b.contains("input") && b["input"].is_object() ? b["input"] : json::object();
         calls.push_back({{"id", b["id"]}, {"type", "function"},
-                         {"function", {{"name", b["name"]}, {"arguments", input.dump(-1, ' ', false, json::error_handler_t::replace)}}}});
+                         {"function", {{"name", b["name"]}, {"arguments", tool_arguments_text(input)}}}});
       } else if (type == "tool_result") {
         if (role != "user") return invalid_param(at, fmt::format("'{}': tool_result blocks belong to user messages", at));
         if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())

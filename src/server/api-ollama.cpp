@@ -46,7 +46,7 @@ ApiResult<json> chat_messages(const json& in) {
         const json args = fn->contains("arguments") ? (*fn)["arguments"] : json::object();
         calls.push_back({{"id", c.contains("id") && c["id"].is_string() ? c["id"] : json(fmt::format("call_{}_{}", i, k))},
                          {"type", "function"},
-                         {"function", {{"name", (*fn)["name"]}, {"arguments", args.is_string() ? args.get<std::string>() : args.dump(-1, ' ', false, json::error_handler_t::replace)}}}});
+                         {"function", {{"name", (*fn)["name"]}, {"arguments", tool_arguments_text(args)}}}});
       }
       msg["tool_calls"] = std::move(calls);
     }
@@ -315,9 +315,8 @@ json ollama_stats(int n_prompt, const JobUsage& u, std::chrono::steady_clock::du
 json ollama_tool_calls(const std::vector<toolcall::ToolCall>& calls) {
   json out = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    json args = json::parse(calls[i].arguments, nullptr, /*allow_exceptions=*/false);
-    if (!args.is_object()) args = json::object();  // a call cut short by num_predict
-    out.push_back({{"id", calls[i].id}, {"function", {{"index", i}, {"name", calls[i].name}, {"arguments", args}}}});
+    out.push_back({{"id", calls[i].id},
+                   {"function", {{"index", i}, {"name", calls[i].name}, {"arguments", tool_arguments_object(calls[i].arguments)}}}});
   }
   return out;
 }

@@ -11,6 +11,15 @@ json bytes_array(std::string_view s) {
   return a;
 }
 
+json tool_arguments_object(const std::string& arguments) {
+  json j = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : json::object();
+}
+
+std::string tool_arguments_text(const json& arguments) {
+  return arguments.is_string() ? arguments.get<std::string>() : arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 namespace {
 
 std::string token_bytes_string(const Tokenizer& tok, int32_t id) { return std::string(tok.piece(id)); }

@@ -23,6 +23,12 @@ namespace minfer::server {
 
 json bytes_array(std::string_view s);  // [byte, ...]: a token's bytes as llama-server and OpenAI give them
 
+// A tool call's arguments between the two shapes the APIs use: OpenAI's JSON text, and the
+// object of Anthropic's `input` and Ollama's `arguments`. Text that is not a JSON object (a call
+// cut short by the length limit) becomes {}; a string passes as it is.
+json tool_arguments_object(const std::string& arguments);
+std::string tool_arguments_text(const json& arguments);
+
 // parse_request, then prepare_request: the first error of either.
 ApiResult<CompletionRequest> parse_completion_request(const json& body, bool chat, const ParseContext& ctx);
 

@@ -21,11 +21,6 @@ json usage(const CompletionRequest& r, const DoneEvent& done) {
           {"cache_read_input_tokens", done.usage.n_cached}, {"cache_creation_input_tokens", 0}};
 }
 
-json tool_input(const std::string& arguments) {
-  json j = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() ? j : json::object();
-}
-
 // The request as a chat completion; on refusal the reply is set and r is null.
 std::shared_ptr<CompletionRequest> parse(ServerState& s, const httplib::Request& req, httplib::Response& res, bool count_only) {
   auto body = s.parse_body(req, res, anthropic_error_json);
@@ -64,7 +59,7 @@ void messages(ServerState& s, const httplib::Request& req, httplib::Response& re
           if (!o.text.empty() || !called) content.push_back({{"type", "text"}, {"text", o.text}});
           if (reader.tools)
             for (const auto& c : reader.tools->result().calls)
-              content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
+              content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_arguments_object(c.arguments)}});
           json out = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", s.model_id}, {"content", content},
                       {"stop_reason", stop_reason(done, called)},
                       {"stop_sequence", done.stop_type == "word" ? json(done.stop_word) : json(nullptr)},

@@ -128,7 +128,7 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
       std::vector<TokenLogprob> lps;
       for (JobEvent& ev : events)
         if (const TextDelta* d = ev.delta()) {
-          ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());
+          if (!chat_endpoint) ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());  // generate's context only
           lps.insert(lps.end(), d->logprobs.begin(), d->logprobs.end());
         }
       const auto [text, error, done, index] = join_events(events);
@@ -155,7 +155,7 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
         const auto error = ServerState::pump_events(*ch, sink, [&](JobEvent& ev) {
           const TextDelta* d = ev.delta();  // none for progress: Ollama's stream has no place for it
           if (!d) return true;
-          ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());
+          if (!chat_endpoint) ids.insert(ids.end(), d->tokens.begin(), d->tokens.end());  // generate's context only
           if (const auto* fin = ev.as<DoneEvent>()) done = *fin;
           const ReplyReader::Out o = rd.feed(d->text, ev.is<DoneEvent>());
           const bool lp = r->logprobs && !d->logprobs.empty();  // a chunk's tokens, even while their text is held back
