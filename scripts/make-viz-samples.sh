@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Graph exports of each supported family for `minfer viz --samples DIR` ("Select a sample model"):
-# a random-weight model of tiny shapes and 4 layers per architecture (minfer-make-test-model),
-# its prefill graph written by --dump-graph-json as DIR/FAMILY.json; the models are deleted.
-#   scripts/make-viz-samples.sh build/bin ~/.cache/minfer/models/SmolLM2-135M-Instruct-Q4_1.gguf build/viz-samples
+# Graph exports of each supported family for "Select a sample model" in `minfer viz` (docs/viz.md):
+# a random-weight model of tiny shapes, 4 layers and our own byte vocabulary per architecture
+# (minfer-make-test-model --vocab-bytes: no downloaded file needed), its prefill graph
+# (--dump-graph-json of a prompt) and its decode graph (`minfer logits --tokens 1`), written as
+# OUT/FAMILY.json in the /viz/graph form {"model", "prefill", "decode"}; the models are deleted.
+# The default build runs it (target viz-samples, in ALL) into BUILD/viz-samples, about 1 s.
+#   scripts/make-viz-samples.sh build/bin build/viz-samples
 set -euo pipefail
-bin=$1 vocab=$2 out=$3
+bin=$1 out=$2
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -14,9 +17,15 @@ for arch in llama qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe; do
     gemma2|gemma3) extra=(--tied) ;;
     qwen3moe) extra=(--n-expert 4 --n-expert-used 2) ;;
   esac
-  "$bin/minfer-make-test-model" --vocab-from "$vocab" --preset tiny --arch "$arch" --n-layer 4 "${extra[@]}" \
-    --name "sample-$arch" --out "$tmp/$arch.gguf" >/dev/null
-  "$bin/minfer" "$tmp/$arch.gguf" "What is the capital of France?" --dump-graph-json "$out/$arch.json" >/dev/null 2>&1
-  rm -f "$tmp/$arch.gguf"
+  m=$tmp/$arch.gguf
+  "$bin/minfer-make-test-model" --vocab-bytes --preset tiny --arch "$arch" --n-layer 4 "${extra[@]}" \
+    --name "sample-$arch" --out "$m" >/dev/null
+  "$bin/minfer" "$m" "What is the capital of France?" --no-template -c 512 -t 1 \
+    --dump-graph-json "$tmp/prefill.json" 2>/dev/null
+  "$bin/minfer" logits "$m" --tokens 1 -c 512 -t 1 --dump-graph-json "$tmp/decode.json" 2>/dev/null
+  { printf '{"model":"sample-%s","prefill":' "$arch"; cat "$tmp/prefill.json"
+    printf ',"decode":'; cat "$tmp/decode.json"; printf '}\n'; } > "$tmp/$arch.json"
+  mv "$tmp/$arch.json" "$out/$arch.json"
+  rm -f "$m"
 done
-echo "$out: $(ls "$out" | tr '\n' ' ')"
+echo "$out: $(cd "$out" && ls -- *.json | tr '\n' ' ')"

@@ -61,6 +61,7 @@ struct Options {
   Hparams hp;
   std::string preset;
   std::string vocab_from;
+  bool vocab_bytes = false;
   std::string out;
   std::string name;
   DType type = DType::F32;
@@ -144,9 +145,15 @@ std::vector<Flag> make_flags() {
          o.hp.arch = v;
          return Status::ok();
        }},
-      {"--vocab-from", "FILE", "GGUF whose tokenizer.* keys are copied (required); n_vocab follows it",
+      {"--vocab-from", "FILE", "GGUF whose tokenizer.* keys are copied (this or --vocab-bytes); n_vocab follows it",
        [](Options& o, std::string_view v) -> Status {
          o.vocab_from = v;
+         return Status::ok();
+       }},
+      {"--vocab-bytes", nullptr, "a vocabulary of our own instead: SentencePiece with <unk> <s> </s> and the "
+                                 "256 byte tokens (n_vocab 259), so no tokenizer file is needed (viz samples)",
+       [](Options& o, std::string_view) -> Status {
+         o.vocab_bytes = true;
          return Status::ok();
        }},
       int_flag("--n-embd", "embedding_length", &Hparams::n_embd, 1, kMaxDim),
@@ -284,7 +291,9 @@ Expected<Options> parse_options(int argc, char** argv, const std::vector<Flag>& 
 Status validate(const Options& o) {
   const Hparams& hp = o.hp;
   if (o.out.empty()) return make_error("--out is required");
-  if (o.vocab_from.empty()) return make_error("--vocab-from is required (a GGUF with tokenizer.* keys)");
+  if (o.vocab_from.empty() == !o.vocab_bytes) {
+    return make_error("give one of --vocab-from FILE (a GGUF with tokenizer.* keys) and --vocab-bytes");
+  }
   if (o.preset != "" && o.preset != "tiny") {
     for (const Preset& p : kPresets) {
       if (o.preset == p.name && hp.arch != p.hp.arch) {
@@ -425,14 +434,41 @@ uint32_t file_type_of(DType t) {  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTL
   return t == DType::F16 ? 1 : t == DType::BF16 ? 32 : 0;
 }
 
+// --vocab-bytes: SentencePiece ("llama") with byte fallback: <unk> <s> </s>, then <0x00>..<0xFF>
+// (token type BYTE), so any text encodes as its UTF-8 bytes.
+std::vector<GgufKV> byte_vocab() {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};  // llama_token_type: UNKNOWN 2, CONTROL 3, BYTE 6
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    types.push_back(6);
+  }
+  std::vector<GgufKV> kvs;
+  kvs.push_back({"tokenizer.ggml.model", GgufValue::make_string("llama")});
+  kvs.push_back({"tokenizer.ggml.scores", GgufValue(GgufValue::Storage(GgufArray::of(std::vector<float>(tokens.size(), 0.0f))))});
+  kvs.push_back({"tokenizer.ggml.token_type", GgufValue(GgufValue::Storage(GgufArray::of(types)))});
+  kvs.push_back({"tokenizer.ggml.tokens", GgufValue(GgufValue::Storage(GgufArray::strings(tokens)))});
+  kvs.push_back({"tokenizer.ggml.bos_token_id", GgufValue(GgufValue::Storage(uint32_t{1}))});
+  kvs.push_back({"tokenizer.ggml.eos_token_id", GgufValue(GgufValue::Storage(uint32_t{2}))});
+  kvs.push_back({"tokenizer.ggml.unknown_token_id", GgufValue(GgufValue::Storage(uint32_t{0}))});
+  return kvs;
+}
+
 Status run(const Options& o) {
   const Hparams& hp = o.hp;
-  auto vocab = GgufFile::open(o.vocab_from);
-  if (!vocab) return vocab.error();
-  auto tokens = vocab->get_array("tokenizer.ggml.tokens");
-  if (!tokens) return make_error("--vocab-from {}: {}", o.vocab_from, tokens.error().message);
-  const int64_t n_vocab = static_cast<int64_t>((*tokens)->size());
-  if (n_vocab == 0) return make_error("--vocab-from {}: tokenizer.ggml.tokens is empty", o.vocab_from);
+  std::vector<GgufKV> tokenizer_kvs;  // tokenizer.* keys, copied or --vocab-bytes
+  if (o.vocab_bytes) {
+    tokenizer_kvs = byte_vocab();
+  } else {
+    auto vocab = GgufFile::open(o.vocab_from);
+    if (!vocab) return vocab.error();
+    for (const GgufKV& kv : vocab->metadata())
+      if (kv.key.starts_with("tokenizer.")) tokenizer_kvs.push_back(kv);
+  }
+  int64_t n_vocab = 0;
+  for (const GgufKV& kv : tokenizer_kvs)
+    if (const GgufArray* a = kv.key == "tokenizer.ggml.tokens" ? kv.value.as_array() : nullptr) n_vocab = a->size();
+  if (n_vocab == 0) return make_error("--vocab-from {}: no tokenizer.ggml.tokens, or an empty one", o.vocab_from);
 
   const int64_t hd = hp.head_dim ? hp.head_dim : hp.n_embd / hp.n_head;
   const std::string& a = hp.arch;
@@ -468,13 +504,8 @@ Status run(const Options& o) {
   if (hp.rope_base_swa) w.add_f32(a + ".rope.freq_base_swa", static_cast<float>(hp.rope_base_swa));
   if (hp.attn_softcap) w.add_f32(a + ".attn_logit_softcapping", static_cast<float>(hp.attn_softcap));
   if (hp.final_softcap) w.add_f32(a + ".final_logit_softcapping", static_cast<float>(hp.final_softcap));
-  size_t n_copied = 0;
-  for (const GgufKV& kv : vocab->metadata()) {
-    if (kv.key.starts_with("tokenizer.")) {
-      w.add(kv.key, kv.value);
-      ++n_copied;
-    }
-  }
+  for (const GgufKV& kv : tokenizer_kvs) w.add(kv.key, kv.value);
+  const size_t n_copied = tokenizer_kvs.size();
 
   const std::vector<TensorSpec> specs = tensor_specs(hp, n_vocab);
   int64_t n_params = 0;
