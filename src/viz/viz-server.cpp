@@ -224,29 +224,40 @@ void handle_trace(const httplib::Request& req, httplib::Response& res) {
   res.set_content(*text, "application/json");
 }
 
-// The /viz/graph body of a graph file: a `--dump-graph-json` export (shown for both phases) or a
-// saved /viz/graph answer ({"model", "prefill", "decode"}); "runnable": false tells the page.
-Expected<std::string> graphs_from_file(const std::string& path, std::string* model_name) {
+// The /viz/graph body of graph files: `--dump-graph-json` exports, each shown as the phase its
+// "kind" says (a prefill export and a decode one, e.g. `minfer logits M --tokens 1
+// --dump-graph-json`: a phase no file gives is absent, not faked from the other), or one saved
+// /viz/graph answer ({"model", "prefill", "decode"}); "runnable": false tells the page.
+Expected<std::string> graphs_from_files(const std::vector<std::string>& paths, std::string* model_name) {
   constexpr size_t kMaxGraph = size_t{256} << 20;
-  const auto text = read_file_bounded(path, kMaxGraph);
-  if (!text) return make_error("cannot read graph file '{}'", path);
-  if (text->size() > kMaxGraph) return make_error("graph file '{}' is larger than 256 MiB", path);
-  json j;
-  try {
-    j = json::parse(*text);
-  } catch (const std::exception& e) {
-    return make_error("graph file '{}' is not JSON: {}", path, e.what());
-  }
   auto phase_ok = [](const json& g) { return g.is_object() && g.contains("nodes") && g["nodes"].is_array(); };
-  if (j.is_object() && string_member(j, "format") == "minfer-graph" && phase_ok(j)) {
-    const std::string model = string_member(j, "model");
-    j = json{{"model", model.empty() ? path : model}, {"prefill", j}, {"decode", j}};
+  json out = json::object();
+  for (const std::string& path : paths) {
+    const auto text = read_file_bounded(path, kMaxGraph);
+    if (!text) return make_error("cannot read graph file '{}'", path);
+    if (text->size() > kMaxGraph) return make_error("graph file '{}' is larger than 256 MiB", path);
+    json j;
+    try {
+      j = json::parse(*text);
+    } catch (const std::exception& e) {
+      return make_error("graph file '{}' is not JSON: {}", path, e.what());
+    }
+    if (j.is_object() && string_member(j, "format") == "minfer-graph" && phase_ok(j)) {
+      const std::string phase = string_member(j, "kind") == "decode" ? "decode" : "prefill";
+      if (out.contains(phase)) return make_error("graph file '{}': a second {} graph", path, phase);
+      if (!out.contains("model")) out["model"] = string_member(j, "model").empty() ? path : string_member(j, "model");
+      out[phase] = std::move(j);
+      continue;
+    }
+    if (paths.size() != 1 || !j.is_object() || !j.contains("prefill") || !j.contains("decode") || !phase_ok(j["prefill"]) ||
+        !phase_ok(j["decode"]))
+      return make_error("'{}' is neither a graph export (\"format\": \"minfer-graph\", \"nodes\": [...]) nor a /viz/graph answer", path);
+    out = std::move(j);
+    if (string_member(out, "model").empty()) out["model"] = path;
   }
-  if (!j.is_object() || !j.contains("prefill") || !j.contains("decode") || !phase_ok(j["prefill"]) || !phase_ok(j["decode"]))
-    return make_error("'{}' is neither a graph export (\"format\": \"minfer-graph\", \"nodes\": [...]) nor a /viz/graph answer", path);
-  *model_name = string_member(j, "model").empty() ? path : string_member(j, "model");
-  j["runnable"] = false;
-  return dump(j);
+  *model_name = string_member(out, "model");
+  out["runnable"] = false;
+  return dump(out);
 }
 
 // Loads MODEL and its session and builds the /viz/graph body; 0, or the exit code after a message.
@@ -323,8 +334,8 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
   // thread (backend workers, HTTP) inherits the mask.
   http::StopSignals signals;
   State s;
-  if (!opt.graph_file.empty()) {
-    auto g = graphs_from_file(opt.graph_file, &s.model_name);
+  if (!opt.graph_files.empty()) {
+    auto g = graphs_from_files(opt.graph_files, &s.model_name);
     if (!g) {
       std::fprintf(stderr, "minfer viz: %s\n", g.error().message.c_str());
       return 1;

@@ -14,10 +14,11 @@
 //
 //   VizOptions o; o.port = 8081;
 //   return run_viz_server(model_path, o);   // until SIGINT / SIGTERM
-//   o.graph_file = "g.json"; run_viz_server("", o);  // an export (--dump-graph-json), no model
+//   o.graph_files = {"g.json"}; run_viz_server("", o);  // exports (--dump-graph-json), no model
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/context.h"
 
@@ -29,7 +30,7 @@ struct VizOptions {
   int n_ctx = 2048;
   int n_threads = 0;
   Offload offload;  // -ngl, --device
-  std::string graph_file;  // --graph: serve this export instead of a model (nothing runs)
+  std::vector<std::string> graph_files;  // --graph: serve these exports instead of a model (nothing runs)
   std::string samples_dir;  // --samples: the graph exports the page offers as samples
 };
 

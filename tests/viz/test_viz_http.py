@@ -66,6 +66,16 @@ def test_graph_has_the_ids_of_dump_graph_json(viz, tmp_path):
     key = lambda n: (n["id"], n["name"], n["op"], n["dtype"])  # noqa: E731
     assert [key(n) for n in g["prefill"]["nodes"]] == [key(n) for n in dumped["nodes"]]
     assert len(g["decode"]["nodes"]) < len(g["prefill"]["nodes"])  # no tail gather in decode
+    # Decode: the graph `minfer logits --tokens 1 --dump-graph-json` writes, shapes included (one
+    # token; what Shape flow shows for decode).
+    out = tmp_path / "decode.json"
+    r = subprocess.run([MINFER, "logits", SMOLLM2, "--tokens", "1", "-c", str(g["decode"]["params"]["n_ctx"]),
+                        "--dump-graph-json", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    dumped = json.loads(out.read_text())
+    assert dumped["kind"] == "decode" and dumped["params"]["n_tokens"] == 1
+    shaped = lambda n: (*key(n), tuple(n["shape"]))  # noqa: E731
+    assert [shaped(n) for n in g["decode"]["nodes"]] == [shaped(n) for n in dumped["nodes"]]
 
 
 @pytest.mark.parametrize("body,status,param", [
@@ -222,15 +232,26 @@ def test_trace_files_are_served_only_to_this_machine(tmp_path):
 
 
 def test_graph_file_is_served_without_a_model(tmp_path):
-    """`minfer viz --graph FILE.json`: an export for both phases, nothing to run; bad files refused."""
+    """`minfer viz --graph FILE.json [--graph DECODE.json]`: each export the phase its kind says (no
+    decode faked from prefill), nothing to run; bad files refused."""
     out = tmp_path / "prefill.json"
     r = subprocess.run([MINFER, SMOLLM2, "Hi", "--dump-graph-json", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    dec = tmp_path / "decode.json"
+    r = subprocess.run([MINFER, "logits", SMOLLM2, "--tokens", "1", "--dump-graph-json", str(dec)], capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     v = Viz("--graph", str(out), model=None)
     try:
         g = requests.get(v.url + "/viz/graph").json()
+        assert g["prefill"] == json.loads(out.read_text()) and "decode" not in g
+    finally:
+        assert v.stop() == 0
+    v = Viz("--graph", str(out), "--graph", str(dec), model=None)
+    try:
+        g = requests.get(v.url + "/viz/graph").json()
         dumped = json.loads(out.read_text())
-        assert g["prefill"] == dumped and g["decode"] == dumped and g["runnable"] is False
+        assert g["prefill"] == dumped and g["decode"] == json.loads(dec.read_text()) and g["runnable"] is False
         run = requests.post(v.url + "/viz/run", json={"prompt": "Hi"})
         assert run.status_code == 400 and "--graph" in run.json()["error"]["message"]
         assert requests.get(v.url + "/").status_code == 200
@@ -244,7 +265,8 @@ def test_graph_file_is_served_without_a_model(tmp_path):
         bad.write_text(text)
         r = subprocess.run([MINFER, "viz", "--graph", str(bad), "--port", "0"], capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and str(bad) in r.stderr, (text, r.returncode, r.stderr)
-    for args in (["--graph", str(tmp_path / "none.json")], [], [SMOLLM2, "--graph", str(out)]):
+    for args in (["--graph", str(tmp_path / "none.json")], [], [SMOLLM2, "--graph", str(out)],
+                 ["--graph", str(out), "--graph", str(out)]):
         r = subprocess.run([MINFER, "viz", *args, "--port", "0"], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and r.stderr, args
 
@@ -270,3 +292,4 @@ def test_samples_are_listed_and_served(tmp_path):
         assert requests.get(v.url + "/samples/a/b.json").status_code in (400, 404)
     finally:
         assert v.stop() == 0
+
