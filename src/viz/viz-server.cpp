@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <atomic>
 #include <cstdio>
@@ -327,6 +328,26 @@ void handle_sample(const std::string& dir, const std::string& name, httplib::Res
   res.set_content(*text, "application/json");
 }
 
+// DNS-rebinding guard: a page of another site whose name an attacker points at 127.0.0.1 reaches
+// this server with its own name in Host. Accepted: loopback names (localhost, *.localhost), IP
+// literals (a rebinding needs a name; a page bound to 0.0.0.0 is opened by its address) and the
+// --host given; anything else, or no Host, is refused before any handler runs.
+bool allowed_host(const httplib::Request& req, const std::string& bind_host) {
+  std::string host = req.get_header_value("Host");
+  if (host.starts_with('[')) {  // [v6]:port
+    const size_t end = host.find(']');
+    return end != std::string::npos && (end + 1 == host.size() || host[end + 1] == ':');
+  }
+  if (const size_t colon = host.rfind(':'); colon != std::string::npos) host.resize(colon);
+  std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (host.empty()) return false;
+  if (host == "localhost" || host.ends_with(".localhost") || host == bind_host) return true;
+  int a, b, c, d;
+  char tail;
+  return std::sscanf(host.c_str(), "%d.%d.%d.%d%c", &a, &b, &c, &d, &tail) == 4 &&
+         std::all_of(host.begin(), host.end(), [](char x) { return x == '.' || (x >= '0' && x <= '9'); });
+}
+
 }  // namespace
 
 int run_viz_server(const std::string& model_path, const VizOptions& opt) {
@@ -359,6 +380,12 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
     httplib::default_socket_options(sock);
     const int sndbuf = 256 * 1024;
     setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  });
+  web.set_pre_routing_handler([&opt](const httplib::Request& req, httplib::Response& res) {
+    if (allowed_host(req, opt.host)) return httplib::Server::HandlerResponse::Unhandled;
+    reply_error(res, 403, "Host '" + req.get_header_value("Host") + "' is not this server's (a loopback name, an IP address or --host " +
+                opt.host + ")", "permission_error");
+    return httplib::Server::HandlerResponse::Handled;
   });
   web.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
   web.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });

@@ -141,7 +141,7 @@ def test_pages_that_close_or_never_read_do_not_stall_the_run(viz):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
     s.connect((u.hostname, u.port))
-    s.sendall(b"GET /viz/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.sendall(b"GET /viz/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     time.sleep(0.3)
     t0 = time.time()
     r = requests.post(viz.url + "/viz/run", json={"prompt": "Tell me a story.", "max_tokens": 48, "temperature": 0}, timeout=120)
@@ -293,3 +293,22 @@ def test_samples_are_listed_and_served(tmp_path):
     finally:
         assert v.stop() == 0
 
+
+def test_requests_for_another_host_name_are_refused(tmp_path):
+    """DNS-rebinding guard: a Host that is not a loopback name, an IP address or --host gets 403
+    before any handler runs (a page of evil.example whose name resolves to 127.0.0.1)."""
+    graph = tmp_path / "g.json"
+    graph.write_text('{"format": "minfer-graph", "nodes": []}')
+    v = Viz("--graph", str(graph), model=None)
+    port = v.url.rsplit(":", 1)[1]
+    try:
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}", f"viz.localhost:{port}"):
+            assert requests.get(v.url + "/viz/graph", headers={"Host": host}).status_code == 200, host
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", "localhost.evil.example", ""):
+            for path in ("/", "/viz/graph", "/viz/events", "/viz/samples"):
+                r = requests.get(v.url + path, headers={"Host": host}, stream=True, timeout=10)
+                assert r.status_code == 403 and "permission_error" in r.text, (host, path, r.status_code)
+            r = requests.post(v.url + "/viz/run", json={"prompt": "Hi"}, headers={"Host": host})
+            assert r.status_code == 403, (host, r.status_code)
+    finally:
+        assert v.stop() == 0
