@@ -53,10 +53,17 @@ void TraceRecorder::on_node(const Node& n, const void* host_data) {
             {"shape", {n.ne[0], n.ne[1], n.ne[2], n.ne[3]}},
             {"us", std::round(us * 10) / 10}};
   if (s.numeric) {
-    auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+    // Values to 4 significant digits (a heatmap cell), stats to 6: a live page parses thousands
+    // of these a second, and a float's 17 printed digits made each event ~3x larger.
+    auto finite = [](double v, int digits) {
+      if (!std::isfinite(v)) return json(nullptr);
+      if (v == 0) return json(0.0);
+      const double m = std::pow(10.0, digits - 1 - std::floor(std::log10(std::fabs(v))));
+      return json(std::round(v * m) / m);
+    };
     json values = json::array();
-    for (float v : s.values) values.push_back(finite(v));
-    e["stats"] = {{"min", finite(s.min)}, {"max", finite(s.max)}, {"mean", finite(s.mean)}, {"absmean", finite(s.absmean)}};
+    for (float v : s.values) values.push_back(finite(v, 4));
+    e["stats"] = {{"min", finite(s.min, 6)}, {"max", finite(s.max, 6)}, {"mean", finite(s.mean, 6)}, {"absmean", finite(s.absmean, 6)}};
     e["values"] = std::move(values);
     e["stride"] = s.stride;
     e["n"] = s.n;

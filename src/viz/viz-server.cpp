@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -171,7 +172,13 @@ void handle_events(State& s, httplib::Response& res) {
         for (;;) {
           const auto events = s.hub.wait(*sub, std::chrono::milliseconds(1000));
           if (s.hub.closed()) return false;
-          for (const std::string& e : events) sse.add(e);
+          // One message per wake-up: the events since the last as a JSON array (a page gets tens
+          // of messages a second, not thousands: one task each in the browser).
+          if (!events.empty()) {
+            std::string batch = "[";
+            for (const std::string& e : events) (batch.size() > 1 ? batch += ',' : batch) += e;
+            sse.add(batch += ']');
+          }
           if (!(events.empty() ? sse.heartbeat() : sse.flush())) return false;  // a ping finds a page that went away
         }
       },
@@ -387,11 +394,16 @@ int run_viz_server(const std::string& model_path, const VizOptions& opt) {
                 opt.host + ")", "permission_error");
     return httplib::Server::HandlerResponse::Handled;
   });
+  // The page's files (assets/, embedded at build time), each with its type; "/" is index.html.
+  static constexpr std::pair<const char*, const char*> kAssets[] = {
+      {"index.html", "text/html; charset=utf-8"}, {"graph.js", "text/javascript; charset=utf-8"},
+      {"operators.js", "text/javascript; charset=utf-8"}, {"app.js", "text/javascript; charset=utf-8"},
+      {"style.css", "text/css; charset=utf-8"}};
+  for (const auto& asset : kAssets) {
+    const char *name = asset.first, *type = asset.second;
+    web.Get(std::string("/") + name, [name, type](const httplib::Request&, httplib::Response& res) { serve_asset(res, name, type); });
+  }
   web.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
-  web.Get("/index.html", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html", "text/html; charset=utf-8"); });
-  web.Get("/app.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "app.js", "text/javascript; charset=utf-8"); });
-  web.Get("/operators.js", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "operators.js", "text/javascript; charset=utf-8"); });
-  web.Get("/style.css", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "style.css", "text/css; charset=utf-8"); });
   web.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   web.Get("/viz/graph", [&s](const httplib::Request&, httplib::Response& res) { res.set_content(s.graphs, "application/json"); });
   web.Post("/viz/run", [&s](const httplib::Request& req, httplib::Response& res) { handle_run(s, req, res); });

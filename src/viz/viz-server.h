@@ -1,6 +1,6 @@
 // `minfer viz MODEL`: serves the embedded page and the visualizer's API (docs/viz.md):
 //
-//   GET  /, /app.js, /operators.js, /style.css   the page (embedded at build time)
+//   GET  /, /graph.js, /operators.js, /app.js, /style.css   the page (embedded at build time)
 //   GET  /viz/graph                 {"model", "prefill": graph JSON, "decode": graph JSON}
 //   POST /viz/run                   {"prompt", "max_tokens", "temperature", "seed"} -> {"text",
 //                                   "finish_reason", "completion_tokens"}; 400 on bad input,

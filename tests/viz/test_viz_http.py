@@ -22,10 +22,11 @@ def events(url, stop_on="finish", timeout=120, out=None):
         assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/event-stream")
         for raw in r.iter_lines():  # SSE is UTF-8 whatever the headers say
             line = raw.decode("utf-8")
-            if line.startswith("data: "):
-                e = json.loads(line[6:])
-                got.append(e)
-                if e["type"] == stop_on:
+            if line.startswith("data: "):  # one event, or a batch of them (an array)
+                data = json.loads(line[6:])
+                batch = data if isinstance(data, list) else [data]
+                got.extend(batch)
+                if any(e["type"] == stop_on for e in batch):
                     break
     return got
 
@@ -46,7 +47,7 @@ def test_page_and_assets_are_embedded_and_offline(viz):
     r = requests.get(viz.url + "/")
     assert r.status_code == 200 and "text/html" in r.headers["Content-Type"]
     assert '<script src="app.js">' in r.text and "http" not in r.text
-    for asset, ctype in (("app.js", "javascript"), ("operators.js", "javascript"), ("style.css", "text/css")):
+    for asset, ctype in (("app.js", "javascript"), ("graph.js", "javascript"), ("operators.js", "javascript"), ("style.css", "text/css")):
         a = requests.get(f"{viz.url}/{asset}")
         assert a.status_code == 200 and ctype in a.headers["Content-Type"] and len(a.text) > 1000
         text = a.text.replace("http://www.w3.org/2000/svg", "")  # a namespace name, not a download

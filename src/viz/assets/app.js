@@ -1,69 +1,8 @@
-// minfer viz: the page. Plain JS, no dependencies (embedded in the binary, works offline).
+// minfer viz: the page (after graph.js, the shared helpers and state, and operators.js, the
+// Operators view). Plain JS, no dependencies (embedded in the binary, works offline).
 // Data: /viz/graph (the prefill and decode graphs, docs/graph.md), /viz/events (live run
 // events, docs/viz.md), /viz/trace?path= or a picked file (a MINFER_TRACE recording).
 'use strict';
-
-const $ = (sel) => document.querySelector(sel);
-const el = (tag, attrs = {}, ...kids) => {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
-    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v);
-  }
-  for (const k of kids) if (k != null) e.append(k);
-  return e;
-};
-
-const state = {
-  graphs: null,        // {prefill, decode}: graph JSON documents
-  phase: 'prefill',
-  view: 'operators',
-  expanded: new Set(), // open groups
-  selected: null,      // node id
-  stats: {prefill: new Map(), decode: new Map()},   // id -> last node event
-  times: {prefill: new Map(), decode: new Map()},   // id -> total microseconds over steps
-  steps: {prefill: 0, decode: 0},
-  query: '',
-  follow: true,        // live events switch the phase shown
-  text: '',
-};
-
-// ---------------------------------------------------------------- graph helpers
-
-function graph() { return state.graphs ? state.graphs[state.phase] : null; }
-function nodeById(g, id) { return g.byId.get(id); }
-
-function indexGraph(g) {
-  g.byId = new Map(g.nodes.map((n) => [n.id, n]));
-  g.consumers = new Map(g.nodes.map((n) => [n.id, []]));
-  for (const n of g.nodes) for (const s of n.inputs || []) if (g.consumers.has(s)) g.consumers.get(s).push(n.id);
-  // Groups: "start" before the first layer, "blk.N" per layer, "end" after. A copy to another
-  // backend (a split boundary, "inp_embd#vulkan") sits with the node that reads it.
-  const groups = [];
-  const byKey = new Map();
-  let seenLayer = false;
-  for (const n of g.nodes) {
-    const reader = n.op === 'copy' ? g.byId.get((g.consumers.get(n.id) || [])[0]) : null;
-    const m = /^blk\.(\d+)\./.exec(reader ? reader.name : n.name);
-    let key;
-    if (m) { key = 'blk.' + m[1]; seenLayer = true; } else key = seenLayer ? 'end' : 'start';
-    if (!byKey.has(key)) { const grp = {key, nodes: []}; byKey.set(key, grp); groups.push(grp); }
-    byKey.get(key).nodes.push(n);
-  }
-  g.groups = groups;
-  g.byName = new Map(g.nodes.map((n) => [n.name, n]));
-  return g;
-}
-
-// What a fused op replaced (src/graph/fusion.cpp rules).
-const kFusedFrom = {rms_norm_mul: 'rms_norm + mul', swiglu: 'silu + mul', geglu: 'gelu + mul'};
-const fusedText = (n) => n.fused ? ' (fused: ' + (kFusedFrom[n.op] || 'fused') + ')' : '';
-
-const fmtShape = (s) => '[' + s.filter((d, i) => i < 2 || d !== 1).join(', ') + ']';
-const fmtNum = (v) => v == null ? '—' : Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(3) : (+v).toFixed(4);
-const fmtUs = (us) => us >= 1000 ? (us / 1000).toFixed(2) + ' ms' : us.toFixed(0) + ' µs';
 
 // ---------------------------------------------------------------- URL state
 
@@ -78,10 +17,8 @@ function readUrl() {
 }
 
 function writeUrl() {
-  const p = new URLSearchParams(location.search);
-  p.set('view', state.view);
-  p.set('phase', state.phase);
-  history.replaceState(null, '', '?' + p.toString());
+  setUrlParam('view', state.view);
+  setUrlParam('phase', state.phase);
 }
 
 // ---------------------------------------------------------------- views
@@ -99,21 +36,6 @@ function render() {
   else renderShapes(root, g);
 }
 
-// The stage of a node, from its op and the GGUF-style name.
-function stageOf(n) {
-  const name = n.name;
-  if (n.op === 'input') return 'Input';
-  if (/^token_embd|^inp_/.test(name) || (n.op === 'get_rows' && !/^blk\./.test(name))) return 'Embedding';
-  if (/^output_norm/.test(name)) return 'Final norm';
-  if (/^output|^result_output/.test(name)) return 'Logits';
-  if (/attn_norm/.test(name)) return 'Attention norm';
-  if (/ffn_norm/.test(name)) return 'FFN norm';
-  if (/ffn_inp/.test(name)) return 'Residual (attention)';
-  if (/l_out/.test(name)) return 'Residual (FFN)';
-  if (/ffn_/.test(name)) return 'FFN';
-  if (/attn|cache_|kv_/.test(name)) return 'Attention';
-  return 'Other';
-}
 // One forward pass: the stages in order, the inner list repeated for each layer.
 const kFlow = ['Input', 'Embedding', ['Attention norm', 'Attention', 'Residual (attention)', 'FFN norm', 'FFN', 'Residual (FFN)'],
   'Final norm', 'Logits', 'Sampler'];
@@ -121,6 +43,7 @@ const kFlow = ['Input', 'Embedding', ['Attention norm', 'Attention', 'Residual (
 function timesBy(phase, keyOf) {
   const g = state.graphs[phase];
   const out = new Map();
+  if (!g) return out;
   for (const [id, us] of state.times[phase]) {
     const n = g.byId.get(id);
     if (!n) continue;
@@ -133,13 +56,13 @@ function timesBy(phase, keyOf) {
 function renderPipeline(root) {
   const g = graph();
   const n_layer = g.groups.filter((grp) => grp.key.startsWith('blk.')).length;
-  const pre = timesBy('prefill', stageOf), dec = timesBy('decode', stageOf);
+  const pre = timesBy('prefill', (n) => n.stage), dec = timesBy('decode', (n) => n.stage);
   state.openStages = state.openStages || new Set();
   const arrow = () => el('span', {class: 'flow-arrow', text: '→'});
   const stage = (key) => {
     const open = state.openStages.has(key);
     // The operators of a stage: those of the first layer for the stages inside the loop.
-    const ops = g.nodes.filter((n) => !isLeaf(n) || key === 'Input').filter((n) => stageOf(n) === key && !/^blk\.([1-9]\d*)\./.test(n.name));
+    const ops = g.nodes.filter((n) => !isLeaf(n) || key === 'Input').filter((n) => n.stage === key && !/^blk\.([1-9]\d*)\./.test(n.name));
     const box = el('div', {class: 'stage' + (open ? ' open' : ''), 'data-stage': key},
       el('button', {type: 'button', class: 'stage-head', 'aria-expanded': String(open),
         onclick: () => { if (open) state.openStages.delete(key); else state.openStages.add(key); render(); }},
@@ -161,16 +84,8 @@ function renderPipeline(root) {
       el('div', {class: 'loop-label', text: `for each of ${n_layer} layers (blk.0 … blk.${n_layer - 1})`}));
     const inner = el('div', {class: 'loop-stages'});
     item.forEach((key, j) => { if (j) inner.append(arrow()); inner.append(stage(key)); });
-    const ns = 'http://www.w3.org/2000/svg';
-    const back = document.createElementNS(ns, 'svg');
-    back.setAttribute('class', 'loop-back');
-    back.setAttribute('viewBox', '0 0 100 10');
-    back.setAttribute('preserveAspectRatio', 'none');
-    const path = document.createElementNS(ns, 'path');
-    path.setAttribute('d', 'M97,0 V7 H3 V1');
-    const head = document.createElementNS(ns, 'path');
-    head.setAttribute('d', 'M1.5,3 L3,0 L4.5,3 Z');
-    back.append(path, head);
+    const back = svgEl('svg', {class: 'loop-back', viewBox: '0 0 100 10', preserveAspectRatio: 'none'});
+    back.append(svgEl('path', {d: 'M97,0 V7 H3 V1'}), svgEl('path', {d: 'M1.5,3 L3,0 L4.5,3 Z'}));
     loop.append(inner, back);
     flow.append(loop);
   });
@@ -181,6 +96,7 @@ function renderPipeline(root) {
   flow);
   const wrap = el('div', {class: 'pipeline'});
   for (const phase of ['prefill', 'decode']) {
+    if (!state.graphs[phase]) continue;
     const byOp = timesBy(phase, (n) => n.op);
     const steps = Math.max(1, state.steps[phase]);
     const rows = [...byOp.entries()].sort((a, b) => b[1] - a[1]);
@@ -199,11 +115,14 @@ function renderPipeline(root) {
 }
 
 // Shape flow: the rail of one forward pass (the computed nodes of `start`, of one layer bracketed
-// "× N layers", of `end`, then the sampler), each node `data-shape-node=ID` with the output shape
-// the export wrote. Playback moves a packet along the rail carrying the shape each node produced
-// in the run (a node of blk.K is drawn by its blk.0 twin), and every node keeps badges of the
-// shapes it produced; the header shows the tensor at the current node, the footer the KV cells.
+// "× N layers" with the last layer's own nodes after it (its tail gathers in prefill), of `end`,
+// then the sampler), each node `data-shape-node=ID` with the output shape the export wrote.
+// Playback moves a packet along the rail carrying the shape each node produced in the run (a node
+// of blk.K is drawn by its blk.0 twin), and every node keeps badges of the shapes it produced; the
+// header shows the tensor at the current node, the footer the KV cells. render() draws it; events
+// patch it (patchShapes: badges, packet, header, footer), at most once per frame in a live run.
 const twinName = (name) => name.replace(/^blk\.\d+\./, 'blk.0.');
+const railNode = (g, n) => g.byName.get(twinName(n.name)) || n;  // the rail box that stands for n
 
 function shapeFormula(g, n, shape) {
   const src = (n.inputs || []).map((i) => g.byId.get(i)).filter(Boolean);
@@ -227,40 +146,62 @@ function attnDetail(g, n, nTok) {
     el('div', {text: `heads merged: ${fmtShape([headDim * nHead, nTok])}`}));
 }
 
+// The node of the shown graph that playback or the run is at (null: none, or another phase's).
+function shapeCurrent(g) {
+  const c = state.shapeCur;
+  return c && c.phase === state.phase ? g.byId.get(c.id) || null : null;
+}
+
+// The parts of Shape flow that events change, each built whole (render) or swapped (patchShapes).
+function shapeParts(g) {
+  const cur = shapeCurrent(g);
+  const n_tokens = g.params ? g.params.n_tokens : '?';
+  const nTok = state.lastTokens && state.lastTokens[state.phase] || n_tokens;
+  const layer = g.group.get('blk.0');
+  const attn = cur && cur.op === 'attn' ? cur : layer && layer.nodes.find((n) => n.op === 'attn');
+  return {
+    head: el('div', {class: 'shape-head', 'data-shape-current': cur ? String(cur.id) : ''},
+      cur ? el('span', {}, el('b', {text: cur.name}), ` (${cur.op}): ${shapeFormula(g, cur, state.shapeCur.shape)}`)
+        : el('span', {class: 'hint', text: `${state.phase}: graph for a batch of ${n_tokens} token(s). Play a run (▶ Play or Step) to move the packet along the rail.`})),
+    text: el('div', {class: 'shape-text'}, el('span', {class: 'hint', text: (state.prompt || $('#prompt').value) + ' → '}), state.text),
+    attn: (attn && attnDetail(g, attn, nTok)) || el('div', {class: 'attn-detail', hidden: ''}),
+    kv: el('div', {class: 'kv-footer', 'data-kv-cells': String(state.kvCells || 0)},
+      `KV cache: ${state.kvCells || 0} cell(s) written of ${g.params ? g.params.n_ctx : '?'} (prefill writes one per prompt token, each decode step one more)`),
+    sampler: el('div', {class: 'name', text: state.top ? topText(state.top) : 'picks the next token'}),
+  };
+}
+const shapeBadges = (n) => [...(state.seenShapes.get(n.name) || [])].map((x) => el('span', {class: 'badge', text: x}));
+
 function renderShapes(root, g) {
   const computed = (grp) => grp ? grp.nodes.filter((n) => !isLeaf(n)) : [];
   const layers = g.groups.filter((grp) => grp.key.startsWith('blk.'));
-  const layer = g.groups.find((grp) => grp.key === 'blk.0');
+  const layer = g.group.get('blk.0');
   const n_tokens = g.params ? g.params.n_tokens : '?';
-  const cur = state.shapeCur && g.byId.get(state.shapeCur.id);
-  const nTok = state.lastTokens && state.lastTokens[state.phase] || n_tokens;
-  root.append(el('div', {class: 'shape-head', 'data-shape-current': cur ? String(cur.id) : ''},
-    cur ? el('span', {}, el('b', {text: cur.name}), ` (${cur.op}): ${shapeFormula(g, cur, state.shapeCur.shape)}`)
-      : el('span', {class: 'hint', text: `${state.phase}: graph for a batch of ${n_tokens} token(s). Play a run (▶ Play or Step) to move the packet along the rail.`})));
+  const parts = shapeParts(g);
+  root.append(parts.head);
   root.append(el('div', {class: 'play-source'}, 'play: ',
     ...[['prefill', 'Prefill pass'], ['decode', 'Decode step'], ['run', 'The run']].map(([k, label]) => el('button', {type: 'button',
-      'data-play-source': k, 'aria-pressed': String(playback.source === k), onclick: () => choosePlay(k)}, label))));
-  root.append(el('div', {class: 'shape-text'}, el('span', {class: 'hint', text: (state.prompt || $('#prompt').value) + ' → '}), state.text));
+      'data-play-source': k, 'aria-pressed': String(playback.source === k), onclick: () => choosePlay(k),
+      ...(k !== 'run' && !state.graphs[k] ? {disabled: '', title: `no ${k} graph in what is shown`} : {})}, label))));
+  root.append(parts.text);
   const rail = el('div', {class: 'rail'});
-  const shapeNode = (n) => {
-    const seen = state.seenShapes && state.seenShapes.get(n.id);
-    return el('div', {class: 'shape-node op-' + n.op + (cur && twinName(cur.name) === n.name ? ' current' : ''), 'data-shape-node': String(n.id)},
-      el('div', {class: 'op', text: n.op}), el('div', {class: 'name', text: n.name}),
-      el('div', {class: 'dims', text: fmtShape(n.shape)}),
-      el('div', {class: 'badges'}, ...[...(seen || [])].map((x) => el('span', {class: 'badge', text: x}))),
-      cur && twinName(cur.name) === n.name ? el('div', {class: 'packet', text: fmtShape(state.shapeCur.shape || cur.shape)}) : null);
-  };
-  for (const n of computed(g.groups.find((grp) => grp.key === 'start'))) rail.append(shapeNode(n));
-  if (layer) rail.append(el('div', {class: 'layer-bracket'}, el('div', {class: 'bracket-label', text: `× ${layers.length} layers`}), ...computed(layer).map(shapeNode)));
-  for (const n of computed(g.groups.find((grp) => grp.key === 'end'))) rail.append(shapeNode(n));
-  rail.append(el('div', {class: 'shape-node sampler', 'data-stage': 'Sampler'}, el('div', {class: 'op', text: 'sampler'}),
-    el('div', {class: 'name', text: state.top ? topText(state.top) : 'picks the next token'})));
-  root.append(rail);
-  const attn = cur && cur.op === 'attn' ? cur : layer && layer.nodes.find((n) => n.op === 'attn');
-  if (attn) { const d = attnDetail(g, attn, nTok); if (d) root.append(d); }
-  root.append(el('div', {class: 'kv-footer', 'data-kv-cells': String(state.kvCells || 0)},
-    `KV cache: ${state.kvCells || 0} cell(s) written of ${g.params ? g.params.n_ctx : '?'} (prefill writes one per prompt token, each decode step one more)`));
+  const shapeNode = (n) => el('div', {class: 'shape-node op-' + n.op, 'data-shape-node': String(n.id)},
+    el('div', {class: 'op', text: n.op}), el('div', {class: 'name', text: n.name}),
+    el('div', {class: 'dims', text: fmtShape(n.shape)}), el('div', {class: 'badges'}, ...shapeBadges(n)));
+  for (const n of computed(g.group.get('start'))) rail.append(shapeNode(n));
+  if (layer) {
+    const last = layers[layers.length - 1];
+    const own = computed(last).filter((n) => railNode(g, n) === n && last !== layer);
+    rail.append(el('div', {class: 'layer-bracket'}, el('div', {class: 'bracket-label', text: `× ${layers.length} layers`}),
+      ...computed(layer).map(shapeNode),
+      own.length ? el('div', {class: 'bracket-tail'}, el('div', {class: 'bracket-label', text: `${last.key} only`}), ...own.map(shapeNode)) : null));
+  }
+  for (const n of computed(g.group.get('end'))) rail.append(shapeNode(n));
+  rail.append(el('div', {class: 'shape-node sampler', 'data-stage': 'Sampler'}, el('div', {class: 'op', text: 'sampler'}), parts.sampler));
+  root.append(rail, parts.attn, parts.kv);
+  markShapeCurrent(root, g);
 
+  const nTok = state.lastTokens && state.lastTokens[state.phase] || n_tokens;
   root.append(el('h2', {text: `Shape flow through one layer (blk.0), ${state.phase}: graph for a batch of ${n_tokens} token(s)` +
     (nTok !== n_tokens ? ` (the last run's ${state.phase} had ${nTok}: the token dimension is that many)` : '')}));
   const list = el('ol', {class: 'shapes-list'});
@@ -277,16 +218,56 @@ function renderShapes(root, g) {
   root.append(el('div', {class: 'shapes'}, list));
 }
 
-// A node event seen by Shape flow: its badge (on the blk.0 twin) and the current node. The
-// event's own phase graph (prefill and decode ids differ), not the one shown.
+// The current node's rail box gets .current and the packet with the shape it produced.
+function markShapeCurrent(root, g) {
+  for (const x of root.querySelectorAll('.shape-node.current')) x.classList.remove('current');
+  root.querySelector('.rail .packet')?.remove();
+  const cur = shapeCurrent(g);
+  const box = cur && root.querySelector(`[data-shape-node="${railNode(g, cur).id}"]`);
+  if (!box) return;
+  box.classList.add('current');
+  box.append(el('div', {class: 'packet', text: fmtShape(state.shapeCur.shape || cur.shape)}));
+}
+
+// Swaps in what events changed: the badges of the rail boxes in `shapeDirty`, the packet, the
+// header, the text strip, the attention panel, the KV footer (no full render, no layout thrash).
+const shapeDirty = new Set();  // names of rail boxes with new badges
+let shapePatchPending = false;
+function shapesChanged(name) {
+  if (name) shapeDirty.add(name);
+  if (shapePatchPending) return;
+  shapePatchPending = true;
+  requestAnimationFrame(patchShapes);
+}
+function patchShapes() {
+  shapePatchPending = false;
+  const root = $('#view'), g = graph();
+  if (state.view !== 'shapes' || !g) { shapeDirty.clear(); return; }
+  if (!root.querySelector('.rail')) { shapeDirty.clear(); render(); return; }
+  for (const name of shapeDirty) {
+    const n = g.byName.get(name);
+    const box = n && root.querySelector(`[data-shape-node="${n.id}"] .badges`);
+    if (box) box.replaceChildren(...shapeBadges(n));
+  }
+  shapeDirty.clear();
+  const parts = shapeParts(g);
+  for (const [cls, part] of [['shape-head', parts.head], ['shape-text', parts.text], ['attn-detail', parts.attn], ['kv-footer', parts.kv]])
+    root.querySelector('.' + cls)?.replaceWith(part);
+  root.querySelector('.shape-node.sampler .name')?.replaceWith(parts.sampler);
+  markShapeCurrent(root, g);
+}
+
+// A node event seen by Shape flow: its badge (on the rail box of the event's own phase graph:
+// prefill and decode ids differ, names do not) and the current node.
 function shapeEvent(e, phase) {
   const g = state.graphs && state.graphs[phase];
-  const twin = g && g.byName && g.byName.get(twinName(e.name || ''));
-  if (!twin) return;
-  state.seenShapes = state.seenShapes || new Map();
-  if (!state.seenShapes.has(twin.id)) state.seenShapes.set(twin.id, new Set());
-  state.seenShapes.get(twin.id).add(fmtShape(e.shape || twin.shape));
-  state.shapeCur = {id: e.id, shape: e.shape};
+  const n = g && g.byId.get(e.id);
+  if (!n) return;
+  const name = railNode(g, n).name;
+  if (!state.seenShapes.has(name)) state.seenShapes.set(name, new Set());
+  state.seenShapes.get(name).add(fmtShape(e.shape || n.shape));
+  state.shapeCur = {id: e.id, phase, shape: e.shape};
+  if (state.view === 'shapes') shapesChanged(name);
 }
 
 // ---------------------------------------------------------------- inspector
@@ -301,26 +282,17 @@ function select(id) {
 
 function link(g, id) {
   const n = g.byId.get(id);
-  return el('a', {onclick: () => { const grp = g.groups.find((x) => x.nodes.includes(n)); if (grp) state.expanded.add(grp.key); render(); select(id); }},
+  return el('a', {onclick: () => { const grp = g.groupOf.get(id); if (grp) state.expanded.add(grp.key); render(); select(id); }},
     n ? `${n.name} (${n.op})` : '#' + id);
 }
 
 function sparkline(values) {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('class', 'spark');
-  svg.setAttribute('viewBox', '0 0 100 40');
-  svg.setAttribute('preserveAspectRatio', 'none');
+  const svg = svgEl('svg', {class: 'spark', viewBox: '0 0 100 40', preserveAspectRatio: 'none'});
   const vs = values.filter((v) => v != null);
   if (vs.length > 1) {
     const lo = Math.min(...vs), hi = Math.max(...vs), span = hi - lo || 1;
     const pts = values.map((v, i) => `${(100 * i / (values.length - 1)).toFixed(2)},${(40 - 38 * ((v ?? lo) - lo) / span - 1).toFixed(2)}`);
-    const line = document.createElementNS(ns, 'polyline');
-    line.setAttribute('points', pts.join(' '));
-    line.setAttribute('fill', 'none');
-    line.setAttribute('stroke', '#2d5bd7');
-    line.setAttribute('stroke-width', '0.8');
-    svg.append(line);
+    svg.append(svgEl('polyline', {points: pts.join(' '), fill: 'none', stroke: '#2d5bd7', 'stroke-width': '0.8'}));
   }
   return svg;
 }
@@ -400,14 +372,14 @@ function onEvent(e) {
       state.lastTokens = state.lastTokens || {};
       state.lastTokens[ph] = e.n_tokens;
       state.kvCells = (state.kvCells || 0) + e.n_tokens;
-      if (state.follow && ph !== state.phase) { state.phase = ph; render(); }
+      if (state.follow && ph !== state.phase && state.graphs[ph]) { state.phase = ph; render(); }
+      else if (state.view === 'shapes') shapesChanged();
       break;
     }
     case 'node': {
       const ph = e.step === 0 ? 'prefill' : 'decode';
       state.stats[ph].set(e.id, e);
       shapeEvent(e, ph);
-      if (state.view === 'shapes') scheduleRender();
       state.times[ph].set(e.id, (state.times[ph].get(e.id) || 0) + (e.us || 0));
       if (ph === state.phase) light(e);
       if (e.id === state.selected) scheduleRender();
@@ -418,6 +390,7 @@ function onEvent(e) {
       $('#live-text').textContent = state.text;
       state.top = e.top; state.topChosen = e.token;
       $('#top-tokens').replaceChildren(topTable(e.top, e.token));
+      if (state.view === 'shapes') shapesChanged();
       for (const id of graph().outputs || []) { const box = document.querySelector(`#view [data-node-id="${id}"]`); if (box) paintNode(box, state.stats[state.phase].get(id)); }
       break;
     }
@@ -434,9 +407,29 @@ function onEvent(e) {
   }
 }
 
+// Live events arrive by the thousand per second, in batches (one message: an array of the events
+// since the server's last write; hello alone): a message only queues them, and the queue is
+// applied once per animation frame within a time budget (the rest waits for the next frame), so
+// the page keeps drawing frames however fast the run goes.
+const liveQueue = [];
+let liveAt = 0;  // the next event of liveQueue to apply
+let liveDrainPending = false;
+const kEventBudgetMs = 6;
+function drainLive() {
+  liveDrainPending = false;
+  const t0 = performance.now();
+  while (liveAt < liveQueue.length && performance.now() - t0 < kEventBudgetMs) {
+    const e = liveQueue[liveAt++];
+    try { onEvent(e); record(e); } catch (err) { console.error(err); }
+  }
+  if (liveAt < liveQueue.length) { liveDrainPending = true; requestAnimationFrame(drainLive); } else { liveQueue.length = 0; liveAt = 0; }
+}
 function listen() {
   const es = new EventSource('/viz/events');
-  es.onmessage = (m) => { try { const e = JSON.parse(m.data); onEvent(e); record(e); } catch (err) { console.error(err); } };
+  es.onmessage = (m) => {
+    try { const d = JSON.parse(m.data); if (Array.isArray(d)) for (const e of d) liveQueue.push(e); else liveQueue.push(d); } catch (err) { console.error(err); }
+    if (!liveDrainPending) { liveDrainPending = true; requestAnimationFrame(drainLive); }
+  };
   es.onopen = () => { document.body.dataset.live = 'connected'; };
   es.onerror = () => { document.body.dataset.live = 'disconnected'; };
   return es;
@@ -452,11 +445,14 @@ async function run(ev) {
     const r = await fetch('/viz/run', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)});
     const j = await r.json();
     if (!r.ok) { $('#status').textContent = 'error: ' + (j.error ? j.error.message : r.status); document.body.dataset.runState = 'error'; return; }
-    state.text = j.text;
-    $('#live-text').textContent = j.text;
-    $('#status').textContent = `done: ${j.completion_tokens} tokens (${j.finish_reason})`;
-    document.body.dataset.runState = 'finished';
-    scheduleRender();
+    // A watched run ends when its queued events have played ('finish'); an unwatched one now.
+    if (!j.captured) {
+      state.text = j.text;
+      $('#live-text').textContent = j.text;
+      $('#status').textContent = `done: ${j.completion_tokens} tokens (${j.finish_reason})`;
+      document.body.dataset.runState = 'finished';
+      scheduleRender();
+    }
   } catch (err) {
     $('#status').textContent = 'error: ' + err.message;
     document.body.dataset.runState = 'error';
@@ -499,7 +495,7 @@ async function replay(trace) {
 const playback = {recorded: [], events: [], source: 'run', i: 0, timer: null};
 
 function record(e) {
-  if (e.type === 'start') { playback.recorded = []; if (playback.source === 'run') choosePlay('run', false); }
+  if (e.type === 'start') { playback.recorded = []; choosePlay('run', false); }
   if (e.type !== 'hello' && e.type !== 'lagged') playback.recorded.push(e);
 }
 
@@ -513,6 +509,7 @@ function passEvents(phase) {
 
 function choosePlay(source, start = true) {
   stopPlayback('paused');
+  if (source !== 'run' && !state.graphs[source]) return;
   playback.source = source;
   playback.events = source === 'run' ? playback.recorded : passEvents(source);
   playback.i = 0;
@@ -521,22 +518,22 @@ function choosePlay(source, start = true) {
 }
 
 function setCurrent(id) {
-  for (const x of document.querySelectorAll('#view .current')) x.classList.remove('current');
   const g = graph(), n = g && g.byId.get(id);
-  if (!n) return;
-  if (state.view === 'shapes') render();
-  const grp = g.groups.find((x) => x.nodes.includes(n));
-  const twin = g.byName.get(twinName(n.name));
-  const target = document.querySelector(`#view [data-node-id="${id}"]`) || (twin && document.querySelector(`#view [data-shape-node="${twin.id}"]`)) ||
-    document.querySelector(`#view [data-stage="${stageOf(n)}"]`) || (grp && document.querySelector(`#view section.group[data-group="${grp.key}"]`));
-  if (target) { target.classList.add('current'); target.scrollIntoView({block: 'nearest', inline: 'nearest'}); }
   document.body.dataset.playNode = String(id);
+  if (!n) return;
+  if (state.view === 'shapes') { patchShapes(); document.querySelector('#view .shape-node.current')?.scrollIntoView({block: 'nearest', inline: 'nearest'}); return; }
+  for (const x of document.querySelectorAll('#view .current')) x.classList.remove('current');
+  const grp = g.groupOf.get(id);
+  const target = document.querySelector(`#view [data-node-id="${id}"]`) ||
+    document.querySelector(`#view [data-stage="${n.stage}"]`) || (grp && document.querySelector(`#view section.group[data-group="${grp.key}"]`));
+  if (target) { target.classList.add('current'); target.scrollIntoView({block: 'nearest', inline: 'nearest'}); }
 }
 
+// One node further; false at the end (Play stops there; a later Play or Step starts over).
 function playStep() {
   const evs = playback.events;
   if (!evs.length) { $('#play-pos').textContent = 'nothing recorded: run a prompt or open a trace'; stopPlayback('done'); return false; }
-  if (playback.i >= evs.length) playback.i = 0;
+  if (playback.i >= evs.length) { stopPlayback('done'); return false; }
   if (playback.i === 0) resetRun();
   while (playback.i < evs.length) {
     const e = evs[playback.i++];
@@ -562,16 +559,26 @@ function stopPlayback(how) {
 
 function play() {
   stopPlayback('playing');
+  if (playback.i >= playback.events.length) playback.i = 0;  // played to the end: again
+  if (!playStep()) return;  // the first node at once, then one every `speed` ms
   playback.timer = setInterval(() => { if (!playStep()) stopPlayback('done'); }, +$('#speed').value);
 }
 
 // ---------------------------------------------------------------- graphs and samples
 
-// Shows a pair of graphs ({prefill, decode}; an export alone stands for both phases). Nothing of
-// what was shown before carries over: its run's values, its recorded events, a playback.
+// Shows a pair of graphs ({prefill, decode}; an export alone is the phase its kind says, and a
+// phase no graph is given for has its button disabled: decode shapes are never faked from
+// prefill ones). Nothing of what was shown before carries over: its run's values, its recorded
+// events, a playback.
 function showGraphs(j, label) {
   stopPlayback('paused');
-  state.graphs = {prefill: indexGraph(j.prefill || j), decode: indexGraph(j.decode || j)};
+  const given = j.format === 'minfer-graph' ? {[j.kind === 'decode' ? 'decode' : 'prefill']: j} : j;
+  state.graphs = {prefill: given.prefill ? indexGraph(given.prefill) : null, decode: given.decode ? indexGraph(given.decode) : null};
+  if (!state.graphs[state.phase]) state.phase = state.graphs.prefill ? 'prefill' : 'decode';
+  for (const b of document.querySelectorAll('[data-phase]')) {
+    b.disabled = !state.graphs[b.dataset.phase];
+    b.title = b.disabled ? `no ${b.dataset.phase} graph given (minfer viz --graph PREFILL.json --graph DECODE.json)` : '';
+  }
   resetRun();
   playback.recorded = [];
   choosePlay('run', false);
@@ -601,6 +608,8 @@ let liveEvents = null;
 function stopLive() {
   if (liveEvents) liveEvents.close();
   liveEvents = null;
+  liveQueue.length = 0;
+  liveAt = 0;
   document.body.dataset.live = 'closed';
 }
 
@@ -621,8 +630,8 @@ async function main() {
   for (const b of document.querySelectorAll('[data-view]')) b.addEventListener('click', () => { state.view = b.dataset.view; writeUrl(); render(); });
   for (const b of document.querySelectorAll('[data-phase]')) b.addEventListener('click', () => { state.phase = b.dataset.phase; state.follow = false; writeUrl(); render(); renderInspector(); });
   $('#search').addEventListener('input', (e) => { state.query = e.target.value.trim().toLowerCase(); render(); });
-  $('#expand-all').addEventListener('click', () => { state.expandAll = true; const p = new URLSearchParams(location.search); p.set('expand', 'all'); history.replaceState(null, '', '?' + p); render(); });
-  $('#collapse-all').addEventListener('click', () => { state.expandAll = false; state.expanded.clear(); const p = new URLSearchParams(location.search); p.delete('expand'); history.replaceState(null, '', '?' + p); render(); });
+  $('#expand-all').addEventListener('click', () => { state.expandAll = true; setUrlParam('expand', 'all'); render(); });
+  $('#collapse-all').addEventListener('click', () => { state.expandAll = false; state.expanded.clear(); setUrlParam('expand', null); render(); });
   $('#run-form').addEventListener('submit', run);
   $('#sample').addEventListener('change', (e) => {
     if (e.target.value) openSample(e.target.value).catch((err) => { $('#status').textContent = 'cannot open sample: ' + err.message; });
@@ -630,7 +639,11 @@ async function main() {
   $('#view').addEventListener('scroll', () => { if (unpainted.size) requestAnimationFrame(paintScrolledTo); }, {passive: true});
   $('#play').addEventListener('click', play);
   $('#pause').addEventListener('click', () => stopPlayback('paused'));
-  $('#step').addEventListener('click', () => { stopPlayback('paused'); playStep(); });
+  $('#step').addEventListener('click', () => {
+    stopPlayback('paused');
+    if (playback.i >= playback.events.length) playback.i = 0;
+    playStep();
+  });
   $('#speed').addEventListener('input', () => { if (playback.timer) play(); });
   $('#trace-file').addEventListener('change', async (e) => {
     const f = e.target.files[0];

@@ -1,5 +1,5 @@
-// minfer viz: the Operators view (loaded before app.js, which holds the state, the helpers it
-// uses and the other views): the layered layout, the edges, the node boxes with their heatmaps,
+// minfer viz: the Operators view (after graph.js, the helpers and state it uses; before app.js,
+// the other views): the layered layout, the edges, the node boxes with their heatmaps,
 // and the painting of live node events.
 'use strict';
 
@@ -8,7 +8,6 @@
 // its group), a leaf (weight, cache) sits one row above its first reader. Positions are computed
 // here, not read back from the DOM, so the edges (one SVG under the boxes) need no layout pass.
 const kNodeW = 178, kNodeH = 64, kGapX = 18, kGapY = 30, kHeadH = 30, kPad = 10, kLane = 40;
-const isLeaf = (n) => n.op === 'weight' || n.op === 'input' || n.op === 'kv_cache';
 
 function layoutGroup(g, grp) {
   if (grp.rows) return grp.rows;
@@ -85,14 +84,6 @@ function paintNode(box, s) {
     `|x| ${fmtNum(s.stats.absmean)} [${fmtNum(s.stats.min)}, ${fmtNum(s.stats.max)}]`;
 }
 
-// The logits node is the graph's output; its top-5 comes from the last token event.
-const isLogits = (id) => { const g = graph(); return !!g && (g.outputs || []).includes(id); };
-const topText = (top) => 'top: ' + top.map(([, piece, p]) => `${JSON.stringify(piece)} ${(100 * p).toFixed(0)}%`).join(' ');
-function topTable(top, chosen) {
-  return el('table', {class: 'top5'}, ...top.map(([id, piece, p]) => el('tr', {class: id === chosen ? 'chosen' : ''},
-    el('td', {text: JSON.stringify(piece)}), el('td', {text: (100 * p).toFixed(1) + '%'}))));
-}
-
 const kBackendColors = ['#2d5bd7', '#d7832d', '#2da55b', '#a52dd7'];
 function backendColor(g, b) {
   const i = (g.backends || []).indexOf(b);
@@ -137,22 +128,11 @@ function renderOperators(root, g) {
   nodeBoxes.clear();
   unpainted.clear();
   const width = Math.max(pos.width, 700);
-  const groupOf = new Map();
-  for (const grp of g.groups) for (const n of grp.nodes) groupOf.set(n.id, grp);
+  const groupOf = g.groupOf;
   const canvas = el('div', {class: 'op-canvas', style: `height:${pos.height}px;width:${width}px`});
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('class', 'edges');
-  svg.setAttribute('width', String(width));
-  svg.setAttribute('height', String(pos.height));
+  const svg = svgEl('svg', {class: 'edges', width: String(width), height: String(pos.height)});
   const frag = document.createDocumentFragment();
-  const addPath = (d, cls, attr, value) => {
-    const path = document.createElementNS(ns, 'path');
-    path.setAttribute('d', d);
-    path.setAttribute('class', cls);
-    path.setAttribute(attr, value);
-    frag.append(path);
-  };
+  const addPath = (d, cls, attr, value) => frag.append(svgEl('path', {d, class: cls, [attr]: value}));
   // Where an edge attaches: the node's box when its group is open, else its group's box.
   const anchor = (id, bottom) => {
     const p = pos.nodes.get(id);
@@ -220,7 +200,7 @@ function operatorsLegend(g) {
 function toggleGroup(key) {
   if (state.expandAll) { state.expandAll = false; for (const grp of graph().groups) state.expanded.add(grp.key); }
   if (state.expanded.has(key)) state.expanded.delete(key); else state.expanded.add(key);
-  const p = new URLSearchParams(location.search); p.delete('expand'); history.replaceState(null, '', '?' + p.toString());
+  setUrlParam('expand', null);
   render();
 }
 
