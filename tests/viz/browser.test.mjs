@@ -228,7 +228,7 @@ try {
       const got = await page.$$eval('[data-shape-node]', (els) => els.map((e) => [+e.dataset.shapeNode, e.textContent]));
       assert.deepEqual(got.map(([id]) => id), want.map((n) => n.id), phase);
       got.forEach(([, text], i) => assert.ok(text.includes(shape(want[i].shape)), `${want[i].name}: ${text} has ${shape(want[i].shape)}`));
-      assert.match(await page.textContent('.layer-bracket .bracket-label'), /× \d+ layers/);
+      assert.match(await page.textContent('.layer-bracket > .bracket-label'), /× \d+ layers/);
     }
     // One decode step animated from the export alone: the nodes in order, one KV cell.
     await page.click('[data-play-source="decode"]');
