@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Speculative decoding speed: decode tokens/s with and without drafting, measured side by side
 (interleaved repetitions, medians), with the acceptance rate, for
-  (a) n-gram self-drafting on copy-heavy prompts (rewrite / quote a text, edit code),
+  (a) n-gram self-drafting on two kinds of prompts: copy-heavy ones (repeat / quote a text, edit
+      code), where drafts hold, and ones the model answers in its own words (summarize,
+      translate, explain, a story), where they mostly do not; with the adaptive length (the
+      default) and with a fixed one (--spec-draft-fixed),
   (b) a draft model: SmolLM2-135M Q4_1 drafting for a Q8_0 copy of itself (made by `minfer
       quantize`), and for a random-weight model shaped like SmolLM2-360M with SmolLM2's
       vocabulary (made by minfer-make-test-model; drafts never agree, so the row reports the
@@ -15,7 +18,11 @@ E = (1 - a^(k+1)) / (1 - a) tokens at a cost of k*c + v (units of one plain deco
 c = draft-model step / target step, v = verify pass of k+1 rows / plain pass, both measured
 here); drafting pays when E > k*c + v.
 
-  python3 bench/speculative.py [--build build] [-t 2] [--reps 3] [--json out.json] [--skip-server]
+With --cpu (one thread, -t 1), tok/s is tokens per second of the process's CPU time in
+generation (the CLI's "cpu" figure): steady when other processes share the cores, where wall
+time is not. The adaptive length still decides on wall time, as it does for users.
+
+  python3 bench/speculative.py [--build build] [-t 2] [--reps 3] [--json out.json] [--skip-server] [--cpu] [--only-ngram]
 """
 import argparse
 import concurrent.futures
@@ -45,10 +52,20 @@ COPY_PROMPTS = {
     "quote": "Quote this passage exactly, inside double quotes, then say who might have written it:\n\n" + PARAGRAPH,
     "edit code": "Rename the variable `result` to `acc` in this Python code and print the whole code again:\n\n" + CODE,
 }
-GEN_RE = re.compile(r"\[generate\] (\d+) tokens in ([\d.]+) s \(([\d.]+) tok/s\)")
+# Prompts the model answers in its own words: n-gram drafts find matches but mostly miss.
+FREE_PROMPTS = {
+    "summarize": "Summarize the following text in two sentences of your own words:\n\n" + PARAGRAPH,
+    "translate": "Translate this text into French:\n\n" + PARAGRAPH,
+    "explain code": "Explain what each function in this Python code does:\n\n" + CODE,
+    "story": "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+}
+GEN_RE = re.compile(r"\[generate\] (\d+) tokens in ([\d.]+) s \(([\d.]+) tok/s\)(?:, stop: \w+, cpu ([\d.]+) s)?")
 SPEC_RE = re.compile(r"\[spec\] drafted (\d+), accepted (\d+) \(([\d.]+)%\)")
 VERIFY_RE = re.compile(r"\[spec\] (\d+) verify passes of ([\d.]+) rows, ([\d.]+) ms each; drafting ([\d.]+) ms per pass; "
                        r"(\d+) other passes, ([\d.]+) ms each")
+
+
+CPU_RATE = False  # --cpu: tok/s per CPU second of generation
 
 
 def log(msg):
@@ -84,6 +101,8 @@ def run_cli(build, model, prompt, threads, n, extra):
         raise RuntimeError(r.stderr)
     g = GEN_RE.search(r.stderr)
     out = {"text": r.stdout, "tokens": int(g.group(1)), "tps": float(g.group(3))}
+    if CPU_RATE and g.group(4) and float(g.group(4)) > 0:  # decoded tokens (all but the last) per CPU second
+        out["tps"] = float(g.group(3)) * float(g.group(2)) / float(g.group(4))
     s = SPEC_RE.search(r.stderr)
     if s:
         out.update(drafted=int(s.group(1)), accepted=int(s.group(2)))
@@ -94,21 +113,30 @@ def run_cli(build, model, prompt, threads, n, extra):
     return out
 
 
-def compare(build, model, prompt, threads, n, reps, spec):
-    """Interleaved repetitions of plain and speculative decoding; medians."""
-    plain, fast = [], []
+def compare_many(build, model, prompt, threads, n, reps, specs):
+    """Interleaved repetitions of plain decoding and of each drafting setting; medians, one
+    result per setting."""
+    plain, fast = [], [[] for _ in specs]
     for _ in range(reps):
         plain.append(run_cli(build, model, prompt, threads, n, []))
-        fast.append(run_cli(build, model, prompt, threads, n, spec))
-    for p, f in zip(plain, fast):
-        if p["text"] != f["text"]:
-            raise RuntimeError(f"outputs differ with {spec}:\n{p['text']!r}\n{f['text']!r}")
+        for i, spec in enumerate(specs):
+            fast[i].append(run_cli(build, model, prompt, threads, n, spec))
     med = lambda rs, k: statistics.median(r[k] for r in rs if k in r) if any(k in r for r in rs) else 0.0
-    drafted, accepted = fast[0].get("drafted", 0), fast[0].get("accepted", 0)
-    return {"tokens": plain[0]["tokens"], "plain_tps": med(plain, "tps"), "spec_tps": med(fast, "tps"),
-            "acceptance": accepted / drafted if drafted else 0.0, "drafted": drafted, "accepted": accepted,
-            "verify_ms": med(fast, "verify_ms"), "verify_rows": med(fast, "verify_rows"), "draft_ms": med(fast, "draft_ms"),
-            "plain_pass_ms": 1000.0 / med(plain, "tps") if med(plain, "tps") else 0.0}
+    out = []
+    for spec, runs in zip(specs, fast):
+        for p, f in zip(plain, runs):
+            if p["text"] != f["text"]:
+                raise RuntimeError(f"outputs differ with {spec}:\n{p['text']!r}\n{f['text']!r}")
+        drafted, accepted = runs[0].get("drafted", 0), runs[0].get("accepted", 0)
+        out.append({"tokens": plain[0]["tokens"], "plain_tps": med(plain, "tps"), "spec_tps": med(runs, "tps"),
+                    "acceptance": accepted / drafted if drafted else 0.0, "drafted": drafted, "accepted": accepted,
+                    "verify_ms": med(runs, "verify_ms"), "verify_rows": med(runs, "verify_rows"), "draft_ms": med(runs, "draft_ms"),
+                    "plain_pass_ms": 1000.0 / med(plain, "tps") if med(plain, "tps") else 0.0})
+    return out
+
+
+def compare(build, model, prompt, threads, n, reps, spec):
+    return compare_many(build, model, prompt, threads, n, reps, [spec])[0]
 
 
 def break_even(c, v, k):
@@ -184,7 +212,13 @@ def main():
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--json")
     ap.add_argument("--skip-server", action="store_true")
+    ap.add_argument("--cpu", action="store_true", help="rates per CPU second of generation (needs -t 1)")
+    ap.add_argument("--only-ngram", action="store_true", help="the (a) n-gram rows on SmolLM2 Q4_1 only")
     a = ap.parse_args()
+    global CPU_RATE
+    CPU_RATE = a.cpu
+    if a.cpu and a.threads != 1:
+        sys.exit("--cpu measures one thread's work: use -t 1")
     q8, big = make_models(a.build)
     rows = []
     md = ["| case | target | drafting | tokens | plain tok/s | spec tok/s | speed-up | acceptance | note |",
@@ -197,14 +231,21 @@ def main():
         log(md[-1])
 
     ngram = ["--spec-ngram"]
-    for name, prompt in COPY_PROMPTS.items():
-        add(f"(a) {name}", "SmolLM2-135M Q4_1", "n-gram, n=4", compare(a.build, SMOL, prompt, a.threads, a.n, a.reps, ngram))
-    add("(a) edit code", "SmolLM2-135M Q4_1", "n-gram exact suffixes only (--spec-ngram-skip 0), n=4",
+    modes = (("n-gram, adaptive, n<=4", ngram), ("n-gram, fixed n=4", ngram + ["--spec-draft-fixed"]))
+    for kind, prompts in (("copy", COPY_PROMPTS), ("own words", FREE_PROMPTS)):
+        for name, prompt in prompts.items():
+            for (how, _), r in zip(modes, compare_many(a.build, SMOL, prompt, a.threads, a.n, a.reps, [m for _, m in modes])):
+                add(f"(a) {kind}: {name}", "SmolLM2-135M Q4_1", how, r)
+    if a.only_ngram:
+        print("\n".join(md))
+        return
+    add("(a) copy: edit code", "SmolLM2-135M Q4_1", "n-gram exact suffixes only (--spec-ngram-skip 0), n<=4",
         compare(a.build, SMOL, COPY_PROMPTS["edit code"], a.threads, a.n, a.reps, ngram + ["--spec-ngram-skip", "0"]))
-    add("(a) edit code", "SmolLM2-135M Q4_1", "n-gram, adaptive, n<=8",
-        compare(a.build, SMOL, COPY_PROMPTS["edit code"], a.threads, a.n, a.reps, ngram + ["--spec-draft-n", "8", "--spec-draft-adaptive"]))
+    add("(a) copy: edit code", "SmolLM2-135M Q4_1", "n-gram, adaptive, n<=8",
+        compare(a.build, SMOL, COPY_PROMPTS["edit code"], a.threads, a.n, a.reps, ngram + ["--spec-draft-n", "8"]))
     for name in ("rewrite", "edit code"):
-        add(f"(a) {name}", "SmolLM2-135M Q8_0", "n-gram, n=4", compare(a.build, q8, COPY_PROMPTS[name], a.threads, a.n, a.reps, ngram))
+        add(f"(a) copy: {name}", "SmolLM2-135M Q8_0", "n-gram, adaptive, n<=4",
+            compare(a.build, q8, COPY_PROMPTS[name], a.threads, a.n, a.reps, ngram))
     story = "Write a short story about a lighthouse keeper who finds a message in a bottle."
     draft_tps = statistics.median(run_cli(a.build, SMOL, story, a.threads, 64, [])["tps"] for _ in range(a.reps))
 
@@ -215,14 +256,19 @@ def main():
         return (f"draft step = {c:.2f} target steps, verify of {k + 1} rows = {v:.2f} steps: break-even acceptance "
                 + (f"{100 * be:.0f}% per depth" if be is not None else "none (never pays)"))
 
+    draft = ["--spec-draft", SMOL, "--spec-draft-n", "4"]
     for name, prompt in (("story", story), ("rewrite", COPY_PROMPTS["rewrite"])):
-        r = compare(a.build, q8, prompt, a.threads, a.n, a.reps, ["--spec-draft", SMOL, "--spec-draft-n", "4"])
-        add(f"(b) {name}", "SmolLM2-135M Q8_0", "draft SmolLM2-135M Q4_1, n=4", r, costs(r, 4))
-    # The 360M-shaped random model: its text is noise, so drafts are refused; the row gives the
-    # measured costs and the acceptance at which the same draft would pay.
+        ad, fx = compare_many(a.build, q8, prompt, a.threads, a.n, a.reps, [draft, draft + ["--spec-draft-fixed"]])
+        add(f"(b) {name}", "SmolLM2-135M Q8_0", "draft SmolLM2-135M Q4_1, adaptive, n<=4", ad)
+        add(f"(b) {name}", "SmolLM2-135M Q8_0", "draft SmolLM2-135M Q4_1, fixed n=4", fx, costs(fx, 4))
+    # The 360M-shaped random model: its text is noise, so drafts are refused; the fixed row gives
+    # the measured costs and the acceptance at which the same draft would pay, the adaptive one
+    # what drafting costs when it never pays.
     k = 4
-    r = compare(a.build, big, story, a.threads, 64, a.reps, ["--spec-draft", SMOL, "--spec-draft-n", str(k), "--spec-draft-p-min", "0"])
-    add("(b) story", "random, SmolLM2-360M shape, Q8_0", f"draft SmolLM2-135M Q4_1, n={k}", r, costs(r, k))
+    draft = ["--spec-draft", SMOL, "--spec-draft-n", str(k), "--spec-draft-p-min", "0"]
+    ad, fx = compare_many(a.build, big, story, a.threads, 64, a.reps, [draft, draft + ["--spec-draft-fixed"]])
+    add("(b) story", "random, SmolLM2-360M shape, Q8_0", f"draft SmolLM2-135M Q4_1, adaptive, n<={k}", ad)
+    add("(b) story", "random, SmolLM2-360M shape, Q8_0", f"draft SmolLM2-135M Q4_1, fixed n={k}", fx, costs(fx, k))
     if not a.skip_server:
         for clients in (1, 4):
             r = server_bench(a.build, SMOL, a.threads, clients, ["--spec-ngram"], {}, a.reps, 120)

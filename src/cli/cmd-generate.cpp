@@ -146,8 +146,8 @@ int run_generate(const MainOptions& o) {
   else
     info(fmt::format("[prompt] {} tokens in {:.2f} s ({:.1f} tok/s)", st->n_prompt, st->prompt_s, st->prompt_tps()));
   if (!st->prefill_cancelled)
-    info(fmt::format("[generate] {} tokens in {:.2f} s ({:.1f} tok/s), stop: {}", st->n_gen, st->gen_s, st->gen_tps(),
-                     interrupted ? "interrupted" : stop_reason_name(st->reason)));
+    info(fmt::format("[generate] {} tokens in {:.2f} s ({:.1f} tok/s), stop: {}, cpu {:.3f} s", st->n_gen, st->gen_s, st->gen_tps(),
+                     interrupted ? "interrupted" : stop_reason_name(st->reason), st->gen_cpu_s));
   if (spec) info(spec_summary(st->spec));
   if (spec && o.log.verbose) {
     const SpecStats& ss = st->spec;

@@ -17,7 +17,12 @@ void add_spec_options(CLI::App& app, SpecOptions& o) {
       ->capture_default_str()->group(g);
   app.add_option("--spec-draft-p-min,--draft-p-min", p.p_min, "the draft model stops below this probability")
       ->capture_default_str()->group(g);
-  app.add_flag("--spec-draft-adaptive", p.adaptive, "choose each draft's length from the measured acceptance")->group(g);
+  app.add_flag_callback("--spec-draft-adaptive", [&o] { o.p.adaptive = true, o.length_flag = "--spec-draft-adaptive"; },
+                        "choose each draft's length from the measured acceptance and costs (the default)")
+      ->group(g);
+  app.add_flag_callback("--spec-draft-fixed", [&o] { o.p.adaptive = false, o.length_flag = "--spec-draft-fixed"; },
+                        "draft --spec-draft-n tokens whenever the source has them")
+      ->group(g);
   app.add_flag("--spec-ngram", p.ngram, "draft from the prompt and the output (prompt lookup)")->group(g);
   app.add_option("--spec-ngram-min", p.ngram_params.n_min, "shortest repeated suffix that drafts")
       ->capture_default_str()->group(g);
@@ -70,7 +75,7 @@ Status finish_spec_options(SpecOptions& o) {
 
 Status check_spec_options(const SpecOptions& o) {
   if (!o.on()) {
-    if (o.p.adaptive) return make_error("--spec-draft-adaptive needs --spec-draft MODEL or --spec-ngram");
+    if (o.length_flag) return make_error("{} needs --spec-draft MODEL or --spec-ngram", o.length_flag);
     return Status::ok();
   }
   return validate(o.p);

@@ -31,8 +31,9 @@ namespace minfer::cli {
 
 struct SpecOptions {
   std::string draft;   // --spec-draft MODEL
-  SpecParams p;        // --spec-draft-n, --spec-draft-min, --spec-draft-p-min, --spec-draft-adaptive, --spec-ngram...
+  SpecParams p;        // --spec-draft-n, --spec-draft-min, --spec-draft-p-min, --spec-draft-adaptive / -fixed, --spec-ngram...
   std::string types;   // llama.cpp's --spec-type list (none, draft-simple, ngram-*): applied by finish_spec_options
+  const char* length_flag = nullptr;  // --spec-draft-adaptive or --spec-draft-fixed, when given
   bool on() const { return !draft.empty() || p.ngram; }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 
 #include "runtime/verify.h"
 
@@ -64,6 +65,7 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
   Speculator::Plan plan;     // its drafts
   double pass_s = 0;
   t0 = Clock::now();
+  const std::clock_t cpu0 = std::clock();
   for (;;) {
     // Sample the last pass's rows (row i follows run[i], the prompt's last token for the
     // prefill), keep the drafts the samples agree with, roll the rest back (verify.h).
@@ -106,6 +108,7 @@ Expected<GenerateStats> generate(Session& session, const Tokenizer& tok, Sampler
     st.n_passes++;
   }
   st.gen_s = seconds_since(t0);
+  st.gen_cpu_s = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
   st.n_gen = step.n_gen();
   st.tokens = step.tokens();
   if (spec) {

@@ -39,6 +39,7 @@ struct GenerateStats {
   int n_decoded = 0;       // generated tokens decoded into the cache (every one but the last)
   int n_passes = 0;        // forward passes after the prompt (fewer than n_decoded when drafts hold)
   double gen_s = 0;        // time in those passes, drafting and sampling
+  double gen_cpu_s = 0;    // the process's CPU time in them (every thread's: with one thread, the work done)
   StopReason reason = StopReason::kLength;
   bool prefill_cancelled = false;  // on_prefill stopped the prompt: nothing was added to the session
   std::vector<int32_t> tokens;  // the generated tokens (without a final end-of-generation)

@@ -80,7 +80,7 @@ Speculator::Plan Speculator::plan(std::span<const int32_t> history, int limit) {
   limit = std::min(limit, p_.n_max);
   if (limit < std::max(1, p_.n_min) || history.empty()) return plan;
   auto length = [&](DraftSource s) {
-    return p_.adaptive ? len_[static_cast<size_t>(s)].choose(limit) : limit;
+    return p_.adaptive ? len_[static_cast<size_t>(s)].choose(limit, pass_) : limit;
   };
   const int n_model = model_ ? length(DraftSource::kModel) : 0;  // once per step: choose() counts steps
   if (p_.ngram) {
@@ -122,7 +122,7 @@ Expected<Speculator::Plan> Speculator::draft(std::span<const int32_t> history, i
 
 bool Speculator::settle(Plan& p) {
   if (p.source == DraftSource::kModel && p.tokens.empty()) {
-    len_[static_cast<size_t>(DraftSource::kModel)].record(1, 0, p.draft_s, -1.0);  // a miss at depth 1
+    len_[static_cast<size_t>(DraftSource::kModel)].record(1, 0, p.draft_s);  // a miss at depth 1
     if (!p.fallback.empty()) {
       p.source = DraftSource::kNgram;
       p.n = static_cast<int>(p.fallback.size());
@@ -143,7 +143,8 @@ void Speculator::record(const Plan& p, int n_compared, int n_agreed, double veri
   const int n = usable(p) ? n_compared : 0;
   const int j = std::min(n_agreed, n);
   stats_.draft_s += p.draft_s;
-  if (p.source != DraftSource::kNone) len_[static_cast<size_t>(p.source)].record(n, j, p.draft_s, verify_s);
+  pass_.record(static_cast<int>(p.tokens.size()) + 1, verify_s);
+  if (p.source != DraftSource::kNone) len_[static_cast<size_t>(p.source)].record(n, j, p.draft_s);
   if (n == 0) return;
   stats_.n_drafted += n;
   stats_.n_accepted += j;

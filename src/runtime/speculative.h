@@ -37,7 +37,7 @@ struct SpecParams {
   int n_max = 4;          // most tokens drafted per step
   int n_min = 0;          // a shorter draft is not verified (the step decodes one token)
   float p_min = 0.0f;     // the draft model stops at a token it gives less probability than this
-  bool adaptive = false;  // choose each draft's length from measured acceptance (draft-length.h)
+  bool adaptive = true;   // choose each draft's length from measured acceptance and costs (draft-length.h); false: n_max
   bool ngram = false;     // n-gram self-drafting from the prompt and the output
   bool model = true;      // use the draft model when there is one
   NgramParams ngram_params;
@@ -94,9 +94,10 @@ class Speculator {
     stats_.last_draft_error = msg;
   }
   bool usable(const Plan& p) const;
-  // After the pass that verified `p`: the target's samples were compared with its first
-  // n_compared tokens (fewer when generation ended inside the draft) and agreed with the first
-  // n_agreed; the pass took verify_s (negative: not known, e.g. a pass shared with a prefill).
+  // After the pass that verified `p` (every pass, plain ones too: their time is the 1-row cost
+  // the adaptive length weighs drafts against): the target's samples were compared with its
+  // first n_compared tokens (fewer when generation ended inside the draft) and agreed with the
+  // first n_agreed; the pass took verify_s (<= 0: not known, e.g. a pass shared with a prefill).
   void record(const Plan& p, int n_compared, int n_agreed, double verify_s);
 
   const SpecParams& params() const { return p_; }
@@ -111,6 +112,7 @@ class Speculator {
   int seq_;
   SpecStats stats_;
   std::array<DraftLength, 3> len_;  // [DraftSource]: lengths and acceptance per source
+  PassCost pass_{kSpecMaxDraft + 1};  // the target's pass time by rows
 };
 
 }  // namespace minfer

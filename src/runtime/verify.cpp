@@ -32,7 +32,7 @@ Expected<VerifyResult> verify_drafts(Context& ctx, int seq, TokenStep& step, std
     v.next = r->token;
     break;
   }
-  if (p.spec && (k > 0 || plan.source != DraftSource::kNone)) p.spec->record(plan, v.n_compared, v.n_agreed, p.verify_s);
+  if (p.spec) p.spec->record(plan, v.n_compared, v.n_agreed, p.verify_s);
   // The rows after the last kept draft were computed for tokens the target did not pick (or
   // after the end: plain decoding never decodes the last token either).
   if (k > v.n_accepted) {

@@ -37,7 +37,7 @@ struct VerifyParams {
   // a full context (TokenStep's room is unbounded); otherwise room is what the sequence has left.
   bool context_shift = false;
   Speculator* spec = nullptr;  // records the acceptance (null: a pass without drafts)
-  double verify_s = 0;         // the pass's time for the adaptive length (negative: not known)
+  double verify_s = 0;         // the pass's time for the adaptive length (<= 0: not known)
 };
 
 // Called after each sampled row i with the step's result (its text may be moved out): emit it,

@@ -24,7 +24,8 @@ def test_one_shot_same_text_and_spec_line():
         assert plain.returncode == 0, plain.stderr
         assert "[spec]" not in plain.stderr
         for spec in (["--spec-ngram"], ["--spec-draft", MODEL], ["--spec-draft", MODEL, "--spec-ngram",
-                                                                "--spec-draft-adaptive", "--spec-draft-n", "8"]):
+                                                                "--spec-draft-adaptive", "--spec-draft-n", "8"],
+                     ["--spec-ngram", "--spec-draft-fixed"]):
             r = run(MODEL, PROMPT, "-n", "48", "-t", "2", *sampling, *spec)
             assert r.returncode == 0, r.stderr
             assert r.stdout == plain.stdout, (sampling, spec)
@@ -42,6 +43,8 @@ def test_refusals_name_the_flag():
     assert r.returncode != 0 and "--spec-draft-n 100" in r.stderr, r.stderr
     r = run(MODEL, "hi", "-n", "4", "--spec-draft-adaptive")
     assert r.returncode != 0 and "--spec-draft-adaptive needs" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "-n", "4", "--spec-draft-fixed")
+    assert r.returncode != 0 and "--spec-draft-fixed needs" in r.stderr, r.stderr
     r = run(MODEL, "hi", "-n", "4", "--spec-draft", "/nonexistent/draft.gguf")
     assert r.returncode != 0 and "draft" in r.stderr, r.stderr
 

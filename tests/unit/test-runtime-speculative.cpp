@@ -72,23 +72,78 @@ TEST(NgramDraft, SubstitutedLastTokenKeepsCopying) {
 
 TEST(DraftLength, FollowsAcceptanceAndCost) {
   // Cheap drafts that always hold: draft the most.
+  PassCost pass;
   DraftLength good(8);
   for (int i = 0; i < 50; ++i) {
-    const int k = good.choose(8);
-    good.record(k, k, 0.0001 * k, 0.010 + 0.001 * k);
+    const int k = good.choose(8, pass);
+    good.record(k, k, 0.0001 * k);
+    pass.record(k + 1, 0.010 + 0.001 * k);
   }
-  EXPECT_EQ(good.choose(8), 8);
-  EXPECT_EQ(good.choose(3), 3);  // never past the limit
-  // Drafts that never hold and cost as much as the target: stop drafting, but probe now and then.
-  DraftLength bad(8);
+  EXPECT_EQ(good.choose(8, pass), 8);
+  EXPECT_EQ(good.choose(3, pass), 3);  // never past the limit
+  // Drafts that never hold and cost as much as the target: stop drafting.
+  PassCost pass2;
+  DraftLength costly(8);
   for (int i = 0; i < 50; ++i) {
-    const int k = bad.choose(8);
-    bad.record(k, 0, 0.010 * k, 0.010 + 0.002 * k);
+    const int k = costly.choose(8, pass2);
+    costly.record(k, 0, 0.010 * k);
+    pass2.record(k + 1, 0.010 + 0.002 * k);
   }
-  int probes = 0;
-  for (int i = 0; i < 4 * DraftLength::kProbeEvery; ++i) probes += bad.choose(8) > 0;
-  EXPECT_EQ(probes, 4);
+  EXPECT_LT(costly.acceptance(1), 0.15);
+  // Free drafts (n-gram) that never hold: stop too, but probe now and then, less often while
+  // the probes keep failing.
+  DraftLength bad(8);
+  std::vector<int> probe_at;
+  for (int i = 0; i < 400; ++i) {
+    const int k = bad.choose(8, pass2);
+    if (k > 0 && i >= 50) probe_at.push_back(i);
+    if (i >= 50) EXPECT_LE(k, 1);
+    bad.record(k, 0, 0.0);
+  }
   EXPECT_LT(bad.acceptance(1), 0.15);
+  ASSERT_GE(probe_at.size(), 3u);
+  EXPECT_LE(probe_at.size(), 350u / DraftLength::kProbeEvery);
+  EXPECT_GT(probe_at.back() - probe_at[probe_at.size() - 2], probe_at[1] - probe_at[0]);  // backing off
+  // They start to hold: drafting resumes within a few probes.
+  int resumed = -1;
+  for (int i = 0; i < 2 * DraftLength::kProbeMax && resumed < 0; ++i) {
+    const int k = bad.choose(8, pass2);
+    bad.record(k, k, 0.0);
+    if (k > 1) resumed = i;
+  }
+  EXPECT_GE(resumed, 0);
+}
+
+TEST(PassCost, MeasuredInterpolatedExtended) {
+  PassCost c;
+  EXPECT_DOUBLE_EQ(c(1), 1.0);  // nothing measured: the prior's shape
+  EXPECT_DOUBLE_EQ(c(5), 1.0 + 4 * PassCost::kPerRowPrior);
+  c.record(1, 0.5);  // the first pass of each row count (its graph is built) is left out
+  c.record(5, 0.5);
+  EXPECT_EQ(c.tried(), 5);
+  EXPECT_DOUBLE_EQ(c(5), 1.0 + 4 * PassCost::kPerRowPrior);
+  c.record(1, 0.010);
+  c.record(5, 0.030);
+  EXPECT_DOUBLE_EQ(c(1), 0.010);
+  EXPECT_NEAR(c(3), 0.020, 1e-12);  // between measured counts: linear
+  EXPECT_NEAR(c(7), 0.040, 1e-12);  // past them: the measured slope (steeper than the prior's)
+  c.record(5, 1.0);                 // a pass that lost its core: clipped at 3x the estimate
+  EXPECT_LT(c(5), 0.1);
+  // The machine slows down by 2x (another process): plain passes alone move every estimate.
+  PassCost d;
+  for (int i = 0; i < 20; ++i) {
+    d.record(1, 0.010);
+    d.record(5, 0.030);
+  }
+  for (int i = 0; i < 20; ++i) d.record(1, 0.020);
+  EXPECT_NEAR(d(1), 0.020, 0.002);
+  EXPECT_NEAR(d(5) / d(1), 3.0, 0.3);
+  PassCost flat;
+  for (int i = 0; i < 2; ++i) {
+    flat.record(1, 0.010);
+    flat.record(2, 0.010);
+  }
+  EXPECT_NEAR(flat(4), 0.010 + 2 * PassCost::kPerRowPrior * 0.010, 1e-12);  // the prior's slope at least
 }
 
 TEST(DraftVocab, SameIdsOrRefusedByName) {
@@ -302,8 +357,11 @@ TEST_F(SpecIdentity, TableOfPromptsSeedsSamplersAndModes) {
   SpecParams ngram;
   ngram.ngram = true;
   ngram.model = false;
+  ngram.adaptive = false;  // fixed lengths: the most drafts to verify
   SpecParams self4;
+  self4.adaptive = false;
   SpecParams rnd6;
+  rnd6.adaptive = false;
   rnd6.n_max = 6;
   rnd6.ngram = true;
   SpecParams mix;
@@ -337,7 +395,7 @@ TEST_F(SpecIdentity, TableOfPromptsSeedsSamplersAndModes) {
           ++n_cases;
           n_drafted_total += static_cast<int>(got.spec.n_drafted);
           if (m.model == self.get() && sname == "greedy") {
-            EXPECT_GT(got.spec.drafted_by[static_cast<size_t>(DraftSource::kModel)], 0) << what;
+            if (!m.p.adaptive) EXPECT_GT(got.spec.drafted_by[static_cast<size_t>(DraftSource::kModel)], 0) << what;
             EXPECT_EQ(got.spec.accepted_by[static_cast<size_t>(DraftSource::kModel)],
                       got.spec.drafted_by[static_cast<size_t>(DraftSource::kModel)])
                 << what << ": a model drafting for itself greedily must be accepted every time";
@@ -500,6 +558,7 @@ TEST_F(SpecIdentity, ConversationTruncationAndRemovedRange) {
   const std::vector<Gen> plain = conversation(nullptr);
   SpecParams p;
   p.ngram = true;
+  p.adaptive = false;  // the draft model drafts every step: its cache edits are what is tested
   Speculator spec(p, self.get(), 0);
   const std::vector<Gen> got = conversation(&spec);
   ASSERT_EQ(plain.size(), got.size());
