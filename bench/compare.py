@@ -19,6 +19,13 @@ the process peak VmHWM) against the model file + minfer's KV cache for the same 
 its load time (load_seconds: from opening the file to the first decoded token, each engine
 timing itself; the file is in the page cache after the first run, so these are warm loads).
 
+With --ik-bench PATH a third engine runs in the same rounds: ik_llama.cpp's llama-bench (built
+from its public repository as a measuring tool, outside CI; no code taken), with its run-time
+repacking (-rtr 1) and flash attention on, depth 0 only. With --isa avx2 minfer runs its AVX2
+table (MINFER_ISA=avx2) and llama.cpp its AVX2 build (node-llama-cpp's libggml-cpu-haswell.so,
+the only CPU variant in a private backend folder); ik_llama.cpp has no run-time choice, so
+--ik-bench must then name a build without AVX-512 (-DGGML_NATIVE=OFF -DGGML_AVX2=ON).
+
 With -d (llama-bench's depth, a list: -d 0,4096,16384) every test also runs with that many
 tokens already in the KV cache, llama.cpp with flash attention on (its fastest CPU setting), and
 the decode bandwidth counts the KV cache bytes a step reads (K and V of every layer up to the
@@ -26,13 +33,16 @@ depth) beside the weights. --kv-type picks the cache type of both engines.
 
   python3 bench/compare.py [--build build] [-t 2] [-p 512] [-n 128] [-d 0] [--kv-type f16]
       [--rounds 5] [--models qwen2.5-0.5b:Q4_0,Q4_K_M,Q8_0 ...] [--json out.json]
+      [--isa avx2] [--ik-bench /path/to/ik_llama.cpp/build/bin/llama-bench]
 """
 import argparse
+import glob
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,8 +54,8 @@ def log(msg):
     print(f"[compare] {msg}", file=sys.stderr, flush=True)
 
 
-def run_json(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"command failed ({out.returncode}): {' '.join(cmd)}\n{out.stderr[-2000:]}")
     text = out.stdout.strip()
@@ -128,6 +138,17 @@ def kv_bytes_per_position(path, kv_type):
     return n_layer * n_kv * (k_len + v_len) * KV_BYTES_PER_VALUE[kv_type]
 
 
+def llama_bins_with_only(variant):
+    """A folder holding node-llama-cpp's one CPU variant `variant` (e.g. haswell: AVX2), for
+    llama-oracle's MINFER_LLAMA_BINS: ggml loads the best-scoring variant of a folder."""
+    found = glob.glob(os.path.join(ROOT, ".deps/npm/node_modules/@node-llama-cpp/*/bins/*/libggml-cpu-" + variant + ".so"))
+    if not found:
+        raise SystemExit(f"no libggml-cpu-{variant}.so under .deps/npm (scripts/setup.sh installs node-llama-cpp)")
+    d = tempfile.mkdtemp(prefix="llama-bins-")
+    os.symlink(found[0], os.path.join(d, os.path.basename(found[0])))
+    return d
+
+
 def test_name(r):
     t = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
     return t + (f" @ d{r['n_depth']}" if r.get("n_depth") else "")
@@ -145,6 +166,8 @@ def main():
     ap.add_argument("--kv-type", default="f16", choices=sorted(KV_BYTES_PER_VALUE))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--isa", help="minfer's table (MINFER_ISA) and the matching llama.cpp build: avx2")
+    ap.add_argument("--ik-bench", help="ik_llama.cpp's llama-bench: a third engine (depth 0)")
     a = ap.parse_args()
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
@@ -153,6 +176,14 @@ def main():
     models = ensure_models(a)
     depths = [int(x) for x in a.d.split(",")]
     membw = [os.path.join(a.build, "bin/minfer-membw"), "-t", str(a.threads)]
+    minfer_env, llama_env = dict(os.environ), dict(os.environ)
+    if a.isa:
+        minfer_env["MINFER_ISA"] = a.isa
+        variants = {"avx2": "haswell"}
+        if a.isa not in variants:
+            raise SystemExit(f"--isa {a.isa}: no matching llama.cpp build known (avx2)")
+        llama_env["MINFER_LLAMA_BINS"] = llama_bins_with_only(variants[a.isa])
+    engines = ["minfer", "llama.cpp"] + (["ik_llama.cpp"] if a.ik_bench else [])
 
     samples = {}  # (label, engine, test) -> [t/s]
     memory = {}   # (label, engine, "rss"|"peak"|"budget") -> [bytes], after the tg test
@@ -162,9 +193,14 @@ def main():
         log(f"round {rnd + 1}: read-bandwidth ceiling {ceilings[-1]:.1f} GB/s ({a.threads} threads)")
         for label, path in models:
             for depth in depths:
-                for engine, cmd in (("minfer", [minfer, "bench", path, "-o", "json", "--kv-type", a.kv_type]),
-                                    ("llama.cpp", [oracle, "bench", path, "--kv-type", a.kv_type, "--flash-attn", "on"])):
-                    res = run_json(cmd + ["-p", str(a.p), "-n", str(a.n), "-d", str(depth), "-r", "1", "-t", str(a.threads)])
+                runs = [("minfer", [minfer, "bench", path, "-o", "json", "--kv-type", a.kv_type], minfer_env),
+                        ("llama.cpp", [oracle, "bench", path, "--kv-type", a.kv_type, "--flash-attn", "on"], llama_env)]
+                if a.ik_bench and depth == 0:
+                    runs.append(("ik_llama.cpp", [a.ik_bench, "-m", path, "-o", "json", "-rtr", "1", "-fa", "1",
+                                                  "-ctk", a.kv_type, "-ctv", a.kv_type], None))
+                for engine, cmd, env in runs:
+                    depth_arg = ["-d", str(depth)] if engine != "ik_llama.cpp" else []
+                    res = run_json(cmd + ["-p", str(a.p), "-n", str(a.n), *depth_arg, "-r", "1", "-t", str(a.threads)], env)
                     for r in res:
                         r.setdefault("n_depth", depth)
                         samples.setdefault((label, engine, test_name(r)), []).extend(r["samples_ts"])
@@ -191,19 +227,25 @@ def main():
                 l = statistics.median(samples[(label, "llama.cpp", test)])
                 row = {"model": label, "test": test, "n_depth": depth, "kv_type": a.kv_type, "minfer_ts": m,
                        "llama_ts": l, "ratio": m / l}
+                if (label, "ik_llama.cpp", test) in samples:
+                    ik = statistics.median(samples[(label, "ik_llama.cpp", test)])
+                    row.update(ik_ts=ik, ik_ratio=m / ik)
                 if kind == "tg":  # a step reads the weights and the cache so far (on average depth + n/2 rows)
                     step = wb + kvb * (depth + n / 2)
                     row["bytes_per_token"] = step
                     row["minfer_bw_frac"] = step * m / 1e9 / ceiling
                     row["llama_bw_frac"] = step * l / 1e9 / ceiling
                 rows.append(row)
-    print(f"\nminfer vs llama.cpp, {a.threads} threads, KV cache {a.kv_type}, medians of {a.rounds} interleaved rounds; "
-          f"read-bandwidth ceiling {ceiling:.1f} GB/s (median of the rounds' {', '.join(f'{c:.1f}' for c in ceilings)})\n")
-    print("| model | test | minfer t/s | llama.cpp t/s | ratio | decode bandwidth (minfer / llama.cpp) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    print(f"\n{' vs '.join(engines)}, {a.threads} threads{', ' + a.isa + ' builds' if a.isa else ''}, KV cache {a.kv_type}, "
+          f"medians of {a.rounds} interleaved rounds; read-bandwidth ceiling {ceiling:.1f} GB/s (median of the rounds' "
+          f"{', '.join(f'{c:.1f}' for c in ceilings)})\n")
+    ik_head = " ik_llama.cpp t/s | ratio |" if a.ik_bench else ""
+    print(f"| model | test | minfer t/s | llama.cpp t/s | ratio |{ik_head} decode bandwidth (minfer / llama.cpp) |")
+    print("| --- | --- | ---: | ---: | ---: |" + (" ---: | ---: |" if a.ik_bench else "") + " ---: |")
     for r in rows:
         bwc = f"{100 * r['minfer_bw_frac']:.0f}% / {100 * r['llama_bw_frac']:.0f}%" if "minfer_bw_frac" in r else ""
-        print(f"| {r['model']} | {r['test']} | {r['minfer_ts']:.1f} | {r['llama_ts']:.1f} | {r['ratio']:.2f} | {bwc} |")
+        ik = (f" {r['ik_ts']:.1f} | {r['ik_ratio']:.2f} |" if "ik_ts" in r else " | |") if a.ik_bench else ""
+        print(f"| {r['model']} | {r['test']} | {r['minfer_ts']:.1f} | {r['llama_ts']:.1f} | {r['ratio']:.2f} |{ik} {bwc} |")
     mem_rows = []
     for label, _ in models:
         if (label, "", "budget") not in memory:
@@ -228,7 +270,7 @@ def main():
             print(f"| {r['model']} | {r['budget'] / mib:.1f} | " + " | ".join(cells) + f" | {load} |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"threads": a.threads, "kv_type": a.kv_type, "depths": depths, "ceiling_gbps": ceiling, "ceilings_gbps": ceilings, "rows": rows, "memory": mem_rows,
+            json.dump({"threads": a.threads, "isa": a.isa, "engines": engines, "kv_type": a.kv_type, "depths": depths, "ceiling_gbps": ceiling, "ceilings_gbps": ceilings, "rows": rows, "memory": mem_rows,
                        "samples": {"|".join(k): v for k, v in samples.items()}, "time": time.time()}, f, indent=1)
 
 
