@@ -17,10 +17,15 @@ void add_spec_options(CLI::App& app, SpecOptions& o) {
       ->capture_default_str()->group(g);
   app.add_option("--spec-draft-p-min,--draft-p-min", p.p_min, "the draft model stops below this probability")
       ->capture_default_str()->group(g);
-  app.add_flag_callback("--spec-draft-adaptive", [&o] { o.p.adaptive = true, o.length_flag = "--spec-draft-adaptive"; },
+  auto length = [&o](bool adaptive, const char* flag) {
+    o.length_flags_clash = o.length_flags_clash || (o.length_flag && o.p.adaptive != adaptive);
+    o.length_flag = flag;
+    o.p.adaptive = adaptive;
+  };
+  app.add_flag_callback("--spec-draft-adaptive", [length] { length(true, "--spec-draft-adaptive"); },
                         "choose each draft's length from the measured acceptance and costs (the default)")
       ->group(g);
-  app.add_flag_callback("--spec-draft-fixed", [&o] { o.p.adaptive = false, o.length_flag = "--spec-draft-fixed"; },
+  app.add_flag_callback("--spec-draft-fixed", [length] { length(false, "--spec-draft-fixed"); },
                         "draft --spec-draft-n tokens whenever the source has them")
       ->group(g);
   app.add_flag("--spec-ngram", p.ngram, "draft from the prompt and the output (prompt lookup)")->group(g);
@@ -78,6 +83,7 @@ Status check_spec_options(const SpecOptions& o) {
     if (o.length_flag) return make_error("{} needs --spec-draft MODEL or --spec-ngram", o.length_flag);
     return Status::ok();
   }
+  if (o.length_flags_clash) return make_error("--spec-draft-adaptive and --spec-draft-fixed: give one (adaptive is the default)");
   return validate(o.p);
 }
 

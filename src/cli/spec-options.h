@@ -33,7 +33,8 @@ struct SpecOptions {
   std::string draft;   // --spec-draft MODEL
   SpecParams p;        // --spec-draft-n, --spec-draft-min, --spec-draft-p-min, --spec-draft-adaptive / -fixed, --spec-ngram...
   std::string types;   // llama.cpp's --spec-type list (none, draft-simple, ngram-*): applied by finish_spec_options
-  const char* length_flag = nullptr;  // --spec-draft-adaptive or --spec-draft-fixed, when given
+  const char* length_flag = nullptr;  // --spec-draft-adaptive or --spec-draft-fixed, the last given
+  bool length_flags_clash = false;    // both were given (refused)
   bool on() const { return !draft.empty() || p.ngram; }
 };
 

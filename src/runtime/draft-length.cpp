@@ -15,9 +15,9 @@ PassCost::PassCost(int max_rows)
     : sum_(static_cast<size_t>(std::max(1, max_rows)), 0.0), weight_(sum_.size(), 0.0), seen_(sum_.size(), false) {}
 
 void PassCost::record(int rows, double seconds) {
-  if (rows < 1 || static_cast<size_t>(rows) > sum_.size() || !(seconds > 0)) return;
+  if (rows < 1 || static_cast<size_t>(rows) > sum_.size()) return;
   const size_t i = static_cast<size_t>(rows - 1);
-  if (!seen_[i]) {  // the first pass of a row count builds its graph: not a measure of the next ones
+  if (!(seconds > 0) || !seen_[i]) {  // the first pass of a row count builds its graph: not a measure of the next ones
     seen_[i] = true;
     return;
   }
@@ -85,9 +85,10 @@ double DraftLength::acceptance(int depth) const {
   return a;
 }
 
-int DraftLength::choose(int limit, const PassCost& pass) {
-  const int hi = std::min({n_max_, limit, pass.tried()});  // k + 1 rows: one past the longest tried
-  if (hi <= 0) return 0;
+int DraftLength::choose(int limit, const PassCost& pass, int n_min) {
+  const int lo = std::max(1, n_min);  // the shortest draft worth a verify pass
+  const int hi = std::min({n_max_, limit, std::max(pass.tried(), lo)});  // k + 1 rows: one past the longest tried
+  if (hi < lo) return 0;
   const double t_draft = draft_n_ > 0 ? draft_s_ / draft_n_ : 0.0;
   int best_k = 0;
   double best = 1.0 / pass(1);
@@ -98,7 +99,7 @@ int DraftLength::choose(int limit, const PassCost& pass) {
     chain *= a;
     e += chain;
     const double rate = e / (k * t_draft + pass(k + 1));
-    if (rate > best) {
+    if (k >= lo && rate > best) {
       best = rate;
       best_k = k;
     }
@@ -114,13 +115,16 @@ int DraftLength::choose(int limit, const PassCost& pass) {
   if (++zero_steps_ < probe_every_) return 0;
   zero_steps_ = 0;
   probing_ = true;
-  return 1;
+  return lo;
 }
 
 void DraftLength::record(int n, int j, double draft_s) {
   n = std::min(n, n_max_);
   if (n <= 0) return;
-  if (probing_ && j > 0) probe_every_ = kProbeEvery;  // a probe held: the next one comes soon
+  if (probing_ && j > 0) {  // a probe held: the next one comes soon
+    probe_every_ = kProbeEvery;
+    probing_ = false;
+  }
   for (double& v : tries_) v *= kForgetAcceptance;
   for (double& v : hits_) v *= kForgetAcceptance;
   for (int d = 1; d <= n && d <= j + 1; ++d) {  // depth d was tried when the d - 1 before it held

@@ -80,7 +80,7 @@ Speculator::Plan Speculator::plan(std::span<const int32_t> history, int limit) {
   limit = std::min(limit, p_.n_max);
   if (limit < std::max(1, p_.n_min) || history.empty()) return plan;
   auto length = [&](DraftSource s) {
-    return p_.adaptive ? len_[static_cast<size_t>(s)].choose(limit, pass_) : limit;
+    return p_.adaptive ? len_[static_cast<size_t>(s)].choose(limit, pass_, p_.n_min) : limit;
   };
   const int n_model = model_ ? length(DraftSource::kModel) : 0;  // once per step: choose() counts steps
   if (p_.ngram) {

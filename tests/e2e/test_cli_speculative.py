@@ -45,6 +45,8 @@ def test_refusals_name_the_flag():
     assert r.returncode != 0 and "--spec-draft-adaptive needs" in r.stderr, r.stderr
     r = run(MODEL, "hi", "-n", "4", "--spec-draft-fixed")
     assert r.returncode != 0 and "--spec-draft-fixed needs" in r.stderr, r.stderr
+    r = run(MODEL, "hi", "-n", "4", "--spec-ngram", "--spec-draft-fixed", "--spec-draft-adaptive")
+    assert r.returncode != 0 and "give one" in r.stderr, r.stderr
     r = run(MODEL, "hi", "-n", "4", "--spec-draft", "/nonexistent/draft.gguf")
     assert r.returncode != 0 and "draft" in r.stderr, r.stderr
 

@@ -114,6 +114,30 @@ TEST(DraftLength, FollowsAcceptanceAndCost) {
   EXPECT_GE(resumed, 0);
 }
 
+TEST(DraftLength, ShortestDraftAllowed) {
+  // n_min 3: the choice is 0 or 3..n_max (a shorter draft would be thrown away), the ramp
+  // starts at 3, and so do probes.
+  PassCost pass;
+  DraftLength len(6);
+  pass.record(1, 0.010);
+  pass.record(1, 0.010);
+  int k = len.choose(6, pass, 3);
+  EXPECT_EQ(k, 3);
+  for (int i = 0; i < 40; ++i) {
+    k = len.choose(6, pass, 3);
+    EXPECT_TRUE(k == 0 || (k >= 3 && k <= 6)) << k;
+    len.record(k, k, 0.0);
+    pass.record(k + 1, 0.010 + 0.001 * k);
+  }
+  EXPECT_GE(len.choose(6, pass, 3), 3);
+  DraftLength bad(6);
+  for (int i = 0; i < 40; ++i) {
+    k = bad.choose(6, pass, 3);
+    EXPECT_TRUE(k == 0 || k >= 3) << k;
+    bad.record(k, 0, 0.0);
+  }
+}
+
 TEST(PassCost, MeasuredInterpolatedExtended) {
   PassCost c;
   EXPECT_DOUBLE_EQ(c(1), 1.0);  // nothing measured: the prior's shape
@@ -121,6 +145,9 @@ TEST(PassCost, MeasuredInterpolatedExtended) {
   c.record(1, 0.5);  // the first pass of each row count (its graph is built) is left out
   c.record(5, 0.5);
   EXPECT_EQ(c.tried(), 5);
+  c.record(7, -1.0);  // a pass of unknown time (shared with a prefill): tried, not measured
+  EXPECT_EQ(c.tried(), 7);
+  EXPECT_DOUBLE_EQ(c(5), 1.0 + 4 * PassCost::kPerRowPrior);
   EXPECT_DOUBLE_EQ(c(5), 1.0 + 4 * PassCost::kPerRowPrior);
   c.record(1, 0.010);
   c.record(5, 0.030);
