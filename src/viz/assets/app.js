@@ -410,29 +410,80 @@ function onEvent(e) {
 // Live events arrive by the thousand per second, in batches (one message: an array of the events
 // since the server's last write; hello alone): a message only queues them, and the queue is
 // applied once per animation frame within a time budget (the rest waits for the next frame), so
-// the page keeps drawing frames however fast the run goes.
+// the page keeps drawing frames however fast the run goes. A hidden tab gets no frames: it drains
+// on timers, and past kMaxQueued waiting events the oldest node events are dropped for a
+// 'lagged' one (as the server does for a page that falls behind), so a background tab stays small.
 const liveQueue = [];
-let liveAt = 0;  // the next event of liveQueue to apply
 let liveDrainPending = false;
 const kEventBudgetMs = 6;
+const kMaxQueued = 20000;
+function scheduleDrain() {
+  if (liveDrainPending) return;
+  liveDrainPending = true;
+  if (document.hidden) setTimeout(drainLive, 100); else requestAnimationFrame(drainLive);
+}
+// A frame asked for just before the tab was hidden would wait until it shows again.
+document.addEventListener('visibilitychange', () => { if (document.hidden && liveDrainPending) { liveDrainPending = false; scheduleDrain(); } });
+function enqueue(e) {
+  liveQueue.push(e);
+  if (liveQueue.length <= kMaxQueued) return;
+  // Down to half the cap at once (one pass per kMaxQueued / 2 events, not one per event); the
+  // 'lagged' events waiting already fold into the new one.
+  let excess = liveQueue.length - kMaxQueued / 2, dropped = 0, at = -1;
+  const kept = [];
+  for (const q of liveQueue) {
+    if (q.type === 'lagged') { dropped += q.dropped || 0; if (at < 0) at = kept.length; continue; }  // one 'lagged' for all
+    if (excess > 0 && q.type === 'node') { excess--; dropped++; if (at < 0) at = kept.length; continue; }
+    kept.push(q);
+  }
+  if (!dropped) return;  // nothing droppable: tokens and steps only (a few per token)
+  kept.splice(at, 0, {type: 'lagged', dropped});
+  liveQueue.length = 0;
+  for (const q of kept) liveQueue.push(q);
+}
 function drainLive() {
   liveDrainPending = false;
   const t0 = performance.now();
-  while (liveAt < liveQueue.length && performance.now() - t0 < kEventBudgetMs) {
-    const e = liveQueue[liveAt++];
-    try { onEvent(e); record(e); } catch (err) { console.error(err); }
+  let i = 0;
+  while (i < liveQueue.length && performance.now() - t0 < kEventBudgetMs) {
+    const e = liveQueue[i++];
+    if (e.type === 'start') runFinished = false;
+    if (e.type === 'finish') runFinished = true;
+    try { record(e); onEvent(e); } catch (err) { console.error(err); }
   }
-  if (liveAt < liveQueue.length) { liveDrainPending = true; requestAnimationFrame(drainLive); } else { liveQueue.length = 0; liveAt = 0; }
+  liveQueue.splice(0, i);
+  if (liveQueue.length) scheduleDrain(); else settleRun();
 }
 function listen() {
   const es = new EventSource('/viz/events');
   es.onmessage = (m) => {
-    try { const d = JSON.parse(m.data); if (Array.isArray(d)) for (const e of d) liveQueue.push(e); else liveQueue.push(d); } catch (err) { console.error(err); }
-    if (!liveDrainPending) { liveDrainPending = true; requestAnimationFrame(drainLive); }
+    try { const d = JSON.parse(m.data); if (Array.isArray(d)) for (const e of d) enqueue(e); else enqueue(d); } catch (err) { console.error(err); }
+    scheduleDrain();
   };
   es.onopen = () => { document.body.dataset.live = 'connected'; };
   es.onerror = () => { document.body.dataset.live = 'disconnected'; };
   return es;
+}
+
+// This page's run: its POST reply is kept until the queue has drained; then, unless a 'finish'
+// was applied, the run ends from the reply. `captured` in the reply means some page listened, not
+// this one (another tab; this page may have stopped listening), and the server's queue drops a
+// 'finish' for a page that fell behind.
+let runReply = null;
+let runFinished = false;
+const kFinishGraceMs = 300;  // events published before the reply may still be on their way
+function finishFromReply(j) {
+  state.text = j.text;
+  $('#live-text').textContent = j.text;
+  $('#status').textContent = `done: ${j.completion_tokens} tokens (${j.finish_reason})`;
+  document.body.dataset.runState = 'finished';
+  scheduleRender();
+}
+function settleRun() {
+  if (!runReply || liveQueue.length || liveDrainPending) return;
+  const j = runReply;
+  runReply = null;
+  if (!runFinished) finishFromReply(j);
 }
 
 async function run(ev) {
@@ -441,23 +492,20 @@ async function run(ev) {
   $('#run').disabled = true;
   document.body.dataset.runState = 'running';
   $('#status').textContent = 'running…';
+  runReply = null;
+  runFinished = false;
   try {
     const r = await fetch('/viz/run', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)});
     const j = await r.json();
     if (!r.ok) { $('#status').textContent = 'error: ' + (j.error ? j.error.message : r.status); document.body.dataset.runState = 'error'; return; }
-    // A watched run ends when its queued events have played ('finish'); an unwatched one now.
-    if (!j.captured) {
-      state.text = j.text;
-      $('#live-text').textContent = j.text;
-      $('#status').textContent = `done: ${j.completion_tokens} tokens (${j.finish_reason})`;
-      document.body.dataset.runState = 'finished';
-      scheduleRender();
-    }
+    // A watched run ends when its queued events have played ('finish'), else from the reply.
+    if (!j.captured || !liveEvents) finishFromReply(j);
+    else { runReply = j; setTimeout(settleRun, kFinishGraceMs); }
   } catch (err) {
     $('#status').textContent = 'error: ' + err.message;
     document.body.dataset.runState = 'error';
   } finally {
-    $('#run').disabled = false;
+    $('#run').disabled = !liveEvents;  // a sample or a trace shown meanwhile: nothing to run
   }
 }
 
@@ -466,6 +514,7 @@ async function replay(trace) {
   if (trace.format !== 'minfer-trace') throw new Error('not a minfer trace');
   stopLive();
   showGraphs(trace.graphs, trace.model + ' (trace)');
+  noRun(trace.model + ' (trace)', 'a trace: reload the page to run the model');
   state.prompt = trace.prompt;
   document.body.dataset.runState = 'replaying';
   const events = trace.events || [];
@@ -561,6 +610,11 @@ function play() {
   stopPlayback('playing');
   if (playback.i >= playback.events.length) playback.i = 0;  // played to the end: again
   if (!playStep()) return;  // the first node at once, then one every `speed` ms
+  startPlayTimer();
+}
+
+function startPlayTimer() {
+  clearInterval(playback.timer);
   playback.timer = setInterval(() => { if (!playStep()) stopPlayback('done'); }, +$('#speed').value);
 }
 
@@ -609,7 +663,7 @@ function stopLive() {
   if (liveEvents) liveEvents.close();
   liveEvents = null;
   liveQueue.length = 0;
-  liveAt = 0;
+  runReply = null;
   document.body.dataset.live = 'closed';
 }
 
@@ -644,7 +698,7 @@ async function main() {
     if (playback.i >= playback.events.length) playback.i = 0;
     playStep();
   });
-  $('#speed').addEventListener('input', () => { if (playback.timer) play(); });
+  $('#speed').addEventListener('input', () => { if (playback.timer) startPlayTimer(); });  // the pace only: no step
   $('#trace-file').addEventListener('change', async (e) => {
     const f = e.target.files[0];
     if (f) { try { await replay(JSON.parse(await f.text())); } catch (err) { $('#status').textContent = 'cannot open trace: ' + err.message; } }
