@@ -17,7 +17,8 @@ int cmd_viz(int argc, char** argv) {
   viz::VizOptions o;
   app.add_option("MODEL", model, "a path, a cached name, hf:ORG/REPO[:QUANT] or ollama:MODEL[:TAG]");
   app.add_option("--graph", o.graph_files, "show this graph export (--dump-graph-json) instead of a model; nothing runs; "
-                 "give it twice for a prefill and a decode export (minfer logits MODEL --tokens 1 --dump-graph-json)");
+                 "give it twice for a prefill and a decode export (minfer logits MODEL --tokens 1 --dump-graph-json)")
+      ->allow_extra_args(false);  // one value per --graph: `--graph g.json MODEL` leaves MODEL positional
   // Samples: $MINFER_VIZ_DIR/samples, else those the build made beside the binary (BUILD/bin/minfer:
   // BUILD/viz-samples) or installed with it (PREFIX/bin/minfer: PREFIX/share/minfer/viz-samples).
   std::error_code ec;

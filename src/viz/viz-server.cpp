@@ -1,5 +1,6 @@
 #include "viz/viz-server.h"
 
+#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <httplib.h>
@@ -341,14 +342,20 @@ void handle_sample(const std::string& dir, const std::string& name, httplib::Res
 // --host given; anything else, or no Host, is refused before any handler runs.
 bool allowed_host(const httplib::Request& req, const std::string& bind_host) {
   std::string host = req.get_header_value("Host");
-  if (host.starts_with('[')) {  // [v6]:port
+  if (host.starts_with('[')) {  // [v6]:port, a real IPv6 literal (not any [name])
     const size_t end = host.find(']');
-    return end != std::string::npos && (end + 1 == host.size() || host[end + 1] == ':');
+    if (end == std::string::npos || (end + 1 != host.size() && host[end + 1] != ':')) return false;
+    in6_addr addr;
+    return inet_pton(AF_INET6, host.substr(1, end - 1).c_str(), &addr) == 1;
   }
   if (const size_t colon = host.rfind(':'); colon != std::string::npos) host.resize(colon);
-  std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto lower = [](std::string t) {
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return t;
+  };
+  host = lower(std::move(host));
   if (host.empty()) return false;
-  if (host == "localhost" || host.ends_with(".localhost") || host == bind_host) return true;
+  if (host == "localhost" || host.ends_with(".localhost") || host == lower(bind_host)) return true;
   int a, b, c, d;
   char tail;
   return std::sscanf(host.c_str(), "%d.%d.%d.%d%c", &a, &b, &c, &d, &tail) == 4 &&

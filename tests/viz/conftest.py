@@ -22,7 +22,7 @@ class Viz:
         line = ""
         while time.time() < deadline:
             line = self.p.stderr.readline()
-            m = re.search(r"on (http://[\d.]+:\d+)/", line)
+            m = re.search(r"on (http://[^\s/]+:\d+)/", line)  # an address or a --host name
             if m:
                 self.url = m.group(1)
                 return

@@ -270,6 +270,9 @@ def test_graph_file_is_served_without_a_model(tmp_path):
                  ["--graph", str(out), "--graph", str(out)]):
         r = subprocess.run([MINFER, "viz", *args, "--port", "0"], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and r.stderr, args
+    # One value per --graph: a MODEL after it stays the positional (both given: refused as such).
+    r = subprocess.run([MINFER, "viz", "--graph", str(out), SMOLLM2, "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "one of them" in r.stderr, r.stderr
 
 
 def test_samples_are_listed_and_served(tmp_path):
@@ -305,11 +308,28 @@ def test_requests_for_another_host_name_are_refused(tmp_path):
     try:
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}", f"viz.localhost:{port}"):
             assert requests.get(v.url + "/viz/graph", headers={"Host": host}).status_code == 200, host
-        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", "localhost.evil.example", ""):
+        for host in (f"[::1]:{port}", "[::ffff:127.0.0.1]", f"LOCALHOST:{port}"):
+            assert requests.get(v.url + "/viz/graph", headers={"Host": host}).status_code == 200, host
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", "localhost.evil.example", "",
+                     f"[evil.example]:{port}", "[localhost]", "[::1", "[::1]x", "[]"):
             for path in ("/", "/viz/graph", "/viz/events", "/viz/samples"):
                 r = requests.get(v.url + path, headers={"Host": host}, stream=True, timeout=10)
                 assert r.status_code == 403 and "permission_error" in r.text, (host, path, r.status_code)
             r = requests.post(v.url + "/viz/run", json={"prompt": "Hi"}, headers={"Host": host})
             assert r.status_code == 403, (host, r.status_code)
+    finally:
+        assert v.stop() == 0
+    # --host compared without case (the Host header is lowercased): a name of this machine given
+    # in capitals.
+    name = socket.gethostname()
+    try:
+        socket.getaddrinfo(name.upper(), None)
+    except OSError:
+        return
+    v = Viz("--graph", str(graph), "--host", name.upper(), model=None)
+    try:
+        port = v.url.rsplit(":", 1)[1]
+        for host in (f"{name.upper()}:{port}", f"{name.lower()}:{port}"):
+            assert requests.get(v.url + "/viz/graph", headers={"Host": host}).status_code == 200, host
     finally:
         assert v.stop() == 0
