@@ -21,6 +21,7 @@
 #include "cli/sampling-options.h"
 #include "cli/spec-options.h"
 #include "core/thread-pool.h"
+#include "hub/model-ref.h"
 #include "models/model.h"
 #include "server/http-server.h"
 #include "tokenizer/tokenizer.h"
@@ -46,8 +47,11 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 
 int cmd_serve(int argc, char** argv) {
   CLI::App app{"Serve MODEL over an HTTP API: OpenAI's, llama-server's and Anthropic's (docs/server-api.md)", "minfer serve"};
-  set_usage(app, "minfer serve MODEL [OPTIONS]   (or -m MODEL, -hf ORG/REPO[:QUANT]; llama-server's flags work)");
-  std::string model_pos, model_opt, hf_repo, hf_file, api_key_file;
+  set_usage(app, "minfer serve [MODEL...] [OPTIONS]   (one MODEL, -m MODEL or -hf ORG/REPO[:QUANT]; several, or none: every "
+                 "model `minfer list` shows, each loaded on its first request; llama-server's flags work)");
+  std::string model_opt, hf_repo, hf_file, api_key_file, models_dir;
+  std::vector<std::string> models_pos;
+  int models_max = 4;
   std::vector<std::string> api_keys, aliases, tags;
   server::ServerParams sp;
   server::EngineParams ep;
@@ -62,7 +66,11 @@ int cmd_serve(int argc, char** argv) {
   bool no_slots = false, slots = false, no_webui = false, no_jinja = false, cont_batching = true, no_context_shift = false;
   bool kv_unified = false, offline = false, no_cache_prompt = false;
   std::optional<int> cache_ram;
-  app.add_option("MODEL", model_pos, "GGUF path, a cached model name, hf:ORG/REPO[:QUANT] or ollama:MODEL[:TAG]");
+  app.add_option("MODEL", models_pos, "GGUF path, a cached model name, hf:ORG/REPO[:QUANT] or ollama:MODEL[:TAG]; several, or "
+                                      "none (every model `minfer list` shows): each loaded on its first request");
+  app.add_option("--models-dir", models_dir, "serve the GGUF files of this folder too (with no MODEL: only those)")->check(CLI::ExistingDirectory);
+  app.add_option("--models-max", models_max, "with several models: how many are loaded at once (the least recently used idle one is "
+                                             "unloaded for another; 0: no limit)")->capture_default_str()->check(CLI::Range(0, 1024));
   app.add_option("-m,--model", model_opt, "the model, as MODEL");
   app.add_option("--hf-repo", hf_repo, "(-hf) ORG/REPO[:QUANT]: the model from Hugging Face, as MODEL hf:ORG/REPO[:QUANT]");
   app.add_option("--hf-file", hf_file, "(-hff) with -hf: the file in the repository");
@@ -135,15 +143,17 @@ int cmd_serve(int argc, char** argv) {
   if (auto rc = parse_command_line(app, argc, argv)) return *rc;
   set_quiet(lo.quiet);
   sp.verbose = lo.verbose;
-  if (!model_opt.empty() + !hf_repo.empty() + !model_pos.empty() != 1)
-    return usage_fail("serve", "give the model once: MODEL, -m MODEL or -hf ORG/REPO");
+  if (!model_opt.empty() + !hf_repo.empty() + !models_pos.empty() > 1)
+    return usage_fail("serve", "give the models one way: MODEL..., -m MODEL or -hf ORG/REPO");
   if (!hf_file.empty() && hf_repo.empty()) return usage_fail("serve", "--hf-file needs -hf ORG/REPO");
   if (slots && no_slots) return usage_fail("serve", "--slots and --no-slots: give one");
   if (ep.context_shift && no_context_shift) return usage_fail("serve", "--context-shift and --no-context-shift: give one");
   if (pooling_name == "rank")
     return usage_fail("serve", "--pooling rank: reranking models (/rerank) are not supported yet; use none, mean, cls or last");
-  std::string model = !model_opt.empty() ? model_opt : model_pos;
-  if (!hf_repo.empty()) model = "hf:" + hf_repo + (hf_file.empty() ? "" : ":" + hf_file);
+  if (!model_opt.empty()) models_pos = {model_opt};
+  if (!hf_repo.empty()) models_pos = {"hf:" + hf_repo + (hf_file.empty() ? "" : ":" + hf_file)};
+  const bool pooled = models_pos.size() != 1 || !models_dir.empty();
+  if (pooled && !spo.draft.empty()) return usage_fail("serve", "--model-draft works with one MODEL (a pool's models have no draft)");
   auto kv = co.kv.dtype();
   auto offload = co.offload.resolve();
   if (!offload) return fail("serve", offload.error().message);
@@ -190,60 +200,7 @@ int cmd_serve(int argc, char** argv) {
     info(fmt::format("[server] Vertex AI prediction mode: POST {}{}", sp.vertex_predict_route,
                      sp.vertex_health_route.empty() ? "" : ", GET " + sp.vertex_health_route));
   }
-  const std::string path = resolve_model(model);
-  if (path.empty()) return 1;
   co.compat.warn(co.n_threads);
-  LoadProgress progress(path);
-  auto m = Model::load(path);
-  if (!m) {
-    progress.abandon();
-    return fail("serve", m.error().message);
-  }
-  auto tok = Tokenizer::from_gguf((*m)->file());
-  if (!tok) {
-    progress.abandon();
-    return fail("serve", tok.error().message);
-  }
-  progress.done();
-  co.compat.mlock();
-  auto sampling = so.to_params(tok->n_vocab());
-  if (!sampling) return fail("serve", sampling.error().message);
-  sp.sampling = *sampling;
-  {
-    StepParams gp;  // --grammar / --json-schema: every request's default constraint
-    if (Status st = so.set_grammar(*tok, gp); !st) return fail("serve", st.error().message);
-    sp.grammar = gp.grammar;
-  }
-  sp.model_path = path;
-  // Pooling: --pooling, else the GGUF's {arch}.pooling_type (an embedding model's), else last.
-  std::string pooling_from = "--pooling";
-  if (!pooling_name.empty()) {
-    sp.pooling = *server::parse_pooling(pooling_name);
-  } else if (auto v = (*m)->file().get_int((*m)->hparams().arch + ".pooling_type"); v) {
-    if (auto gp = server::pooling_from_gguf(*v)) {
-      sp.pooling = *gp;
-      pooling_from = "the model's pooling_type";
-    } else {  // a reranker: completions still work; embeddings say why not
-      sp.embeddings_refusal = fmt::format("this model's {}.pooling_type is {} (rank: a reranker, or unknown), which is not "
-                                          "supported; start the server with --pooling last|mean|cls|none",
-                                          (*m)->hparams().arch, *v);
-      pooling_from = "the model's pooling_type is not supported";
-    }
-  } else {
-    pooling_from = "the default for a model without pooling_type";
-  }
-  if (embeddings_flag)
-    info(fmt::format("[server] embeddings: pooling {} ({})", server::pooling_name(sp.pooling), pooling_from));
-  if (sp.aliases.empty()) {
-    std::string alias = std::filesystem::path(path).filename().string();
-    if (alias.ends_with(".gguf")) alias.resize(alias.size() - 5);
-    sp.aliases = {alias};
-  }
-  // llama-server's -c is the context of all slots: each gets its share (0: the model's).
-  const int64_t n_train = (*m)->hparams().n_ctx_train;
-  const int64_t total = co.n_ctx > 0 ? co.n_ctx : (n_train > 0 ? n_train : 4096);
-  ep.n_ctx_slot = static_cast<int>(std::max<int64_t>(1, total / ep.n_slots));
-  if (n_train > 0) ep.n_ctx_slot = static_cast<int>(std::min<int64_t>(ep.n_ctx_slot, n_train));
   ep.n_batch = co.n_batch;
   ep.n_threads = co.n_threads;
   ep.kv_type = *kv;
@@ -251,14 +208,111 @@ int cmd_serve(int argc, char** argv) {
   ep.offload = *offload;
   sp.max_body = static_cast<size_t>(max_body_mb * 1024 * 1024);
   sp.cache_prompt = !no_cache_prompt;
-  server::EngineDraft draft;
-  std::optional<LoadedDraft> loaded;
   if (spo.on()) {
     sp.spec = spo.p;
     sp.spec->model = !spo.draft.empty();
   }
+  // What each model needs of its own: its tokenizer, the sampling defaults and grammar over its
+  // vocabulary, its pooling, its slots' share of -c.
+  auto load = [&](const std::string& path) -> Expected<server::LoadedModel> {
+    LoadProgress progress(path);
+    auto m = Model::load(path);
+    if (!m) {
+      progress.abandon();
+      return m.error();
+    }
+    auto tok = Tokenizer::from_gguf((*m)->file());
+    if (!tok) {
+      progress.abandon();
+      return tok.error();
+    }
+    progress.done();
+    server::LoadedModel lm{std::move(*m), std::make_unique<Tokenizer>(std::move(*tok)), ep, sp};
+    const Model& model = *lm.model;
+    auto sampling = so.to_params(lm.tok->n_vocab());
+    if (!sampling) return sampling.error();
+    lm.sp.sampling = *sampling;
+    StepParams gp;  // --grammar / --json-schema: every request's default constraint
+    if (Status st = so.set_grammar(*lm.tok, gp); !st) return st.error();
+    lm.sp.grammar = gp.grammar;
+    lm.sp.model_path = path;
+    // Pooling: --pooling, else the GGUF's {arch}.pooling_type (an embedding model's), else last.
+    std::string pooling_from = "--pooling";
+    if (!pooling_name.empty()) {
+      lm.sp.pooling = *server::parse_pooling(pooling_name);
+    } else if (auto v = model.file().get_int(model.hparams().arch + ".pooling_type"); v) {
+      if (auto p = server::pooling_from_gguf(*v)) {
+        lm.sp.pooling = *p;
+        pooling_from = "the model's pooling_type";
+      } else {  // a reranker: completions still work; embeddings say why not
+        lm.sp.embeddings_refusal = fmt::format("this model's {}.pooling_type is {} (rank: a reranker, or unknown), which is not "
+                                               "supported; start the server with --pooling last|mean|cls|none",
+                                               model.hparams().arch, *v);
+        pooling_from = "the model's pooling_type is not supported";
+      }
+    } else {
+      pooling_from = "the default for a model without pooling_type";
+    }
+    if (embeddings_flag)
+      info(fmt::format("[server] embeddings: pooling {} ({})", server::pooling_name(lm.sp.pooling), pooling_from));
+    // llama-server's -c is the context of all slots: each gets its share (0: the model's).
+    const int64_t n_train = model.hparams().n_ctx_train;
+    const int64_t total = co.n_ctx > 0 ? co.n_ctx : (n_train > 0 ? n_train : 4096);
+    lm.ep.n_ctx_slot = static_cast<int>(std::max<int64_t>(1, total / ep.n_slots));
+    if (n_train > 0) lm.ep.n_ctx_slot = static_cast<int>(std::min<int64_t>(lm.ep.n_ctx_slot, n_train));
+    return lm;
+  };
+  auto stem = [](const std::string& path) {
+    std::string name = std::filesystem::path(path).filename().string();
+    if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+    return name;
+  };
+  if (pooled) {
+    if (!sp.aliases.empty()) warning("--alias: ignored with several models (each is called by its names)");
+    server::PoolParams pp;
+    pp.load = load;
+    pp.models_max = models_max;
+    if (sp.sleep_idle_s != 0) pp.keep_alive_s = sp.sleep_idle_s;  // the default keep_alive (-1: for good)
+    for (const std::string& ref : models_pos) {
+      const std::string path = resolve_model(ref);
+      if (path.empty()) return 1;
+      // A path is called by its file name without .gguf; a name (hf:, ollama:, cached) by itself too.
+      const bool is_path = ref.ends_with(".gguf") || (ref.find('/') != std::string::npos && !ref.starts_with("hf:") && !ref.starts_with("ollama:"));
+      std::vector<std::string> names{is_path ? stem(path) : ref};
+      if (names.front() != stem(path)) names.push_back(stem(path));
+      pp.models.push_back({std::move(names), path});
+    }
+    if (models_pos.empty() && models_dir.empty())
+      for (const hub::ListedModel& l : hub::list_models()) {
+        server::PoolModel m{{l.name}, l.path};
+        for (const char* prefix : {"ollama:", "hf:"})  // Ollama's clients, and llama-server's router, name them without
+          if (l.name.starts_with(prefix)) m.names.push_back(l.name.substr(std::string(prefix).size()));
+        pp.models.push_back(std::move(m));
+      }
+    if (!models_dir.empty()) {
+      std::vector<std::string> files;
+      for (const auto& f : std::filesystem::directory_iterator(models_dir))
+        if (f.is_regular_file() && f.path().extension() == ".gguf") files.push_back(f.path().string());
+      std::sort(files.begin(), files.end());
+      for (const std::string& f : files) {
+        const std::string name = stem(f);
+        // A split model is served by its first part; a vision projector is not a model.
+        if (name.starts_with("mmproj") || (name.find("-of-0") != std::string::npos && name.find("-00001-of-") == std::string::npos)) continue;
+        pp.models.push_back({{name}, f});
+      }
+    }
+    return server::run_pool_server(pp, sp, ep);
+  }
+  const std::string path = resolve_model(models_pos.front());
+  if (path.empty()) return 1;
+  auto lm = load(path);
+  if (!lm) return fail("serve", lm.error().message);
+  co.compat.mlock();
+  if (lm->sp.aliases.empty()) lm->sp.aliases = {stem(path)};
+  server::EngineDraft draft;
+  std::optional<LoadedDraft> loaded;
   if (!spo.draft.empty()) {
-    auto d = load_draft(spo.draft, *tok);
+    auto d = load_draft(spo.draft, *lm->tok);
     if (!d) {
       std::fprintf(stderr, "minfer: %s\n", d.error().message.c_str());
       return 1;
@@ -270,8 +324,8 @@ int cmd_serve(int argc, char** argv) {
   } else if (spo.p.ngram) {
     std::fprintf(stderr, "[spec] n-gram drafting, up to %d tokens%s\n", spo.p.n_max, spo.p.adaptive ? " (adaptive)" : "");
   }
-  std::shared_ptr<const Model> model_ptr = std::move(*m);  // the server's alone: --sleep-idle-seconds frees it
-  return server::run_server(std::move(model_ptr), *tok, ep, sp, draft);
+  // The model is the server's alone: --sleep-idle-seconds frees it.
+  return server::run_server(std::move(lm->model), *lm->tok, lm->ep, lm->sp, draft);
 }
 
 }  // namespace minfer::cli

@@ -125,14 +125,22 @@ std::optional<ApiError> ollama_check_model(const json& body, const std::vector<s
   return e;
 }
 
+ApiResult<std::optional<double>> ollama_keep_alive(const json& body) {
+  std::optional<double> s;
+  if (!body.is_object()) return s;
+  if (auto k = body.find("keep_alive"); k != body.end() && !k->is_null()) {
+    if (k->is_number()) s = k->get<double>();
+    else if (k->is_string()) s = go_duration_s(k->get<std::string>());
+    if (!s) return invalid_param("keep_alive", "'keep_alive' must be a number of seconds or a duration such as \"5m\", \"1h30m\" or \"-1\"");
+  }
+  return s;
+}
+
 ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint) {
   OllamaRequest r;
-  if (auto k = body.find("keep_alive"); k != body.end() && !k->is_null()) {
-    if (k->is_number()) r.keep_alive_s = k->get<double>();
-    else if (k->is_string()) r.keep_alive_s = go_duration_s(k->get<std::string>());
-    if (!r.keep_alive_s)
-      return invalid_param("keep_alive", "'keep_alive' must be a number of seconds or a duration such as \"5m\", \"1h30m\" or \"-1\"");
-  }
+  auto keep = ollama_keep_alive(body);
+  if (!keep) return keep.error();
+  r.keep_alive_s = *keep;
   json& out = r.body;
   out = json::object();
   if (chat_endpoint) {

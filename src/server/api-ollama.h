@@ -38,15 +38,18 @@ struct OllamaRequest {
   bool chat = true;       // false: /api/generate with raw (the prompt is not templated)
   bool load_only = false; // no messages / no prompt: Ollama's "load" reply, nothing generated
   bool think = false;     // think true or a level: a template that cannot think refuses it (400, as Ollama)
-  // keep_alive in seconds (a number, or a Go duration string: "5m", "1h30m", "-1"); negative:
-  // for good; nullopt: not given. Checked (400 otherwise); the single-model server keeps its
-  // model per --sleep-idle-seconds whatever it says.
-  std::optional<double> keep_alive_s;
+  std::optional<double> keep_alive_s;  // ollama_keep_alive's
   // /api/generate's `context` (the ids an earlier reply gave) to put before the templated prompt;
   // a raw prompt has them in body["prompt"] already.
   std::vector<int32_t> context;
 };
 ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint);
+
+// keep_alive in seconds (a number, or a Go duration string: "5m", "1h30m", "-1"); negative: for
+// good; nullopt: not given. 400 naming keep_alive otherwise. A pool (model-pool.h) keeps the
+// model that long after the request; the single-model server keeps its model per
+// --sleep-idle-seconds whatever it says.
+ApiResult<std::optional<double>> ollama_keep_alive(const json& body);
 
 // The templated prompt of r after `context`'s ids (its own BOS dropped: the context began with
 // one); 400 naming `context` for an id outside the vocabulary or a total past the slot's context.

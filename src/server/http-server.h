@@ -3,6 +3,7 @@
 //
 //   ServerParams sp; sp.port = 8080; sp.aliases = {"smollm2"};
 //   return run_server(model, tok, {.n_slots = 4, .n_ctx_slot = 2048}, sp);  // until SIGTERM
+//   return run_pool_server({.models = {{{"smollm2"}, path}}, .load = load, .models_max = 2}, sp, ep);
 //
 // SIGTERM or SIGINT: stop accepting connections, let in-flight requests finish for up to
 // drain_timeout_s seconds, then end the rest with an error event and exit 0. A second signal
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -75,5 +77,27 @@ struct ServerParams {
 // Blocks until SIGTERM/SIGINT (then drains). Returns the process exit code.
 int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const EngineParams& ep, const ServerParams& sp,
                const EngineDraft& draft = {});
+
+// Many models in one server (model-pool.h): each loaded on its first request by `load`, kept per
+// keep_alive, at most models_max at once (the least recently used idle one evicted).
+struct PoolModel {
+  std::vector<std::string> names;  // what requests may call it; names[0] is its id in the lists
+  std::string path;
+};
+struct LoadedModel {  // what serve sets up per model
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  EngineParams ep;  // n_ctx_slot: the model's share of -c
+  ServerParams sp;  // model_path, sampling (its vocabulary), grammar, pooling set for it
+};
+struct PoolParams {
+  std::vector<PoolModel> models;
+  std::function<Expected<LoadedModel>(const std::string& path)> load;
+  int models_max = 4;        // --models-max (0: no limit)
+  double keep_alive_s = 300;  // a request's keep_alive when it gives none (negative: for good)
+};
+// As run_server, with every model of pp; sp's server-wide fields (host, port, keys, CORS,
+// timeouts, endpoints) hold for all.
+int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EngineParams& ep);
 
 }  // namespace minfer::server

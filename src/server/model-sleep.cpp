@@ -38,10 +38,23 @@ EngineMetrics plus(const EngineMetrics& a, const EngineMetrics& b) {
 
 }  // namespace
 
-ModelSleep::ModelSleep(ServerState& s, double idle_s, const EngineParams& ep, const EngineDraft& draft)
-    : s_(s), idle_(idle_s), ep_(ep), draft_(draft) {
+EngineMetrics engine_metrics_sum(const EngineMetrics& a, const EngineMetrics& b) {
+  EngineMetrics m = plus(a, b);
+  m.queued += a.queued;
+  m.slots_busy += a.slots_busy;
+  m.n_slots += a.n_slots;
+  return m;
+}
+
+ModelSleep::ModelSleep(ServerState& s, double idle_s, const EngineParams& ep, const EngineDraft& draft, bool pooled)
+    : s_(s),
+      pooled_(pooled),
+      idle_default_(pooled ? (idle_s < 0 ? std::nullopt : std::optional<double>(idle_s)) : (idle_s > 0 ? std::optional<double>(idle_s) : std::nullopt)),
+      idle_(idle_default_),
+      ep_(ep),
+      draft_(draft) {
   base_.n_slots = ep.n_slots;
-  if (idle_s > 0) thread_ = std::thread([this] { watch(); });
+  if (pooled || idle_) thread_ = std::thread([this] { watch(); });
 }
 
 void ModelSleep::stop() {
@@ -53,7 +66,7 @@ void ModelSleep::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::optional<std::string> ModelSleep::acquire() {
+std::optional<std::string> ModelSleep::acquire(std::optional<double> keep_alive_s) {
   std::lock_guard<std::mutex> lk(mu_);
   if (asleep_) {
     if (stopped_) return std::string("the server is shutting down");
@@ -65,9 +78,11 @@ std::optional<std::string> ModelSleep::acquire() {
     s_.model = std::move(*model);
     s_.engine = std::move(*engine);
     asleep_ = false;
-    std::fprintf(stderr, "[server] awake: model loaded in %.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fprintf(stderr, "[server] %s%sawake: model loaded in %.2f s\n", pooled_ ? s_.model_id.c_str() : "", pooled_ ? ": " : "",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     std::fflush(stderr);
   }
+  if (pooled_) idle_ = !keep_alive_s ? idle_default_ : *keep_alive_s < 0 ? std::nullopt : keep_alive_s;
   ++users_;
   last_used_ = std::chrono::steady_clock::now();
   return std::nullopt;
@@ -79,9 +94,24 @@ void ModelSleep::release() {
   last_used_ = std::chrono::steady_clock::now();
 }
 
-bool ModelSleep::sleeping() const {
+bool ModelSleep::sleeping() const { return asleep_; }
+
+bool ModelSleep::idle_now() const {
+  if (asleep_ || users_ > 0) return false;
+  // A job whose client went away may still be ending: idle means the engine too.
+  const EngineMetrics m = s_.engine->metrics();
+  return m.queued == 0 && m.slots_busy == 0;
+}
+
+bool ModelSleep::unload() {
   std::lock_guard<std::mutex> lk(mu_);
+  if (!stopped_ && idle_now()) fall_asleep();
   return asleep_;
+}
+
+ModelSleep::Use ModelSleep::use() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return {asleep_, users_, last_used_, idle_};
 }
 
 EngineMetrics ModelSleep::engine_metrics() const {
@@ -90,18 +120,16 @@ EngineMetrics ModelSleep::engine_metrics() const {
 }
 
 bool ModelSleep::stalled() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return !asleep_ && s_.engine->stalled();
+  std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);  // /health never waits for a load
+  return lk.owns_lock() && !asleep_ && s_.engine->stalled();
 }
 
 void ModelSleep::watch() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stopped_) {
     cv_.wait_for(lk, std::chrono::milliseconds(100));
-    if (stopped_ || asleep_ || users_ > 0 || std::chrono::steady_clock::now() - last_used_ < idle_) continue;
-    // A job whose client went away may still be ending: idle means the engine too.
-    if (const EngineMetrics m = s_.engine->metrics(); m.queued > 0 || m.slots_busy > 0) continue;
-    fall_asleep();
+    if (stopped_ || !idle_ || std::chrono::steady_clock::now() - last_used_ < std::chrono::duration<double>(*idle_)) continue;
+    if (idle_now()) fall_asleep();
   }
 }
 
@@ -112,7 +140,11 @@ void ModelSleep::fall_asleep() {
   s_.engine.reset();  // its thread stops; the KV cache is freed
   s_.model.reset();   // the last reference: the weights are unmapped
   asleep_ = true;
-  std::fprintf(stderr, "[server] idle for %.0f s: model unloaded (sleeping until a request needs it)\n", idle_.count());
+  if (pooled_)
+    std::fprintf(stderr, "[server] %s: model unloaded (idle %.0f s of keep_alive %.0f s)\n", s_.model_id.c_str(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - last_used_).count(), idle_ ? *idle_ : -1.0);
+  else
+    std::fprintf(stderr, "[server] idle for %.0f s: model unloaded (sleeping until a request needs it)\n", *idle_);
   std::fflush(stderr);
 }
 

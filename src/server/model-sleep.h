@@ -10,9 +10,17 @@
 //   ... state.engine->submit(...) ...
 //   sleep.release();                                        // once its last byte is written
 //
+// A pool's model (model-pool.h) is kept per request as Ollama's keep_alive says: acquire(k) sets
+// the idle time that starts at that request's end (0: unloaded once it ends, negative: kept for
+// good), and unload() evicts it at once when no request holds it.
+//
+//   ModelSleep sleep(state, /*idle_s=*/300, ep, draft, /*pooled=*/true);
+//   sleep.acquire(0);  ...  sleep.release();   // unloaded within 100 ms of the release
+//
 // Thread-safe. stop() (shutdown) ends sleeping and waking: the state stays as it is.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -28,34 +36,55 @@ struct ServerState;
 
 class ModelSleep {
  public:
-  ModelSleep(ServerState& s, double idle_s, const EngineParams& ep, const EngineDraft& draft);
+  // idle_s: unused this long, the model sleeps; not pooled: 0 or less never; pooled: 0 at once,
+  // negative never (and acquire() may change it per request).
+  ModelSleep(ServerState& s, double idle_s, const EngineParams& ep, const EngineDraft& draft, bool pooled = false);
   ~ModelSleep() { stop(); }
 
   // A request that needs the model: loads it if asleep. The error says why it could not.
-  std::optional<std::string> acquire();
+  // keep_alive_s (pooled only): the idle time from this request on (nullopt: the default).
+  std::optional<std::string> acquire(std::optional<double> keep_alive_s = std::nullopt);
   void release();
   bool sleeping() const;
+  // Unloads the model now unless a request holds it or its engine still works; true when it is
+  // asleep after the call.
+  bool unload();
+  struct Use {
+    bool asleep = true;
+    int users = 0;
+    std::chrono::steady_clock::time_point last_used;
+    std::optional<double> idle_s;  // nullopt: kept for good
+  };
+  Use use() const;
   // The engines' counters so far (the one running now, and those unloaded before it); asleep:
   // as they were when it fell asleep, with no slot busy.
   EngineMetrics engine_metrics() const;
-  bool stalled() const;  // the running engine's watchdog (asleep: false)
+  bool pooled() const { return pooled_; }
+  bool stalled() const;  // the running engine's watchdog (asleep, loading or unloading: false)
   void stop();
 
  private:
   void watch();
   void fall_asleep();  // mu_ held
+  bool idle_now() const;  // mu_ held: awake, no request holds it, its engine has no work
 
   ServerState& s_;
-  const std::chrono::duration<double> idle_;
+  const bool pooled_;
+  const std::optional<double> idle_default_;
+  std::optional<double> idle_;  // the current idle time (nullopt: never sleeps)
   const EngineParams ep_;
   const EngineDraft draft_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool asleep_ = false, stopped_ = false;
+  std::atomic<bool> asleep_{false};  // written under mu_; sleeping() reads it without waiting for a load
+  bool stopped_ = false;
   int users_ = 0;  // requests between acquire() and release()
   std::chrono::steady_clock::time_point last_used_ = std::chrono::steady_clock::now();
   EngineMetrics base_;  // the counters of the engines unloaded so far
   std::thread thread_;
 };
+
+// The counters of two engines summed; the gauges (queued, busy slots) summed too, n_slots as well.
+EngineMetrics engine_metrics_sum(const EngineMetrics& a, const EngineMetrics& b);
 
 }  // namespace minfer::server

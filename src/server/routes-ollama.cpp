@@ -9,39 +9,33 @@
 #include "server/server-state.h"
 
 namespace minfer::server {
-namespace {
 
 using SysClock = std::chrono::system_clock;
 
-// The served model as /api/tags and /api/ps list it: taken at start, so that they answer while
-// the model sleeps (--sleep-idle-seconds).
-struct OllamaModel {
-  std::string name;  // the server's model id with Ollama's tag: "smollm2:latest"
-  uint64_t size = 0;
-  std::string digest, modified_at;
-  json details;
-  json entry() const {
-    return {{"name", name}, {"model", name}, {"modified_at", modified_at}, {"size", size}, {"digest", digest}, {"details", details}};
-  }
-};
-
-OllamaModel describe(const ServerState& s) {
-  const GgufFile& file = s.model->file();
-  OllamaModel m;
-  m.name = s.model_id.find(':') == std::string::npos ? s.model_id + ":latest" : s.model_id;
-  m.size = file.total_file_size();
+json ollama_model_entry(const GgufFile& file, const std::string& model_id, const ModelIdentity& identity) {
+  const std::string name = model_id.find(':') == std::string::npos ? model_id + ":latest" : model_id;
   // An Ollama store blob is named by its SHA-256 ("sha256-<hex>"); another file gets minfer's
   // identity of its weights (model_identity: file size and a hash of metadata and tensors).
   const std::string& path = file.path();
   const size_t at = path.rfind("sha256-");
-  m.digest = at != std::string::npos && path.size() - at == 7 + 64
-                 ? path.substr(at + 7)
-                 : fmt::format("{:016x}{:016x}", s.identity.hash, s.identity.file_size);
+  const std::string digest = at != std::string::npos && path.size() - at == 7 + 64
+                                 ? path.substr(at + 7)
+                                 : fmt::format("{:016x}{:016x}", identity.hash, identity.file_size);
   struct stat st{};
-  m.modified_at = ollama_time(::stat(path.c_str(), &st) == 0 ? SysClock::from_time_t(st.st_mtime) : SysClock::now());
-  m.details = ollama_details(file);
-  return m;
+  const std::string modified_at = ollama_time(::stat(path.c_str(), &st) == 0 ? SysClock::from_time_t(st.st_mtime) : SysClock::now());
+  return {{"name", name}, {"model", name}, {"modified_at", modified_at}, {"size", file.total_file_size()}, {"digest", digest},
+          {"details", ollama_details(file)}};
 }
+
+json ollama_running_entry(json entry, std::optional<std::chrono::system_clock::time_point> expires_at, int n_ctx_slot) {
+  // Without an expiry it is kept for good (Ollama's keep_alive -1 shows this date).
+  entry["expires_at"] = expires_at ? ollama_time(*expires_at) : std::string("2318-01-01T00:00:00Z");
+  entry["size_vram"] = 0;
+  entry["context_length"] = n_ctx_slot;
+  return entry;
+}
+
+namespace {
 
 // A request's body naming the served model; on failure the reply (400, 404) is set and nullopt
 // returned. Older clients name the model "name".
@@ -100,10 +94,10 @@ void generate(ServerState& s, const httplib::Request& req, httplib::Response& re
   const std::string model = model_name(*body);
   if (t->think && !thinking_tags(s.chat_template, "").any())
     return s.reply_error(res, invalid_param("think", fmt::format("\"{}\" does not support thinking", model)), ollama_error_json);
-  if (t->load_only) {  // no messages, no prompt: Ollama loads the model and says so
+  if (t->load_only) {  // no messages, no prompt: Ollama loads the model (a pool's, keep_alive 0: unloads it) and says so
     json c = chunk(model, chat_endpoint, "", "", nullptr);
     c["done"] = true;
-    c["done_reason"] = "load";
+    c["done_reason"] = s.sleep->pooled() && t->keep_alive_s == 0.0 ? "unload" : "load";
     return s.reply_json(res, c);
   }
   ParseContext pc = s.parse_context();
@@ -208,7 +202,7 @@ void embed(ServerState& s, const httplib::Request& req, httplib::Response& res, 
 }
 
 // POST /api/show: the model's details, metadata, template and the server's sampling settings.
-void show(ServerState& s, const OllamaModel& m, const httplib::Request& req, httplib::Response& res) {
+void show(ServerState& s, const json& m, const httplib::Request& req, httplib::Response& res) {
   auto body = read_body(s, req, res);
   if (!body) return;
   const auto v = body->find("verbose");
@@ -222,27 +216,23 @@ void show(ServerState& s, const OllamaModel& m, const httplib::Request& req, htt
   json capabilities = json::array({"completion", "tools"});
   if (thinking_tags(s.chat_template, "").any()) capabilities.push_back("thinking");
   if (s.sp.embeddings_refusal.empty()) capabilities.push_back("embedding");
-  s.reply_json(res, {{"modelfile", fmt::format("# minfer serves {}\nFROM {}\n", m.name, s.sp.model_path)},
+  s.reply_json(res, {{"modelfile", fmt::format("# minfer serves {}\nFROM {}\n", m["name"].get<std::string>(), s.sp.model_path)},
                      {"parameters", parameters},
                      {"template", s.chat_template},
-                     {"details", m.details},
+                     {"details", m["details"]},
                      {"model_info", ollama_model_info(s.model->file(), verbose)},
                      {"capabilities", capabilities},
-                     {"modified_at", m.modified_at}});
+                     {"modified_at", m["modified_at"]}});
 }
 
-// GET /api/ps: the model while it is loaded (none while it sleeps).
-json running(const ServerState& s, const OllamaModel& m) {
+// GET /api/ps: the model while it is loaded (none while it sleeps), kept until
+// --sleep-idle-seconds passes unused; without it, for good (Ollama's keep_alive -1).
+json running(const ServerState& s, const json& m) {
   json models = json::array();
   if (!s.sleep->sleeping()) {
-    json e = m.entry();
-    // Kept until --sleep-idle-seconds passes unused; without it, for good (Ollama's keep_alive -1).
-    e["expires_at"] = s.sp.sleep_idle_s > 0
-                          ? ollama_time(SysClock::now() + std::chrono::seconds(static_cast<int64_t>(s.sp.sleep_idle_s)))
-                          : std::string("2318-01-01T00:00:00Z");
-    e["size_vram"] = 0;
-    e["context_length"] = s.n_ctx_slot;
-    models.push_back(std::move(e));
+    std::optional<SysClock::time_point> expires;
+    if (s.sp.sleep_idle_s > 0) expires = SysClock::now() + std::chrono::seconds(static_cast<int64_t>(s.sp.sleep_idle_s));
+    models.push_back(ollama_running_entry(m, expires, s.n_ctx_slot));
   }
   return {{"models", models}};
 }
@@ -250,13 +240,14 @@ json running(const ServerState& s, const OllamaModel& m) {
 }  // namespace
 
 void add_ollama_routes(httplib::Server& http, ServerState& s) {
-  auto m = std::make_shared<const OllamaModel>(describe(s));
+  // Taken at start, so that /api/tags and /api/ps answer while the model sleeps (--sleep-idle-seconds).
+  auto m = std::make_shared<const json>(ollama_model_entry(s.model->file(), s.model_id, s.identity));
   s.post(http, "/api/chat", [&s](const httplib::Request& q, httplib::Response& r) { generate(s, q, r, true); });
   s.post(http, "/api/generate", [&s](const httplib::Request& q, httplib::Response& r) { generate(s, q, r, false); });
   s.post(http, "/api/embed", [&s](const httplib::Request& q, httplib::Response& r) { embed(s, q, r, false); });
   s.post(http, "/api/embeddings", [&s](const httplib::Request& q, httplib::Response& r) { embed(s, q, r, true); });
   s.post(http, "/api/show", [&s, m](const httplib::Request& q, httplib::Response& r) { show(s, *m, q, r); });
-  http.Get("/api/tags", [&s, m](const httplib::Request&, httplib::Response& r) { s.reply_json(r, {{"models", json::array({m->entry()})}}); });
+  http.Get("/api/tags", [&s, m](const httplib::Request&, httplib::Response& r) { s.reply_json(r, {{"models", json::array({*m})}}); });
   http.Get("/api/ps", [&s, m](const httplib::Request&, httplib::Response& r) { s.reply_json(r, running(s, *m)); });
   http.Get("/api/version", [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, {{"version", kOllamaApiVersion}}); });
 }

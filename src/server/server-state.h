@@ -153,6 +153,20 @@ struct ServerState {
   bool finish_body(httplib::DataSink& sink, const std::string& reply, Clock::time_point t0);
 };
 
+// Sets s up for one model (http-server.cpp): its chat template and what that does with tools,
+// its id (the first alias, sorted), identity and engine; the error says why the engine could not
+// start. The routes that need the model are add_model_routes' (the openai, llama, anthropic,
+// responses, embedding and ollama ones); s.sleep is the caller's to make once they are set up.
+std::optional<std::string> init_state(ServerState& s, std::shared_ptr<const Model> model, const Tokenizer& tok,
+                                      const EngineParams& ep, const ServerParams& sp, const EngineDraft& draft);
+void add_model_routes(httplib::Server& http, ServerState& s);
+
+// A model as Ollama's /api/tags lists it (routes-ollama.cpp): its name with Ollama's tag
+// (":latest" when it has none), size, digest, modified_at and details; and as /api/ps lists it
+// once loaded (expires_at: nullopt for good).
+json ollama_model_entry(const GgufFile& file, const std::string& model_id, const ModelIdentity& identity);
+json ollama_running_entry(json entry, std::optional<std::chrono::system_clock::time_point> expires_at, int n_ctx_slot);
+
 void add_openai_routes(httplib::Server& http, ServerState& s);     // routes-openai.cpp
 void add_llama_routes(httplib::Server& http, ServerState& s);      // routes-llama.cpp
 void add_anthropic_routes(httplib::Server& http, ServerState& s);  // routes-anthropic.cpp

@@ -111,7 +111,7 @@ def test_bad_values_are_usage_errors_found_before_loading(args):
 
 
 def test_usage_errors_in_other_commands():
-    for cmd in (["bench", MODEL, "-ctk", "q8_0"], ["serve"], ["serve", "-m", MODEL, MODEL], ["info", MODEL, "--no-vocab"],
+    for cmd in (["bench", MODEL, "-ctk", "q8_0"], ["serve", "--models-max", "-1"], ["serve", "-m", MODEL, MODEL], ["info", MODEL, "--no-vocab"],
                 ["tokenize", MODEL, "hi", "--show-pieces", "--json"], ["perplexity", MODEL, "-f", "x", "-c", "2"]):
         r = run(*cmd)
         assert r.returncode == USAGE, (cmd, r.returncode, r.stderr)

@@ -26,12 +26,14 @@ def free_port():
 
 
 class ServerProcess:
-    def __init__(self, *extra, model=None, metrics=True, env=None):
-        """`model`: another GGUF to serve (default: MODEL, SmolLM2); `metrics`: pass --metrics;
-        `env`: more environment variables (a value "{port}" is the server's port)."""
+    def __init__(self, *extra, model=None, models=None, metrics=True, env=None):
+        """`model`: another GGUF to serve (default: MODEL, SmolLM2, called "smollm2"); `models`: a
+        list of MODEL arguments instead (a pool: none, one or several, no --alias); `metrics`: pass
+        --metrics; `env`: more environment variables (a value "{port}" is the server's port)."""
         model = model or MODEL
         assert os.path.exists(BIN), f"MINFER_BIN {BIN} does not exist"
-        assert os.path.exists(model), f"model {model} does not exist (run scripts/setup.sh)"
+        assert models is not None or os.path.exists(model), f"model {model} does not exist (run scripts/setup.sh)"
+        served = [*models] if models is not None else [model, "--alias", "smollm2"]
         # free_port() only finds a port that was free a moment ago: another test's server may
         # take it first. Ours is the one that answers only once its own log says it listens; a
         # server that could not bind is retried on another port.
@@ -39,8 +41,8 @@ class ServerProcess:
             self.port = free_port()
             self.url = f"http://127.0.0.1:{self.port}"
             self.log = open(f"/tmp/minfer-serve-{self.port}.log", "w+")
-            self.proc = subprocess.Popen([BIN, "serve", model, "--host", "127.0.0.1", "--port", str(self.port),
-                                          "--alias", "smollm2", *(["--metrics"] if metrics else []), *extra],
+            self.proc = subprocess.Popen([BIN, "serve", *served, "--host", "127.0.0.1", "--port", str(self.port),
+                                          *(["--metrics"] if metrics else []), *extra],
                                          stdout=self.log, stderr=subprocess.STDOUT,
                                          env={**os.environ, **{k: v.replace("{port}", str(self.port)) for k, v in (env or {}).items()}})
             deadline = time.time() + 60

@@ -1,0 +1,153 @@
+#include "server/model-pool.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/kv-file.h"
+
+namespace minfer::server {
+
+std::string ModelPool::Entry::status() const {
+  const ServerState* s = state();
+  if (s && !s->sleep->sleeping()) return "loaded";
+  return pending_.load() > 0 ? "loading" : "unloaded";
+}
+
+ModelPool::ModelPool(const PoolParams& pp, ServerState& front) : pp_(pp), front_(front) {
+  for (const PoolModel& m : pp_.models) {
+    auto file = GgufFile::open(m.path);
+    if (!file) {
+      std::fprintf(stderr, "[server] warning: %s left out: %s\n", m.names.front().c_str(), file.error().message.c_str());
+      continue;
+    }
+    Entry& e = entries_.emplace_back();
+    e.info_ = m;
+    std::string ollama_name = m.names.front();  // Ollama's clients know its models without the prefix
+    if (ollama_name.starts_with("ollama:")) ollama_name.erase(0, 7);
+    e.tags_ = ollama_model_entry(*file, ollama_name, model_identity(*file));
+  }
+}
+
+ModelPool::Entry* ModelPool::find(const std::string& name) {
+  auto plain = [](std::string n) {
+    if (n.ends_with(":latest")) n.resize(n.size() - 7);
+    return n;
+  };
+  for (Entry& e : entries_)
+    for (const std::string& n : e.info_.names)
+      if (n == name || plain(n) == plain(name)) return &e;
+  return nullptr;
+}
+
+bool ModelPool::loaded(const Entry& e) const {
+  if (e.pending_.load() > 0) return true;  // loading, or about to hold it
+  const ServerState* s = e.state();
+  return s && !s->sleep->sleeping();
+}
+
+bool ModelPool::evict_one(const Entry& keep) {
+  std::vector<Entry*> idle;
+  for (Entry& e : entries_)
+    if (&e != &keep && e.pending_.load() == 0 && loaded(e)) idle.push_back(&e);
+  std::sort(idle.begin(), idle.end(), [](const Entry* a, const Entry* b) { return a->last_used_ < b->last_used_; });
+  for (Entry* e : idle)
+    if (e->state()->sleep->unload()) {
+      std::fprintf(stderr, "[server] %s evicted (least recently used of --models-max %d)\n", e->info_.names.front().c_str(), pp_.models_max);
+      std::fflush(stderr);
+      return true;
+    }
+  return false;
+}
+
+std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> keep_alive_s) {
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    const auto deadline = Clock::now() + std::chrono::seconds(front_.sp.timeout_s);
+    for (;;) {
+      if (stopped_) return std::string("the server is shutting down");
+      if (loaded(e) || pp_.models_max <= 0) break;
+      int n_loaded = 0;
+      for (const Entry& o : entries_) n_loaded += loaded(o) ? 1 : 0;
+      if (n_loaded < pp_.models_max || evict_one(e)) break;
+      if (Clock::now() > deadline)
+        return fmt::format("model '{}' cannot be loaded: the {} models of --models-max {} are loaded and each has a request running",
+                           e.info_.names.front(), n_loaded, pp_.models_max);
+      cv_.wait_for(lk, std::chrono::milliseconds(100));
+    }
+    ++e.pending_;  // counts as loaded from here: no other request takes its place
+    e.last_used_ = Clock::now();
+  }
+  std::optional<std::string> err;
+  {
+    std::lock_guard<std::mutex> lk(e.init_mu_);
+    if (!e.state_) err = make_state(e);
+  }
+  if (!err) err = e.state_->sleep->acquire(keep_alive_s);  // loads it when asleep: outside mu_
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    --e.pending_;
+  }
+  cv_.notify_all();
+  return err;
+}
+
+void ModelPool::release(Entry& e) {
+  e.state()->sleep->release();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    e.last_used_ = Clock::now();
+  }
+  cv_.notify_all();  // an acquire waiting for a place may evict it now
+}
+
+bool ModelPool::unload(Entry& e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (e.pending_.load() > 0) return false;
+  ServerState* s = e.state();
+  return !s || s->sleep->unload();
+}
+
+void ModelPool::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+  for_each_state([](ServerState& s) { s.sleep->stop(); });
+}
+
+void ModelPool::for_each_state(const std::function<void(ServerState&)>& f) {
+  for (Entry& e : entries_)
+    if (ServerState* s = e.state()) f(*s);
+}
+
+std::optional<std::string> ModelPool::make_state(Entry& e) {
+  const std::string& id = e.info_.names.front();
+  const auto t0 = Clock::now();
+  Expected<LoadedModel> lm = make_error("unreached");
+  {
+    std::lock_guard<std::mutex> lk(load_mu_);
+    lm = pp_.load(e.info_.path);
+  }
+  if (!lm) return fmt::format("loading model '{}' failed: {}", id, lm.error().message);
+  e.tok_ = std::move(lm->tok);
+  auto s = std::make_unique<ServerState>();
+  ServerParams sp = lm->sp;
+  sp.aliases = e.info_.names;
+  if (auto err = init_state(*s, std::move(lm->model), *e.tok_, lm->ep, sp, {})) return fmt::format("model '{}': {}", id, *err);
+  s->model_id = id;
+  s->draining = front_.draining.load();
+  e.routes_ = std::make_unique<httplib::Server>();
+  add_model_routes(*e.routes_, *s);
+  s->sleep = std::make_unique<ModelSleep>(*s, pp_.keep_alive_s, lm->ep, EngineDraft{}, /*pooled=*/true);
+  std::fprintf(stderr, "[server] %s: loaded in %.2f s (%d slots x %d ctx)\n", id.c_str(),
+               std::chrono::duration<double>(Clock::now() - t0).count(), s->n_slots, s->n_ctx_slot);
+  std::fflush(stderr);
+  e.state_ = std::move(s);
+  e.ready_ = e.state_.get();
+  return std::nullopt;
+}
+
+}  // namespace minfer::server

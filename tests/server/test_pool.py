@@ -1,0 +1,139 @@
+"""Many models in one `minfer serve` (SmolLM2 and two tiny models from a --models-dir folder,
+--models-max 2): requests routed by their model name on the OpenAI and Ollama APIs, each model
+loaded on its first request, the least recently used idle one evicted for another, never one with
+a request running, Ollama's keep_alive 0, llama-server's router endpoints (GET /models with each
+status, POST /models/load and /models/unload), and the 404 of an unknown model on both APIs."""
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from conftest import MODEL, ServerProcess, post_json
+
+MAKE_MODEL = os.environ.get("MINFER_MAKE_MODEL", "build/bin/minfer-make-test-model")
+
+
+def get(url, path):
+    with urllib.request.urlopen(url + path, timeout=30) as r:
+        return json.loads(r.read().decode())
+
+
+def status(s):
+    return {m["id"]: m["status"]["value"] for m in get(s.url, "/models")["data"]}
+
+
+def wait_status(s, model, want, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if status(s)[model] == want:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{model} is {status(s)[model]}, not {want}: " + s.read_log()[-2000:])
+
+
+def chat(s, model, content="Hi", max_tokens=8):
+    return post_json(s.url, "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": content}],
+                                                     "max_tokens": max_tokens, "temperature": 0})
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    d = tmp_path_factory.mktemp("models")
+    for name, seed in (("tiny-a", "1"), ("tiny-b", "2")):
+        subprocess.run([MAKE_MODEL, "--preset", "tiny", "--vocab-from", MODEL, "--seed", seed, "--out", str(d / f"{name}.gguf")],
+                       check=True, capture_output=True, timeout=60)
+    s = ServerProcess("--models-dir", str(d), "--models-max", "2", "-np", "1", "-c", "1024", "-t", "2",
+                      models=[MODEL])
+    yield s
+    rc = s.stop()
+    assert rc == 0, f"exit code {rc} after SIGTERM: {s.read_log()[-2000:]}"
+
+
+SMOL = os.path.basename(MODEL)[:-5]
+
+
+def test_lists_before_any_load(pool):
+    assert status(pool) == {SMOL: "unloaded", "tiny-a": "unloaded", "tiny-b": "unloaded"}
+    tags = [m["name"] for m in get(pool.url, "/api/tags")["models"]]
+    assert tags == [SMOL + ":latest", "tiny-a:latest", "tiny-b:latest"]
+    assert get(pool.url, "/api/ps")["models"] == []
+
+
+def test_unknown_model_is_404_on_both_apis(pool):
+    st, body = chat(pool, "nope")
+    assert st == 404 and body["error"]["code"] == "model_not_found" and "'nope'" in body["error"]["message"]
+    st, body = post_json(pool.url, "/api/chat", {"model": "nope", "messages": [{"role": "user", "content": "Hi"}], "stream": False})
+    assert st == 404 and "nope" in body["error"] and "not found" in body["error"]
+    st, body = post_json(pool.url, "/models/load", {"model": "nope"})
+    assert st == 404
+    st, body = post_json(pool.url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}]})
+    assert st == 400 and "'model' is required" in body["error"]["message"]
+
+
+def test_route_by_name_and_evict_the_least_recently_used(pool):
+    st, a = chat(pool, "tiny-a")
+    assert st == 200 and a["model"] == "tiny-a"
+    st, b = post_json(pool.url, "/api/chat", {"model": "tiny-b:latest", "messages": [{"role": "user", "content": "Hi"}],
+                                              "stream": False, "options": {"num_predict": 8, "temperature": 0}})
+    assert st == 200 and b["model"] == "tiny-b:latest" and b["done"]
+    assert status(pool) == {SMOL: "unloaded", "tiny-a": "loaded", "tiny-b": "loaded"}
+    # A third model: tiny-a, the least recently used, makes room.
+    st, c = chat(pool, SMOL)
+    assert st == 200
+    assert status(pool) == {SMOL: "loaded", "tiny-a": "unloaded", "tiny-b": "loaded"}
+    assert "tiny-a evicted" in pool.read_log()
+    # Loaded again, it answers as before (greedy).
+    st, a2 = chat(pool, "tiny-a")
+    assert st == 200 and a2["choices"][0]["message"] == a["choices"][0]["message"]
+    assert status(pool)["tiny-b"] == "unloaded"
+
+
+def test_a_model_with_a_request_running_is_not_evicted(pool):
+    long_reply = {}
+
+    def run():
+        long_reply["r"] = post_json(pool.url, "/completion", {"model": SMOL, "prompt": "Once upon a time", "n_predict": 500,
+                                                               "ignore_eos": True, "temperature": 0})
+
+    t = threading.Thread(target=run)
+    t.start()
+    wait_status(pool, SMOL, "loaded")
+    time.sleep(0.5)  # its request holds it
+    # tiny-b is touched after SmolLM2's request began: SmolLM2 is the least recently used, but busy.
+    assert chat(pool, "tiny-b")[0] == 200
+    assert status(pool) == {SMOL: "loaded", "tiny-a": "unloaded", "tiny-b": "loaded"}
+    assert chat(pool, "tiny-a")[0] == 200
+    assert status(pool) == {SMOL: "loaded", "tiny-a": "loaded", "tiny-b": "unloaded"}
+    # /models/unload refuses a model a request holds.
+    st, body = post_json(pool.url, "/models/unload", {"model": SMOL})
+    assert st == 409, body
+    t.join(timeout=120)
+    st, body = long_reply["r"]
+    assert st == 200 and body["tokens_predicted"] == 500
+
+
+def test_keep_alive_and_router_endpoints(pool):
+    ps = get(pool.url, "/api/ps")["models"]
+    assert sorted(m["name"] for m in ps) == sorted([SMOL + ":latest", "tiny-a:latest"])
+    assert all(m["expires_at"] > "2000" and m["size"] > 0 for m in ps)
+    # keep_alive 0: unloaded once the request is answered.
+    st, r = post_json(pool.url, "/api/generate", {"model": "tiny-a", "prompt": "Hi", "stream": False, "keep_alive": 0,
+                                                  "options": {"num_predict": 4}})
+    assert st == 200 and r["done"]
+    wait_status(pool, "tiny-a", "unloaded", timeout=5)
+    assert [m["name"] for m in get(pool.url, "/api/ps")["models"]] == [SMOL + ":latest"]
+    # keep_alive -1: kept for good.
+    st, r = post_json(pool.url, "/api/generate", {"model": "tiny-b", "prompt": "Hi", "stream": False, "keep_alive": -1,
+                                                  "options": {"num_predict": 4}})
+    assert st == 200
+    ps = {m["name"]: m for m in get(pool.url, "/api/ps")["models"]}
+    assert ps["tiny-b:latest"]["expires_at"].startswith("2318")
+    # llama-server's router: unload, then load.
+    assert post_json(pool.url, "/models/unload", {"model": "tiny-b"}) == (200, {"success": True})
+    assert status(pool)["tiny-b"] == "unloaded"
+    assert post_json(pool.url, "/models/load", {"model": "tiny-a"}) == (200, {"success": True})
+    assert status(pool) == {SMOL: "loaded", "tiny-a": "loaded", "tiny-b": "unloaded"}
