@@ -18,11 +18,13 @@ log() { echo "[setup] $*" >&2; }
 #    clones reuse the objects of earlier runs), qemu-user (tests/isa runs the binary as CPUs
 #    this machine is not), the Vulkan loader, glslc and Mesa's lavapipe (the Vulkan backend,
 #    tested on a CPU implementation of Vulkan), the aarch64 cross compiler (the arm64 preset,
-#    run under qemu-user: scripts/test-arm64.sh) and file (which checks what zig linked).
+#    run under qemu-user: scripts/test-arm64.sh), file (which checks what zig linked) and the image
+#    format libraries of src/image (libjpeg-turbo, libpng, libwebp, giflib; docs/dependencies.md).
 APT_PKGS=(build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config
           libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libedit-dev libcpp-httplib-dev
           libcurl4-openssl-dev libssl-dev chromium nginx-light git unzip ccache qemu-user
-          libvulkan-dev glslc mesa-vulkan-drivers g++-aarch64-linux-gnu file)
+          libvulkan-dev glslc mesa-vulkan-drivers g++-aarch64-linux-gnu file
+          libjpeg-dev libpng-dev libwebp-dev libgif-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,7 +42,8 @@ fi
 #    packages, installed beside the amd64 ones (/usr/lib/aarch64-linux-gnu, headers shared).
 #    Multi-Arch "same" packages must have the same version on both architectures, so apt may
 #    upgrade the amd64 ones with them.
-ARM64_PKGS=(libfmt-dev libedit-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libgtest-dev)
+ARM64_PKGS=(libfmt-dev libedit-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libgtest-dev
+            libjpeg-dev libpng-dev libwebp-dev libgif-dev)
 missing=()
 for p in "${ARM64_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p:arm64" 2>/dev/null | grep -q "install ok installed" || missing+=("$p:arm64")
@@ -55,11 +58,12 @@ fi
 # 2. Python oracles (pinned): gguf-py is the bit-exact reference for GGUF and (de)quantization;
 #    the official openai client and llama.cpp's server test suite drive `minfer serve`;
 #    huggingface_hub checks the mock Hub and shares its cache with minfer (tests/hub); ziglang
-#    (zig's clang with the macOS SDK headers) compiles and links the ARM path for aarch64-macos.
+#    (zig's clang with the macOS SDK headers) compiles and links the ARM path for aarch64-macos;
+#    Pillow writes the test images of tests/oracle/vision (every format, odd sizes).
 PY_PKGS=(gguf==0.19.0 numpy pytest jinja2==3.1.6 tokenizers==0.23.3 openai==3.51.0 jsonschema==4.26.0 rfc3339-validator==0.1.4
          prometheus-client==0.20.0 wget==3.2 aiohttp==3.14.5 requests filelock
-         huggingface_hub==2.4.0 anthropic==2.17.0 ollama==0.6.3 ziglang==0.17.1)
-if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, jsonschema, rfc3339_validator, prometheus_client, wget, aiohttp, requests, filelock, huggingface_hub, anthropic, ollama, ziglang" 2>/dev/null \
+         huggingface_hub==2.4.0 anthropic==2.17.0 ollama==0.6.3 ziglang==0.17.1 pillow==12.0.0)
+if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, jsonschema, rfc3339_validator, prometheus_client, wget, aiohttp, requests, filelock, huggingface_hub, anthropic, ollama, ziglang, PIL" 2>/dev/null \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ] \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("openai"))' 2>/dev/null)" != "3.51.0" ] \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("huggingface_hub"))' 2>/dev/null)" != "2.4.0" ]; then
