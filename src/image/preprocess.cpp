@@ -48,9 +48,15 @@ ImageSize smart_resize_size(int width, int height, int align, int min_pixels, in
 
 namespace {
 
+// What preprocessing may create, whatever an mmproj's keys say (real models stay under 5
+// megapixels: SmolVLM's 2048 x 2048, Qwen2.5-VL's 3.2 M).
+constexpr int64_t kMaxPreprocessPixels = 64ll << 20;
+
 Status check_size(const char* what, int w, int h) {
   if (w <= 0 || h <= 0 || w > ImageLimits::kMaxSide || h > ImageLimits::kMaxSide)
     return make_error("image: the {} would be {}x{} (sides 1..{} allowed)", what, w, h, ImageLimits::kMaxSide);
+  if (int64_t(w) * h > kMaxPreprocessPixels)
+    return make_error("image: the {} would be {}x{}, over the limit of {} pixels", what, w, h, kMaxPreprocessPixels);
   return Status::ok();
 }
 
@@ -82,6 +88,8 @@ Expected<PreprocessedImage> idefics3(const Image& img, const PreprocessParams& p
     MINFER_TRY(check_size("resized image", w, h));
     out.grid_x = (w + tile - 1) / tile;
     out.grid_y = (h + tile - 1) / tile;
+    MINFER_TRY(check_size("refined image", out.grid_x * tile, out.grid_y * tile));
+    MINFER_TRY(check_size("overview", tile, tile));
     const Image resized = resize_image(img, w, h, p.filter);
     const Image refined = resize_image(resized, out.grid_x * tile, out.grid_y * tile, p.filter);
     out.overview = normalize_image(resize_image(refined, tile, tile, p.filter), p.mean, p.std);
@@ -92,6 +100,7 @@ Expected<PreprocessedImage> idefics3(const Image& img, const PreprocessParams& p
   const ImageSize r = smart_resize_size(img.width, img.height, tile, std::max(0, p.min_pixels),
                                         std::max(0, p.max_pixels), p.longest_edge);
   MINFER_TRY(check_size("refined image", r.width, r.height));
+  MINFER_TRY(check_size("overview", tile, tile));
   out.grid_x = int(std::ceil(float(r.width) / float(tile)));
   out.grid_y = int(std::ceil(float(r.height) / float(tile)));
   out.overview = normalize_image(resize_fit(img, tile, tile, p.filter_overview, p.pad_overview, {0, 0, 0}), p.mean,
@@ -105,11 +114,14 @@ Expected<PreprocessedImage> idefics3(const Image& img, const PreprocessParams& p
 Expected<PreprocessedImage> preprocess_image(const Image& img, const PreprocessParams& p) {
   if (img.width <= 0 || img.height <= 0 || img.rgb.size() != size_t(img.width) * img.height * 3)
     return make_error("image: empty or inconsistent image ({}x{}, {} bytes)", img.width, img.height, img.rgb.size());
-  if (p.image_size <= 0 || p.patch_size <= 0 || p.n_merge <= 0)
-    return make_error("image: preprocessing needs image_size, patch_size and n_merge > 0 (got {}, {}, {})",
+  if (p.image_size <= 0 || p.patch_size <= 0 || p.n_merge <= 0 || p.image_size > ImageLimits::kMaxSide ||
+      int64_t(p.patch_size) * p.n_merge > ImageLimits::kMaxSide)
+    return make_error("image: preprocessing needs image_size and patch_size * n_merge in 1..{} (got {}, {}, {})",
+                      ImageLimits::kMaxSide,
                       p.image_size, p.patch_size, p.n_merge);
   switch (p.kind) {
     case PreprocessKind::kFixedSize: {
+      MINFER_TRY(check_size("resized image", p.image_size, p.image_size));
       PreprocessedImage out;
       const Image r = resize_fit(img, p.image_size, p.image_size, p.filter, p.pad, p.pad_color);
       out.tiles.push_back(normalize_image(r, p.mean, p.std));

@@ -1,5 +1,7 @@
 #include "vision/clip-hparams.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 namespace minfer {
@@ -73,9 +75,10 @@ Expected<ClipVisionHparams> read_clip_vision_hparams(const GgufFile& f) {
   MINFER_TRY(read_floats3(f, "clip.vision.image_std", hp.image_std));
   if (auto g = f.get_bool("clip.use_gelu")) hp.use_gelu = *g;
   if (auto s = f.get_bool("clip.use_silu")) hp.use_silu = *s;
-  if (hp.image_size <= 0 || hp.patch_size <= 0)
-    return make_error("mmproj '{}': image_size {} and patch_size {} must be > 0", f.path(), hp.image_size,
-                      hp.patch_size);
+  if (hp.image_size <= 0 || hp.image_size > ImageLimits::kMaxSide || hp.patch_size <= 0 ||
+      hp.patch_size > hp.image_size)
+    return make_error("mmproj '{}': image_size {} must be in 1..{} and patch_size {} in 1..image_size", f.path(),
+                      hp.image_size, ImageLimits::kMaxSide, hp.patch_size);
   switch (hp.projector) {
     case ClipProjector::kGemma3:
       hp.n_merge = 4;  // every Gemma 3 size; tiny test files write the key
@@ -94,7 +97,8 @@ Expected<ClipVisionHparams> read_clip_vision_hparams(const GgufFile& f) {
       MINFER_TRY(read_int(f, "clip.vision.window_size", hp.window_size, false));
       break;
   }
-  if (hp.n_merge <= 0) return make_error("mmproj '{}': merge factor {} must be > 0", f.path(), hp.n_merge);
+  if (hp.n_merge <= 0 || hp.n_merge > 64)
+    return make_error("mmproj '{}': merge factor {} must be in 1..64", f.path(), hp.n_merge);
   return hp;
 }
 
@@ -104,7 +108,8 @@ PreprocessParams clip_preprocess_params(const ClipVisionHparams& hp, int min_tok
   p.patch_size = hp.patch_size;
   p.n_merge = hp.n_merge;
   for (int c = 0; c < 3; ++c) p.mean[c] = hp.image_mean[c], p.std[c] = hp.image_std[c];
-  const int patch_area = hp.patch_size * hp.patch_size * hp.n_merge * hp.n_merge;
+  const int64_t patch_area = int64_t(hp.patch_size) * hp.patch_size * hp.n_merge * hp.n_merge;
+  auto pixels = [&](int tokens) { return int(std::min<int64_t>(tokens * patch_area, INT32_MAX)); };
   switch (hp.projector) {
     case ClipProjector::kGemma3:
       p.kind = PreprocessKind::kFixedSize;
@@ -115,8 +120,8 @@ PreprocessParams clip_preprocess_params(const ClipVisionHparams& hp, int min_tok
       p.kind = PreprocessKind::kIdefics3;
       p.filter = ResizeFilter::kLanczos;
       p.longest_edge = hp.preproc_image_size;
-      if (min_tokens > 0) p.min_pixels = min_tokens * patch_area;
-      if (max_tokens > 0) p.max_pixels = max_tokens * patch_area;
+      if (min_tokens > 0) p.min_pixels = pixels(min_tokens);
+      if (max_tokens > 0) p.max_pixels = pixels(max_tokens);
       break;
     case ClipProjector::kQwen2VL:
     case ClipProjector::kQwen25VL:
@@ -125,8 +130,8 @@ PreprocessParams clip_preprocess_params(const ClipVisionHparams& hp, int min_tok
       p.kind = PreprocessKind::kDynamicSize;
       p.filter = ResizeFilter::kBicubic;
       p.pad = FitPad::kCeil;
-      p.min_pixels = (min_tokens > 0 ? min_tokens : 8) * patch_area;
-      p.max_pixels = (max_tokens > 0 ? max_tokens : 4096) * patch_area;
+      p.min_pixels = pixels(min_tokens > 0 ? min_tokens : 8);
+      p.max_pixels = pixels(max_tokens > 0 ? max_tokens : 4096);
       break;
   }
   return p;

@@ -90,6 +90,12 @@ TEST(ClipHparams, ErrorsNameTheKeyOrType) {
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("no vision encoder"), std::string::npos);
 
+  GgufWriter huge = clip_writer("gemma3");  // a file's sizes are not trusted
+  huge.add_u32("clip.vision.image_size", 1000000);
+  auto h = read_back(huge);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("image_size 1000000 must be in 1..32768"), std::string::npos) << h.error().message;
+
   GgufWriter missing = clip_writer("gemma3");
   missing.remove("clip.vision.patch_size");
   auto m = read_back(missing);
