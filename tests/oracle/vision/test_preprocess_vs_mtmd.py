@@ -11,6 +11,7 @@ tools/make-test-mmproj.py (one block: preprocessing reads no weights).
 """
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,14 @@ def base_pixels(w, h, seed):
     a[h // 4:h // 2, w // 5:w // 2] = rng.integers(0, 256, (h // 2 - h // 4, w // 2 - w // 5, 3), dtype=np.uint8)
     a[h // 2:, w // 2:w // 2 + 3] = (255, 0, 0)
     return a
+
+
+def bmp_file(w, h, header, palette, rows_bottom_up):
+    """BITMAPFILEHEADER + the given info header, palette and rows (Pillow writes neither the OS/2
+    core header nor 16-bit bit fields)"""
+    off = 14 + len(header) + len(palette)
+    rows = b"".join(rows_bottom_up)
+    return b"BM" + struct.pack("<IHHI", off + len(rows), 0, 0, off) + header + palette + rows
 
 
 def make_images(d: Path):
@@ -92,6 +101,24 @@ def make_images(d: Path):
     out["bmp-8"] = (d / "pal8.bmp", np.asarray(pal.convert("RGB")))
     Image.fromarray(rgba, "RGBA").save(d / "rgba32.bmp")
     out["bmp-32"] = (d / "rgba32.bmp", a)
+    c = base_pixels(131, 77, 9)
+    Image.fromarray(c).convert("CMYK").save(d / "cmyk.jpg", quality=92)
+    out["jpeg-cmyk"] = (d / "cmyk.jpg", None)
+    h, w = c.shape[:2]
+    v = (c[..., 0].astype(np.uint32) >> 3) << 11 | (c[..., 1].astype(np.uint32) >> 2) << 5 | c[..., 2] >> 3
+    stride = (w * 16 + 31) // 32 * 4
+    (d / "rgb565.bmp").write_bytes(bmp_file(
+        w, h, struct.pack("<IiiHHIIiiII", 40, w, h, 1, 16, 3, stride * h, 2835, 2835, 0, 0)
+        + struct.pack("<3I", 0xF800, 0x07E0, 0x001F), b"",
+        [v[y].astype("<u2").tobytes().ljust(stride, b"\0") for y in range(h - 1, -1, -1)]))
+    out["bmp-16-bitfields"] = (d / "rgb565.bmp", None)
+    q = Image.fromarray(c).quantize(colors=50)
+    idx, pal50 = np.asarray(q), np.array(q.getpalette()[:150]).reshape(50, 3)
+    stride = (w + 3) // 4 * 4
+    (d / "core8.bmp").write_bytes(bmp_file(
+        w, h, struct.pack("<IHHHH", 12, w, h, 1, 8), b"".join(bytes([b_, g_, r_]) for r_, g_, b_ in pal50)
+        + b"\0" * 3 * (256 - 50), [idx[y].astype(np.uint8).tobytes().ljust(stride, b"\0") for y in range(h - 1, -1, -1)]))
+    out["bmp-8-os2"] = (d / "core8.bmp", np.asarray(q.convert("RGB")))
     one = Image.fromarray(base_pixels(45, 29, 6)[..., 0] > 128)
     one.save(d / "mono.bmp")
     out["bmp-1"] = (d / "mono.bmp", np.asarray(one.convert("RGB")))
