@@ -47,8 +47,12 @@ def main():
     ap.add_argument("--n-layer", type=int, default=0, help="blocks to write (default: the real count)")
     ap.add_argument("--type", choices=["f16", "f32"], default="f16", help="matrix weights (norms, biases: f32)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--preproc-image-size", type=int, default=None,
+                    help="Idefics3: clip.vision.preproc_image_size (0: leave the key out, as older files do)")
     args = ap.parse_args()
     p = dict(PRESETS[args.preset])
+    if args.preproc_image_size is not None:
+        p["preproc_image_size"] = args.preproc_image_size
     n_layer = args.n_layer or p["n_layer"]
     E, F, P = p["n_embd"], p["n_ff"], p["patch_size"]
     mat_type = np.float16 if args.type == "f16" else np.float32
@@ -75,7 +79,7 @@ def main():
         w.add_vision_use_silu(True)
     if "scale_factor" in p:
         w.add_vision_projector_scale_factor(p["scale_factor"])
-    if "preproc_image_size" in p:
+    if p.get("preproc_image_size"):
         w.add_vision_preproc_image_size(p["preproc_image_size"])
     if "n_wa_pattern" in p:
         w.add_vision_n_wa_pattern(p["n_wa_pattern"])

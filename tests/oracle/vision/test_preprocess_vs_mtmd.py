@@ -27,7 +27,14 @@ MAKE_MMPROJ = os.environ.get("MINFER_MAKE_TEST_MMPROJ", "tools/make-test-mmproj.
 MTMD_IMAGE = os.environ.get("MINFER_MTMD_TEST_IMAGE", ".deps/llama.cpp/tools/mtmd/test-1.jpeg")
 TMP = Path(os.environ.get("MINFER_TEST_TMPDIR", "/tmp")) / "vision-oracle"
 
-FAMILIES = {"gemma3": "gemma3", "smolvlm": "smolvlm", "qwen25vl": "qwen2.5vl"}
+# test name -> tools/make-test-mmproj.py arguments
+FAMILIES = {
+    "gemma3": ["--preset", "gemma3"],
+    "smolvlm": ["--preset", "smolvlm"],
+    # older Idefics3 files without preproc_image_size: mtmd's smart-resize path to whole tiles
+    "idefics3_legacy": ["--preset", "smolvlm", "--preproc-image-size", "0"],
+    "qwen25vl": ["--preset", "qwen2.5vl"],
+}
 # The images each family's preprocessing is compared on (vision.decode reads them all): wide,
 # tall, tiny (upscaled), llama.cpp's own photo, and one of each other decoder. SmolVLM's 13
 # tiles of 512x512 per image make it the slowest; it gets the three shapes only.
@@ -35,6 +42,7 @@ FAMILY_IMAGES = {
     "gemma3": ["png-rgb", "png-palette", "bmp-1", "jpeg-mtmd-test-1", "gif-anim", "webp-lossless"],
     "qwen25vl": ["png-rgb", "png-palette", "bmp-1", "jpeg-mtmd-test-1", "gif-anim", "webp-lossless"],
     "smolvlm": ["png-rgb", "png-palette", "bmp-1"],
+    "idefics3_legacy": ["png-rgb", "png-palette", "bmp-1", "jpeg-mtmd-test-1"],
 }
 # The largest JPEG pixel difference measured between libjpeg-turbo (ISLOW, fancy upsampling)
 # and stb_image on these images (docs/vision.md); a change beyond it is a regression.
@@ -173,8 +181,7 @@ def mmproj(key):
     p = TMP / f"mmproj-{key}.gguf"
     if not p.exists():
         tmp = p.with_suffix(".tmp")
-        subprocess.run([sys.executable, MAKE_MMPROJ, "--preset", FAMILIES[key], "--n-layer", "1", "--out", str(tmp)],
-                       check=True)
+        subprocess.run([sys.executable, MAKE_MMPROJ, *FAMILIES[key], "--n-layer", "1", "--out", str(tmp)], check=True)
         tmp.rename(p)
     return p
 
