@@ -8,9 +8,11 @@
 // OUT.bin: "MPRE" u32 n_images, i32 grid_x, i32 grid_y, u32 has_overview, then per image (the
 // overview first when present) i32 width, i32 height, f32 [height][width][3].
 // OUT.rgb: i32 width, i32 height, u8 [height][width][3] (the decoded image).
-// MMPROJ "-" only decodes (OUT.bin is not written).
+// MMPROJ "-" only decodes (OUT.bin is not written). MINFER_IMAGE_MIN_TOKENS /
+// MINFER_IMAGE_MAX_TOKENS: the token limits of clip_preprocess_params.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -75,7 +77,12 @@ int main(int argc, char** argv) {
   if (!file) return fail(file.error().message);
   auto hp = read_clip_vision_hparams(*file);
   if (!hp) return fail(hp.error().message);
-  auto pre = preprocess_image(img, clip_preprocess_params(*hp));
+  auto env_int = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : -1;
+  };
+  auto pre = preprocess_image(
+      img, clip_preprocess_params(*hp, env_int("MINFER_IMAGE_MIN_TOKENS"), env_int("MINFER_IMAGE_MAX_TOKENS")));
   if (!pre) return fail(pre.error().message);
   std::FILE* f = std::fopen(out_path.c_str(), "wb");
   if (!f) return fail("cannot write " + out_path);

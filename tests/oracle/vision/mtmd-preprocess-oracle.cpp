@@ -13,7 +13,9 @@
 //   then per image (the overview first when present, then the entries in order):
 //   i32 width, i32 height, f32 pixels[height][width][3]
 // OUT.rgb: i32 width, i32 height, u8 pixels[height][width][3] (the decoded image).
-// MMPROJ "-" only decodes (OUT.bin is not written).
+// MMPROJ "-" only decodes (OUT.bin is not written). MINFER_IMAGE_MIN_TOKENS /
+// MINFER_IMAGE_MAX_TOKENS set clip's image_min_tokens / image_max_tokens (llama.cpp's
+// --image-min-tokens / --image-max-tokens).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -118,8 +120,10 @@ int main(int argc, char** argv) {
     clip_context_params params{};
     params.use_gpu = false;
     params.flash_attn_type = CLIP_FLASH_ATTN_TYPE_DISABLED;
-    params.image_min_tokens = -1;
-    params.image_max_tokens = -1;
+    const char* min_tokens = std::getenv("MINFER_IMAGE_MIN_TOKENS");
+    const char* max_tokens = std::getenv("MINFER_IMAGE_MAX_TOKENS");
+    params.image_min_tokens = min_tokens && *min_tokens ? std::atoi(min_tokens) : -1;
+    params.image_max_tokens = max_tokens && *max_tokens ? std::atoi(max_tokens) : -1;
     params.warmup = false;
     params.no_alloc = true;  // preprocessing reads no weights
     clip_init_result res = clip_init(mmproj.c_str(), params);

@@ -4,6 +4,7 @@ vision.decode: our decoders (libjpeg-turbo, libpng, libwebp, giflib, our BMP rea
 stb_image as mtmd-helper calls it (mtmd-preprocess-oracle --rgb): identical pixels for PNG, GIF
 and BMP; JPEG within the measured IDCT/upsampling difference; WebP (stb has no WebP) against the
 lossless source and Pillow's libwebp.
+vision.preprocess.token_limits: llama.cpp's --image-min/max-tokens on Qwen2.5-VL and Idefics3.
 vision.preprocess.<family>: for every test image, the float tiles from the same RGB pixels
 (--raw) must be bit-identical, and from the file itself (each side's own decoder) identical
 wherever the decoders agree. Images are written by Pillow at odd sizes; mmproj files by
@@ -173,14 +174,19 @@ def make_images(d: Path):
 
 @pytest.fixture(scope="session")
 def images():
-    return make_images(TMP / "images")
+    # per process: ctest runs these entries in parallel
+    TMP.mkdir(parents=True, exist_ok=True)
+    d = Path(tempfile.mkdtemp(prefix="images-", dir=TMP))
+    yield make_images(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def mmproj(key):
     """the family's random-weight mmproj, written once (one block: preprocessing reads no weights)"""
     p = TMP / f"mmproj-{key}.gguf"
     if not p.exists():
-        tmp = p.with_suffix(".tmp")
+        TMP.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(f".{os.getpid()}.tmp")  # parallel entries may write it at once
         subprocess.run([sys.executable, MAKE_MMPROJ, *FAMILIES[key], "--n-layer", "1", "--out", str(tmp)], check=True)
         tmp.rename(p)
     return p
@@ -308,3 +314,32 @@ def test_preprocess(family, images, scratch):
         for f in d.glob(f"{name}.*"):
             f.unlink()
     print("\n" + "\n".join(lines))
+
+
+# llama.cpp's --image-min-tokens / --image-max-tokens (clip's image_min/max_tokens) against
+# clip_preprocess_params' arguments: Qwen's pixel bounds move, Idefics3 takes its smart-resize
+# path with the longest edge.
+TOKEN_CASES = [
+    ("qwen25vl", "", "64", "jpeg-mtmd-test-1"),   # 640x488 scaled down under 64 tokens
+    ("qwen25vl", "1024", "", "bmp-1"),            # 45x29 scaled up to 1024 tokens
+    ("smolvlm", "", "100", "png-rgb"),
+    ("smolvlm", "16", "400", "png-palette"),      # clip refuses a minimum without a maximum here
+]
+
+
+@pytest.mark.parametrize("family,min_tokens,max_tokens,name", TOKEN_CASES)
+def test_token_limits(family, min_tokens, max_tokens, name, images, scratch):
+    env = dict(os.environ, MINFER_IMAGE_MIN_TOKENS=min_tokens, MINFER_IMAGE_MAX_TOKENS=max_tokens)
+    mm, d = mmproj(family), scratch
+    run([OURS, "-", images[name][0], d / "x.bin", "--rgb", d / "x.rgb"])
+    rgb = read_rgb(d / "x.rgb")
+    (d / "x.raw").write_bytes(rgb.tobytes())
+    h, w = rgb.shape[:2]
+    for tool, out in ((OURS, "ours.bin"), (ORACLE, "mtmd.bin")):
+        r = subprocess.run([str(c) for c in [tool, mm, "--raw", w, h, d / "x.raw", d / out]], capture_output=True,
+                           text=True, env=env)
+        assert r.returncode == 0, f"{tool} failed:\n{r.stderr[-2000:]}"
+    worst, n_diff, shapes = compare_pre(d / "ours.bin", d / "mtmd.bin")
+    print(f"\n{family} tokens [{min_tokens or '-'}, {max_tokens or '-'}] {name} {w}x{h} -> {len(shapes)} x "
+          f"{shapes[0][1]}x{shapes[0][0]}: max |diff| {worst} ({n_diff} floats differ)")
+    assert n_diff == 0
