@@ -1,5 +1,6 @@
 #include "image/image.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
