@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "server/server-state.h"
 
@@ -133,12 +136,25 @@ void ModelSleep::watch() {
   }
 }
 
+namespace {
+// What the model's load and its requests left free in malloc's heaps goes back to the system:
+// glibc keeps freed memory in each thread's arena (and raises its mmap threshold after large
+// frees, so later large buffers land there too); a long-lived server that loads and unloads
+// models would grow by it (tests/server/test_chaos_pool.py measures resident memory).
+void give_back_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+}  // namespace
+
 void ModelSleep::fall_asleep() {
   EngineMetrics m = plus(base_, s_.engine->metrics());
   m.queued = m.slots_busy = 0;
   base_ = m;
   s_.engine.reset();  // its thread stops; the KV cache is freed
   s_.model.reset();   // the last reference: the weights are unmapped
+  give_back_heap();
   asleep_ = true;
   if (pooled_)
     std::fprintf(stderr, "[server] %s: model unloaded (idle %.0f s of keep_alive %.0f s)\n", s_.model_id.c_str(),
