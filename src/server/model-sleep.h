@@ -75,6 +75,9 @@ class ModelSleep {
   const EngineParams ep_;
   const EngineDraft draft_;
   mutable std::mutex mu_;
+  // Taken after mu_ where the engine is swapped (woken, put to sleep), and alone by
+  // engine_metrics(): held for the swap only, never during a load.
+  mutable std::mutex engine_mu_;
   std::condition_variable cv_;
   std::atomic<bool> asleep_{false};  // written under mu_; sleeping() reads it without waiting for a load
   bool stopped_ = false;
@@ -83,8 +86,5 @@ class ModelSleep {
   EngineMetrics base_;  // the counters of the engines unloaded so far
   std::thread thread_;
 };
-
-// The counters of two engines summed; the gauges (queued, busy slots) summed too, n_slots as well.
-EngineMetrics engine_metrics_sum(const EngineMetrics& a, const EngineMetrics& b);
 
 }  // namespace minfer::server
