@@ -12,13 +12,13 @@ RouterLoad& RouterLoad::operator+=(const RouterLoad& o) {
   return *this;
 }
 
-void add_router_gauges(PromText& t, const RouterLoad& l, const std::string& labels) {
+void add_router_gauges(PromText& t, const RouterLoad& l) {
   // vLLM's names and meanings (the Gateway API Inference Extension's model server protocol).
-  t.add("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", static_cast<double>(l.waiting), labels);
-  t.add("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", static_cast<double>(l.running), labels);
+  t.add("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", static_cast<double>(l.waiting));
+  t.add("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", static_cast<double>(l.running));
   // A fraction, 1 meaning full; no KV cache (nothing loaded) is an empty one.
   t.add("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
-        l.kv_size > 0 ? static_cast<double>(l.kv_used) / static_cast<double>(l.kv_size) : 0.0, labels);
+        l.kv_size > 0 ? static_cast<double>(l.kv_used) / static_cast<double>(l.kv_size) : 0.0);
 }
 
 void ServerMetrics::count(const std::string& method, const std::string& path, int status) {
@@ -119,23 +119,21 @@ void ServerMetrics::collect(PromText& t, const EngineMetrics& m, const std::stri
 std::string scrape_pool(ServerMetrics& front, const std::vector<PoolModelMetrics>& models) {
   PromText t;
   RouterLoad total;
-  std::vector<RouterLoad> loads;
   for (const PoolModelMetrics& pm : models) {
     RouterLoad l = pm.metrics ? RouterLoad::of(pm.engine) : RouterLoad{};
     l.waiting += pm.waiting;
     total += l;
-    loads.push_back(l);
   }
-  add_router_gauges(t, total);  // first: a router reads the first series of a name
+  // The whole server's, one series per name: routers read one series (which one of several
+  // differs between endpoint picker versions); each model's load is in its minfer_ series.
+  add_router_gauges(t, total);
   front.collect_requests(t);
-  for (size_t i = 0; i < models.size(); ++i) {
-    const PoolModelMetrics& pm = models[i];
+  for (const PoolModelMetrics& pm : models) {
     const std::string labels = prom_label("model", pm.name);
     t.add("minfer_model_loaded", "gauge", "1 while the model is loaded, else 0.", pm.loaded ? 1 : 0, labels);
     t.add("minfer_model_requests_waiting", "gauge", "Requests waiting for the model to load or for a place among --models-max.",
           static_cast<double>(pm.waiting), labels);
     if (pm.metrics) pm.metrics->collect(t, pm.engine, labels);
-    add_router_gauges(t, loads[i], labels);
   }
   return t.str();
 }

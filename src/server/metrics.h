@@ -10,8 +10,8 @@
 //   std::string text = m.scrape(engine.metrics());
 //
 // Many models (model-pool.h): each model's state has its own ServerMetrics, and scrape_pool()
-// gives each model's series a `model="NAME"` label; the vLLM gauges come first without a label,
-// summed over the models (a router reads the first series of a name: the whole server's load).
+// gives each model's series a `model="NAME"` label; the vLLM gauges stay one series each, the
+// whole server's load (what a router weighs a replica by).
 //
 // The monitoring endpoints' own requests (/health, /metrics, GET /props) are not counted, so a
 // server nobody uses scrapes the same text every time. llamacpp:prompt_tokens_seconds and
@@ -42,7 +42,7 @@ struct RouterLoad {
   RouterLoad& operator+=(const RouterLoad& o);
 };
 // vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc (0..1) of `l`.
-void add_router_gauges(PromText& t, const RouterLoad& l, const std::string& labels = "");
+void add_router_gauges(PromText& t, const RouterLoad& l);
 
 class ServerMetrics {
  public:
@@ -73,8 +73,8 @@ struct PoolModelMetrics {
   ServerMetrics* metrics = nullptr;  // null: never loaded (only its gauges)
   EngineMetrics engine;              // its engines' counters so far
 };
-// A pool's /metrics: the router gauges of the whole server (no label), the requests that named
-// no model (`front`), then each model's series with model="NAME".
+// A pool's /metrics: the router gauges of the whole server (no label), the requests that
+// reached no model (`front`), then each model's series with model="NAME".
 std::string scrape_pool(ServerMetrics& front, const std::vector<PoolModelMetrics>& models);
 
 }  // namespace minfer::server

@@ -135,7 +135,8 @@ def test_the_deployment_command_line_serves_and_drains(tmp_path):
         with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
             text = r.read().decode()
         for name in ("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc"):
-            assert f"{name} 0\n" in text and f'{name}{{model="smollm2"}} 0\n' in text, name
+            assert f"{name} 0\n" in text, name
+        assert 'minfer_model_loaded{model="smollm2"} 0\n' in text
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, log.read_text()
     finally:

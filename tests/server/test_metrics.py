@@ -1,9 +1,10 @@
 """/metrics for routers: each model of a pool (two names of SmolLM2 in a --models-dir folder,
 --models-max 1) has its own series with a model="NAME" label, and the gauges Kubernetes' Gateway
 API Inference Extension reads under vLLM's names (vllm:num_requests_running, _waiting,
-vllm:kv_cache_usage_perc) move: running during a stream, waiting for a busy slot and for a place
-among --models-max, back to 0 after; the whole server's values come first, without a label. Every
-scrape is parsed by prometheus_client's text parser. One model: the same gauges, no label."""
+vllm:kv_cache_usage_perc; one series each, the whole server's) move with the per-model ones:
+running during a stream, waiting for a busy slot and for a place among --models-max, back to 0
+after. Every scrape is parsed by prometheus_client's text parser. One model: the same gauges and
+no label."""
 import http.client
 import json
 import os
@@ -58,7 +59,7 @@ def pool(tmp_path_factory):
     d = tmp_path_factory.mktemp("models")
     for name in ("smol-a", "smol-b"):
         os.symlink(MODEL, d / f"{name}.gguf")
-    # 40 ms per step: a 200-token stream lasts 8 s, long enough to be seen running.
+    # 40 ms per step: a 400-token stream lasts 16 s, long enough to be seen running (it is cut short).
     s = ServerProcess("--models-dir", str(d), "--models-max", "1", "-np", "1", "-c", "512", "-t", "2",
                       models=[], env={"MINFER_TEST_STEP_DELAY_MS": "40"})
     yield s
@@ -67,39 +68,35 @@ def pool(tmp_path_factory):
 
 
 def test_before_any_load_every_model_has_its_gauges(pool):
-    samples, types, text = scrape(pool)
+    samples, types, _ = scrape(pool)
     for name in VLLM:
         assert types[name] == "gauge"
-        assert value(samples, name) == 0  # the whole server
-        for m in ("smol-a", "smol-b"):
-            assert value(samples, name, model=m) == 0
-    assert value(samples, "minfer_model_loaded", model="smol-a") == 0
+        # One series, the whole server's: whichever series of a name a router reads, it is this one.
+        assert [k for k in samples if k[0] == name] == [(name, ())] and value(samples, name) == 0
+    for m in ("smol-a", "smol-b"):
+        assert value(samples, "minfer_model_loaded", model=m) == 0
+        assert value(samples, "minfer_model_requests_waiting", model=m) == 0
     # Engine series only once a model has been loaded.
     assert not any(k[0] == "minfer_generated_tokens_total" for k in samples)
-    # A router reads the first series of a name: the server's, without a label.
-    lines = text.splitlines()
-    for name in VLLM:
-        first = lines[lines.index(f"# TYPE {name} gauge") + 1]
-        assert first.startswith(name + " "), first
 
 
 def test_gauges_move_with_a_stream_a_queue_and_a_wait_for_a_place(pool):
     # A stream to smol-a holds the only slot.
     conn = http.client.HTTPConnection("127.0.0.1", pool.port, timeout=60)
-    conn.request("POST", "/v1/chat/completions", body=json.dumps(chat_body("smol-a", 200, stream=True)),
+    conn.request("POST", "/v1/chat/completions", body=json.dumps(chat_body("smol-a", 400, stream=True)),
                  headers={"Content-Type": "application/json"})
     resp = conn.getresponse()
     assert resp.status == 200
     # Running from its admission; holding KV positions from its first prefill step.
-    samples = wait_for(pool, lambda m: value(m, "vllm:num_requests_running", model="smol-a") == 1
-                       and value(m, "vllm:kv_cache_usage_perc", model="smol-a") > 0, "smol-a running")
-    assert value(samples, "vllm:num_requests_running") == 1
-    assert value(samples, "vllm:num_requests_running", model="smol-b") == 0
+    samples = wait_for(pool, lambda m: value(m, "vllm:num_requests_running") == 1 and value(m, "vllm:kv_cache_usage_perc") > 0,
+                       "smol-a running")
+    assert value(samples, "minfer_slots_busy", model="smol-a") == 1
     assert value(samples, "minfer_model_loaded", model="smol-a") == 1
-    kv = value(samples, "vllm:kv_cache_usage_perc", model="smol-a")
-    assert 0 < kv <= 1, kv  # the stream's positions of the slot's 512
-    assert value(samples, "minfer_kv_positions_total", model="smol-a") == 512
-    assert value(samples, "vllm:kv_cache_usage_perc") == kv  # the only loaded model
+    assert value(samples, "minfer_model_loaded", model="smol-b") == 0
+    kv = value(samples, "vllm:kv_cache_usage_perc")
+    assert 0 < kv <= 1, kv  # the stream's positions of the slot's 512 (smol-a: the only model loaded)
+    used = value(samples, "minfer_kv_positions_used", model="smol-a")
+    assert value(samples, "minfer_kv_positions_total", model="smol-a") == 512 and kv == used / 512
 
     # One more for smol-a waits for its slot; one for smol-b for a place (--models-max 1).
     replies = {}
@@ -111,11 +108,10 @@ def test_gauges_move_with_a_stream_a_queue_and_a_wait_for_a_place(pool):
     for t in threads:
         t.start()
     samples = wait_for(pool, lambda m: value(m, "vllm:num_requests_waiting") == 2, "two waiting")
-    assert value(samples, "vllm:num_requests_waiting", model="smol-a") == 1  # queued for the slot
-    assert value(samples, "minfer_queue_length", model="smol-a") == 1
-    assert value(samples, "vllm:num_requests_waiting", model="smol-b") == 1  # waiting for a place
-    assert value(samples, "minfer_model_requests_waiting", model="smol-b") == 1
-    assert value(samples, "vllm:kv_cache_usage_perc", model="smol-a") >= kv  # the stream goes on
+    assert value(samples, "minfer_queue_length", model="smol-a") == 1  # queued for the slot
+    assert value(samples, "minfer_model_requests_waiting", model="smol-b") == 1  # waiting for a place
+    assert value(samples, "vllm:num_requests_running") == 1
+    assert value(samples, "vllm:kv_cache_usage_perc") >= kv  # the stream goes on
 
     conn.close()  # the stream's client goes away: its slot is freed, then smol-b takes smol-a's place
     for t in threads:
@@ -124,6 +120,7 @@ def test_gauges_move_with_a_stream_a_queue_and_a_wait_for_a_place(pool):
     samples = wait_for(pool, lambda m: all(value(m, n) == 0 for n in VLLM), "an idle server")
     assert value(samples, "minfer_model_loaded", model="smol-a") == 0
     assert value(samples, "minfer_model_loaded", model="smol-b") == 1
+    assert value(samples, "minfer_kv_positions_total", model="smol-a") == 0  # its KV cache freed
     # Each model's counters are its own; smol-a's stay after its unload.
     assert value(samples, "minfer_generated_tokens_total", model="smol-b") == 4
     assert value(samples, "minfer_generated_tokens_total", model="smol-a") >= 4 + 1
