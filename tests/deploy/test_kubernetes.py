@@ -3,13 +3,13 @@ PyPI's kubernetes-validate, the vendored InferencePool schema), broken copies re
 agreeing with each other (labels, ports, probes on /health, a grace period that covers the
 drain), and the Deployment's command line accepted by `minfer serve`: it answers /health and the
 router gauges on /metrics, and exits 0 on SIGTERM."""
+import importlib.util
 import os
 import pathlib
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
@@ -23,8 +23,17 @@ BIN = os.environ.get("MINFER_BIN", str(ROOT / "build" / "bin" / "minfer"))
 MODEL = os.environ.get("MINFER_SMOLLM2", os.path.expanduser("~/.cache/minfer/models/SmolLM2-135M-Instruct-Q4_1.gguf"))
 
 
-def validate(path):
-    return subprocess.run([sys.executable, str(VALIDATE), str(path)], capture_output=True, text=True, timeout=60)
+_spec = importlib.util.spec_from_file_location("validate_kubernetes", VALIDATE)
+validator = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(validator)
+
+
+def validate(path, capsys):
+    """The validator run in this process (its schemas are read once): (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    rc = validator.main([str(path)])
+    out, err = capsys.readouterr()
+    return rc, out, err
 
 
 def load(name):
@@ -39,10 +48,10 @@ def arg(args, flag):
     return args[args.index(flag) + 1]
 
 
-def test_every_manifest_is_valid():
-    r = validate(DEPLOY)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "4 documents, 0 invalid" in r.stdout
+def test_every_manifest_is_valid(capsys):
+    rc, out, err = validate(DEPLOY, capsys)
+    assert rc == 0, out + err
+    assert "4 documents, 0 invalid" in out
 
 
 BROKEN = {
@@ -61,16 +70,16 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("case", BROKEN)
-def test_a_broken_copy_is_refused(case, tmp_path):
+def test_a_broken_copy_is_refused(case, tmp_path, capsys):
     name, old, new = BROKEN[case]
     copy = tmp_path / "kubernetes"
     shutil.copytree(DEPLOY, copy)
     text = (copy / name).read_text()
     assert old in text, f"{case}: {old!r} not in {name}"
     (copy / name).write_text(text.replace(old, new, 1))
-    r = validate(copy)
-    assert r.returncode == 1, f"{case}: accepted\n{r.stdout}{r.stderr}"
-    assert name.split("/")[-1] in r.stderr
+    rc, out, err = validate(copy, capsys)
+    assert rc == 1, f"{case}: accepted\n{out}{err}"
+    assert name.split("/")[-1] in err
 
 
 def test_pieces_agree():

@@ -51,12 +51,12 @@ def errors_of(doc, versions, schemas):
     return errs
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-k", "--kubernetes-version", action="append", dest="versions",
                     help="validate against this version (repeatable; default: 1.30, the first with preStop sleep on by default, and 1.37)")
     ap.add_argument("paths", nargs="+", type=pathlib.Path)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     versions = args.versions or ["1.30", "1.37"]
     schemas = custom_schemas()
     files = []
