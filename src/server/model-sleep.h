@@ -57,7 +57,7 @@ class ModelSleep {
   };
   Use use() const;
   // The engines' counters so far (the one running now, and those unloaded before it); asleep:
-  // as they were when it fell asleep, with no slot busy.
+  // as they were when it fell asleep, with no slot busy. Never waits for a load under way.
   EngineMetrics engine_metrics() const;
   bool pooled() const { return pooled_; }
   bool stalled() const;  // the running engine's watchdog (asleep, loading or unloading: false)
