@@ -93,6 +93,11 @@ bool ModelPool::evict_one(const Entry& keep) {
 }
 
 std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> keep_alive_s) {
+  ++e.acquiring_;
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { --n; }
+  } done{e.acquiring_};
   {
     std::unique_lock<std::mutex> lk(mu_);
     const auto deadline = Clock::now() + std::chrono::seconds(front_.sp.timeout_s);

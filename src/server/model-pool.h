@@ -38,6 +38,8 @@ class ModelPool {
     ServerState* state() const { return ready_.load(); }  // null until its first load
     // "loaded", "loading" or "unloaded" (llama-server's router status values).
     std::string status() const;
+    // Requests in acquire(): waiting for a place among models_max or for the load (/metrics).
+    int waiting() const { return acquiring_.load(); }
 
    private:
     friend class ModelPool;
@@ -49,6 +51,7 @@ class ModelPool {
     std::atomic<ServerState*> ready_{nullptr};
     std::mutex init_mu_;  // its first load
     std::atomic<int> pending_{0};  // requests between their place in the pool and holding the model
+    std::atomic<int> acquiring_{0};  // requests in acquire(), waiting for a place included
     std::chrono::steady_clock::time_point last_used_;  // pool's mu_
     std::atomic<uint64_t> bytes_{0};  // its memory when loaded: the file's size, + its KV cache once known
   };
