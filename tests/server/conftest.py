@@ -113,11 +113,37 @@ def post_json(url, path, body=None, timeout=300):
 
 
 def metric(url, name):
+    """The value of the series `name`; where it has only labelled series (a pool: one per model),
+    their sum."""
+    labelled = None
     with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
         for line in r.read().decode().splitlines():
             if line.startswith(name + " "):
                 return float(line.split()[1])
-    raise AssertionError(f"metric {name} missing")
+            if line.startswith(name + "{"):
+                labelled = (labelled or 0.0) + float(line.rsplit(" ", 1)[1])
+    if labelled is None:
+        raise AssertionError(f"metric {name} missing")
+    return labelled
+
+
+def join_clients(threads, seconds, failures):
+    """Waits for the client threads of a mixed phase of `seconds`; none may hang, none may fail."""
+    for t in threads:
+        t.join(timeout=seconds + 180)
+        assert not t.is_alive(), "a client thread is stuck (a request that never ends)"
+    assert not failures, "\n".join(failures[:20])
+
+
+def assert_idle(url, timeout=15):
+    """After the clients are gone: no slot busy, nothing queued (/metrics), within `timeout` s."""
+    t_end = time.time() + timeout
+    while time.time() < t_end:
+        if metric(url, "minfer_slots_busy") == 0 and metric(url, "minfer_queue_length") == 0:
+            break
+        time.sleep(0.2)
+    assert metric(url, "minfer_slots_busy") == 0, "slots still busy on an idle server"
+    assert metric(url, "minfer_queue_length") == 0, "jobs still queued on an idle server"
 
 
 def run_node_test(script, url, package, modules_var):
