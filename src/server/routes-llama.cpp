@@ -354,16 +354,18 @@ void add_llama_routes(httplib::Server& http, ServerState& s) {
   s.post(http, "/apply-template", [&s](const httplib::Request& q, httplib::Response& r) { apply_template(s, q, r); });
   s.post(http, "/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
   s.post(http, "/v1/chat/completions/input_tokens", [&s](const httplib::Request& q, httplib::Response& r) { count_chat_tokens(s, q, r); });
-  http.Get("/props", [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, props(s)); });
+  s.get(http, "/props", [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, props(s)); });
   s.post(http, "/props", [&s](const httplib::Request&, httplib::Response& r) {
     if (!s.sp.endpoint_props)
       return s.reply_error(r, {501, "This server does not support changing global properties. Start it with `--props`",
                                "not_supported_error", "", ""});
     s.reply_json(r, {{"success", true}});
   });
-  http.Get("/slots", [&s](const httplib::Request& q, httplib::Response& r) { slots(s, q, r); });
-  // POST /slots/ID?action=save|restore|erase {"filename"}: slot files (slot-files.h).
-  http.Post(R"(/slots/(\d+))", [&s](const httplib::Request& q, httplib::Response& r) {
+  s.get(http, "/slots", [&s](const httplib::Request& q, httplib::Response& r) { slots(s, q, r); });
+  // POST /slots/ID?action=save|restore|erase {"filename"}: slot files (slot-files.h). A pool
+  // routes /slots/ID to post_routes["/slots/:id"] (its own pattern is ".*": the id is read from
+  // the path).
+  auto slot_file = [&s](const httplib::Request& q, httplib::Response& r) {
     json body = json::object();
     if (!q.body.empty()) {
       auto b = s.parse_body(q, r);
@@ -372,13 +374,15 @@ void add_llama_routes(httplib::Server& http, ServerState& s) {
     }
     int id = -1;
     try {
-      id = std::stoi(q.matches[1].str());
+      id = std::stoi(q.path.substr(q.path.rfind('/') + 1));
     } catch (const std::exception&) {
     }
     auto out = slot_action(*s.engine, s.identity, s.sp.slot_save_path, id, q.get_param_value("action"), body);
     if (auto* e = std::get_if<ApiError>(&out)) return s.reply_error(r, *e);
     s.reply_json(r, std::get<json>(out));
-  });
+  };
+  s.post_routes["/slots/:id"] = slot_file;
+  http.Post(R"(/slots/(\d+))", slot_file);
   auto list = [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, models(s)); };
   http.Get("/v1/models", list);
   http.Get("/models", list);

@@ -94,11 +94,18 @@ struct ServerState {
   ModelIdentity identity;                  // of the weights, for slot files
 
   // The POST routes of plain paths, as registered with post(): Vertex AI's /predict runs its
-  // instances through them.
+  // instances through them, and a pool (model-pool.h) each request for this model.
   std::map<std::string, httplib::Server::Handler> post_routes;
   void post(httplib::Server& http, const std::string& path, httplib::Server::Handler h) {
     post_routes[path] = h;
     http.Post(path, std::move(h));
+  }
+  // The GET routes that answer for one model (/props, /slots), as registered with get(): a pool
+  // runs them for the model its ?model= names (llama-server's router).
+  std::map<std::string, httplib::Server::Handler> get_routes;
+  void get(httplib::Server& http, const std::string& path, httplib::Server::Handler h) {
+    get_routes[path] = h;
+    http.Get(path, std::move(h));
   }
 
   ParseContext parse_context() const;
