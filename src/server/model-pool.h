@@ -47,6 +47,7 @@ class ModelPool {
     std::atomic<ServerState*> ready_{nullptr};
     std::mutex init_mu_;  // its first load
     std::atomic<int> pending_{0};  // requests between their place in the pool and holding the model
+    std::atomic<bool> removed_{false};  // deleted (/api/delete): no longer found or listed; unloaded once idle
     std::chrono::steady_clock::time_point last_used_;  // pool's mu_
   };
 
@@ -55,7 +56,12 @@ class ModelPool {
   ModelPool(const PoolParams& pp, ServerState& front);
 
   Entry* find(const std::string& name);  // a name of its, with or without Ollama's ":latest"
-  const std::deque<Entry>& entries() const { return entries_; }
+  std::vector<Entry*> entries();         // those not removed, in the order added
+  // A model pulled or copied in: a new entry (its GGUF header read), or the one already known by
+  // one of its names. Addresses stay valid for the pool's life.
+  Expected<Entry*> add(const PoolModel& m);
+  // Deleted: no longer found or listed; unloaded now when idle, else once its last request ends.
+  void remove(Entry& e);
   // The model loaded (first use: its whole state made) and held until release(); keep_alive_s
   // its idle time from this request on (nullopt: the pool's default). The error says why not.
   std::optional<std::string> acquire(Entry& e, std::optional<double> keep_alive_s = std::nullopt);
@@ -70,12 +76,14 @@ class ModelPool {
  private:
   std::optional<std::string> make_state(Entry& e);  // e.init_mu_ held
   bool loaded(const Entry& e) const;                // mu_ held
+  Entry* find_locked(const std::string& name);      // mu_ held
   bool evict_one(const Entry& keep);                // mu_ held: the LRU idle one but keep
 
   const PoolParams pp_;
   ServerState& front_;
-  std::deque<Entry> entries_;  // stable addresses
-  std::mutex mu_, load_mu_;    // load_mu_: pp_.load calls one at a time
+  std::deque<Entry> entries_;  // stable addresses; grows under mu_ (add), never shrinks
+  mutable std::mutex mu_;
+  std::mutex load_mu_;         // pp_.load calls one at a time
   std::condition_variable cv_;
   bool stopped_ = false;
 };
