@@ -432,7 +432,7 @@ json pool_running(ModelPool& pool) {
       expires = std::chrono::system_clock::now() +
                 std::chrono::duration_cast<std::chrono::system_clock::duration>(from + std::chrono::duration<double>(*u.idle_s) - Clock::now());
     }
-    models.push_back(ollama_running_entry(e->tags_entry(), expires, s->n_ctx_slot));
+    models.push_back(ollama_running_entry(e->tags_entry(), expires, u.n_ctx_slot));
   }
   return {{"models", std::move(models)}};
 }
@@ -501,12 +501,16 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
     ModelPool::Entry* e = named_entry(pool, front, *body, req.path, res);
     if (!e) return;
     std::optional<double> keep_alive;
+    std::optional<int> n_ctx;  // Ollama's: options.num_ctx, else serve's (0); the other APIs take what is loaded
     if (shape == ollama_error_json) {
       auto k = ollama_keep_alive(*body);
       if (!k) return front.reply_error(res, k.error(), shape);
       keep_alive = *k;
+      auto c = ollama_num_ctx(*body);
+      if (!c) return front.reply_error(res, c.error(), shape);
+      n_ctx = c->value_or(0);
     }
-    if (auto err = pool.acquire(*e, keep_alive)) {
+    if (auto err = pool.acquire(*e, keep_alive, n_ctx)) {
       res.set_header("Retry-After", "1");
       return front.reply_error(res, {503, *err, "unavailable_error", "", "unavailable"}, shape);
     }

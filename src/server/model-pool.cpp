@@ -112,7 +112,7 @@ bool ModelPool::evict_one(const Entry& keep) {
   return false;
 }
 
-std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> keep_alive_s) {
+std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> keep_alive_s, std::optional<int> n_ctx_slot) {
   {
     std::unique_lock<std::mutex> lk(mu_);
     const auto deadline = Clock::now() + std::chrono::seconds(front_.sp.timeout_s);
@@ -133,9 +133,9 @@ std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> ke
   std::optional<std::string> err;
   {
     std::lock_guard<std::mutex> lk(e.init_mu_);
-    if (!e.state_) err = make_state(e);
+    if (!e.state_) err = make_state(e, n_ctx_slot);
   }
-  if (!err) err = e.state_->sleep->acquire(keep_alive_s);  // loads it when asleep: outside mu_
+  if (!err) err = e.state_->sleep->acquire(keep_alive_s, n_ctx_slot);  // loads it when asleep: outside mu_
   {
     std::lock_guard<std::mutex> lk(mu_);
     --e.pending_;
@@ -180,7 +180,7 @@ void ModelPool::for_each_state(const std::function<void(ServerState&)>& f) {
   for (ServerState* s : states) f(*s);
 }
 
-std::optional<std::string> ModelPool::make_state(Entry& e) {
+std::optional<std::string> ModelPool::make_state(Entry& e, std::optional<int> n_ctx_slot) {
   const std::string& id = e.info_.names.front();
   const auto t0 = Clock::now();
   Expected<LoadedModel> lm = make_error("unreached");
@@ -193,7 +193,10 @@ std::optional<std::string> ModelPool::make_state(Entry& e) {
   auto s = std::make_unique<ServerState>();
   ServerParams sp = lm->sp;
   sp.aliases = e.info_.names;
-  if (auto err = init_state(*s, std::move(lm->model), *e.tok_, lm->ep, sp, {})) return fmt::format("model '{}': {}", id, *err);
+  EngineParams ep = lm->ep;  // Ollama's num_ctx for this load; lm->ep stays the default of later ones
+  if (const int64_t n_train = lm->model->hparams().n_ctx_train; n_ctx_slot && *n_ctx_slot > 0)
+    ep.n_ctx_slot = static_cast<int>(n_train > 0 ? std::min<int64_t>(*n_ctx_slot, n_train) : *n_ctx_slot);
+  if (auto err = init_state(*s, std::move(lm->model), *e.tok_, ep, sp, {})) return fmt::format("model '{}': {}", id, *err);
   s->model_id = id;
   s->draining = front_.draining.load();
   e.routes_ = std::make_unique<httplib::Server>();

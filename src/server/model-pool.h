@@ -64,7 +64,8 @@ class ModelPool {
   void remove(Entry& e);
   // The model loaded (first use: its whole state made) and held until release(); keep_alive_s
   // its idle time from this request on (nullopt: the pool's default). The error says why not.
-  std::optional<std::string> acquire(Entry& e, std::optional<double> keep_alive_s = std::nullopt);
+  // n_ctx_slot: Ollama's num_ctx (ModelSleep::acquire), the first load's too.
+  std::optional<std::string> acquire(Entry& e, std::optional<double> keep_alive_s = std::nullopt, std::optional<int> n_ctx_slot = std::nullopt);
   void release(Entry& e);
   // Unloads e now; false when a request holds it (it stays).
   bool unload(Entry& e);
@@ -74,7 +75,7 @@ class ModelPool {
   void for_each_state(const std::function<void(ServerState&)>& f);
 
  private:
-  std::optional<std::string> make_state(Entry& e);  // e.init_mu_ held
+  std::optional<std::string> make_state(Entry& e, std::optional<int> n_ctx_slot);  // e.init_mu_ held
   bool loaded(const Entry& e) const;                // mu_ held
   Entry* find_locked(const std::string& name);      // mu_ held
   bool evict_one(const Entry& keep);                // mu_ held: the LRU idle one but keep

@@ -122,6 +122,31 @@ def test_copy_and_delete(store):
     assert e.value.status_code == 400
 
 
+def test_num_ctx_loads_the_model_with_that_context(store):
+    """Ollama's options.num_ctx: the model is (re)loaded with that many positions per slot; a
+    request without it reloads serve's; the OpenAI API takes what is loaded."""
+    s = store[0]
+    c = ollama.Client(host=s.url)
+
+    def ctx():
+        return {m.model: m.context_length for m in c.ps().models}["tiny-local:latest"]
+
+    c.generate(model="tiny-local", prompt="Hi", options={"num_predict": 1})
+    default = ctx()
+    for n in (128, 200):
+        assert c.generate(model="tiny-local", prompt="Hi", options={"num_predict": 1, "num_ctx": n}).done
+        assert ctx() == n
+    openai = urllib.request.Request(s.url + "/v1/completions", data=json.dumps({"model": "tiny-local", "prompt": "Hi", "max_tokens": 1}).encode(),
+                                    headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(openai, timeout=30) as r:
+        assert r.status == 200 and ctx() == 200
+    c.generate(model="tiny-local", prompt="Hi", options={"num_predict": 1})
+    assert ctx() == default
+    with pytest.raises(ollama.ResponseError) as e:
+        c.generate(model="tiny-local", prompt="Hi", options={"num_ctx": "big"})
+    assert e.value.status_code == 400 and "num_ctx" in e.value.error
+
+
 def test_version(store):
     with urllib.request.urlopen(store[0].url + "/api/version", timeout=10) as r:
         assert json.loads(r.read())["version"].count(".") == 2
