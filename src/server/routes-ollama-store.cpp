@@ -18,7 +18,7 @@ std::string ollama_name_in(const json& body, std::initializer_list<const char*> 
   return "";
 }
 
-ApiError ollama_status_error(int status, std::string message) { return {status, std::move(message), status == 404 ? "not_found_error" : "invalid_request_error", "", ""}; }
+ApiError ollama_not_found(std::string message) { return {404, std::move(message), "not_found_error", "", ""}; }
 
 // What a pull sends, as Ollama's: {"status"} for a step; {"status": "pulling <12 hex>", "digest",
 // "total", "completed"} for a file's bytes, at most every 100 ms per file but always its last.
@@ -96,7 +96,7 @@ void delete_route(ModelPool& pool, ServerState& front, const ModelStore& store, 
   const std::string name = ollama_name_in(*body, {"model", "name"});
   if (name.empty()) return front.reply_error(res, invalid_param("model", "model is required"), ollama_error_json);
   ModelPool::Entry* e = pool.find(name);
-  if (!e) return front.reply_error(res, ollama_status_error(404, fmt::format("model '{}' not found", name)), ollama_error_json);
+  if (!e) return front.reply_error(res, ollama_not_found(fmt::format("model '{}' not found", name)), ollama_error_json);
   if (Status st = store.remove(e->info()); !st.is_ok()) return front.reply_error(res, server_error(st.error().message), ollama_error_json);
   pool.remove(*e);
   res.status = 200;
@@ -111,7 +111,7 @@ void copy_route(ModelPool& pool, ServerState& front, const ModelStore& store, co
   if (source.empty() || destination.empty())
     return front.reply_error(res, invalid_param("source", "source and destination are required"), ollama_error_json);
   ModelPool::Entry* src = pool.find(source);
-  if (!src) return front.reply_error(res, ollama_status_error(404, fmt::format("model \"{}\" not found", source)), ollama_error_json);
+  if (!src) return front.reply_error(res, ollama_not_found(fmt::format("model \"{}\" not found", source)), ollama_error_json);
   if (store.check_name(destination))
     return front.reply_error(res, invalid_param("destination", fmt::format("destination \"{}\" is invalid", destination)), ollama_error_json);
   if (pool.find(destination) == src) return void(res.status = 200);  // already its name
@@ -128,7 +128,7 @@ void add_ollama_server_routes(httplib::Server& http, ServerState& front, ModelPo
   http.Get("/api/version", [&front](const httplib::Request&, httplib::Response& r) { front.reply_json(r, {{"version", kOllamaApiVersion}}); });
   auto route = [&front, pool, store](auto handler) {
     return [&front, pool, store, handler](const httplib::Request& q, httplib::Response& r) {
-      if (!pool || !store || !store->pull)
+      if (!pool || !store || !store->pull || !store->remove || !store->copy || !store->check_name)
         return front.reply_error(r, {501, fmt::format("{} needs a server of several models: minfer serve with no MODEL", q.path), "not_supported_error", "", ""},
                                  ollama_error_json);
       handler(*pool, front, *store, q, r);
