@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 
 import ollama
@@ -120,6 +121,21 @@ def test_copy_and_delete(store):
     with pytest.raises(ollama.ResponseError) as e:
         c.copy("tiny-local", "bad name!")
     assert e.value.status_code == 400
+
+
+def test_delete_while_a_request_holds_the_model(store):
+    """The request goes on to its end; the model is gone from the lists at once and unloaded after."""
+    c = ollama.Client(host=store[0].url)
+    c.copy("tiny-local", "held:v1")
+    stream = c.generate(model="held:v1", prompt="Hi", stream=True, options={"num_predict": 48, "temperature": 0})
+    next(stream)
+    assert c.delete("held:v1").status == "success"
+    assert "held:v1" not in names(c)
+    assert list(stream)[-1].done
+    end = time.time() + 5
+    while "held:v1" in [m.model for m in c.ps().models] and time.time() < end:
+        time.sleep(0.05)
+    assert "held:v1" not in [m.model for m in c.ps().models]
 
 
 def test_num_ctx_loads_the_model_with_that_context(store):
