@@ -29,11 +29,13 @@ PROMPTS = ["Write a short story about a robot.", "Explain why the sky is blue.",
            "How do plants grow?", "Describe your favourite meal."]
 
 
-def one_request(host, port, prompt, max_tokens, timeout):
-    """Streams one chat completion; returns (ttft_s, completion_tokens, error or None)."""
+def one_request(host, port, prompt, max_tokens, timeout, model=None):
+    """Streams one chat completion (to `model` when given); returns (ttft_s, completion_tokens,
+    error or None)."""
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     body = json.dumps({"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
-                       "temperature": 0.7, "stream": True, "stream_options": {"include_usage": True}})
+                       "temperature": 0.7, "stream": True, "stream_options": {"include_usage": True},
+                       **({"model": model} if model else {})})
     t0 = time.perf_counter()
     ttft = None
     tokens = None
@@ -67,7 +69,7 @@ def one_request(host, port, prompt, max_tokens, timeout):
         conn.close()
 
 
-def run_level(host, port, n_clients, seconds, max_tokens):
+def run_level(host, port, n_clients, seconds, max_tokens, model=None):
     stop_at = time.perf_counter() + seconds
     lock = threading.Lock()
     ttfts, errors = [], []
@@ -79,7 +81,7 @@ def run_level(host, port, n_clients, seconds, max_tokens):
             # A unique tail: only the template's shared head can come from a slot's cache, at
             # every concurrency level alike.
             prompt = f"{PROMPTS[i % len(PROMPTS)]} (request {i})"
-            ttft, tokens, err = one_request(host, port, prompt, max_tokens, 300)
+            ttft, tokens, err = one_request(host, port, prompt, max_tokens, 300, model)
             i += n_clients
             with lock:
                 total["requests"] += 1

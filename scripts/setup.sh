@@ -56,10 +56,11 @@ fi
 #    the official openai client and llama.cpp's server test suite drive `minfer serve`;
 #    huggingface_hub checks the mock Hub and shares its cache with minfer (tests/hub); ziglang
 #    (zig's clang with the macOS SDK headers) compiles and links the ARM path for aarch64-macos.
+#    kubernetes-validate ships Kubernetes' JSON schemas: deploy.kubernetes checks the manifests offline.
 PY_PKGS=(gguf==0.19.0 numpy pytest jinja2==3.1.6 tokenizers==0.23.3 openai==3.51.0 jsonschema==4.26.0 rfc3339-validator==0.1.4
          prometheus-client==0.20.0 wget==3.2 aiohttp==3.14.5 requests filelock
-         huggingface_hub==2.4.0 anthropic==2.17.0 ollama==0.6.3 ziglang==0.17.1)
-if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, jsonschema, rfc3339_validator, prometheus_client, wget, aiohttp, requests, filelock, huggingface_hub, anthropic, ollama, ziglang" 2>/dev/null \
+         huggingface_hub==2.4.0 anthropic==2.17.0 ollama==0.6.3 ziglang==0.17.1 kubernetes-validate==1.37.0)
+if ! python3 -c "import gguf, numpy, pytest, jinja2, tokenizers, openai, jsonschema, rfc3339_validator, prometheus_client, wget, aiohttp, requests, filelock, huggingface_hub, anthropic, ollama, ziglang, kubernetes_validate" 2>/dev/null \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("gguf"))' 2>/dev/null)" != "0.19.0" ] \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("openai"))' 2>/dev/null)" != "3.51.0" ] \
    || [ "$(python3 -c 'import importlib.metadata as m; print(m.version("huggingface_hub"))' 2>/dev/null)" != "2.4.0" ]; then

@@ -53,6 +53,7 @@ int cmd_serve(int argc, char** argv) {
   std::string model_opt, hf_repo, hf_file, api_key_file, models_dir;
   std::vector<std::string> models_pos;
   int models_max = 4;
+  std::string models_memory;
   std::vector<std::string> api_keys, aliases, tags;
   server::ServerParams sp;
   server::EngineParams ep;
@@ -72,6 +73,8 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--models-dir", models_dir, "serve the GGUF files of this folder too (with no MODEL: only those)")->check(CLI::ExistingDirectory);
   app.add_option("--models-max", models_max, "with several models: how many are loaded at once (the least recently used idle one is "
                                              "unloaded for another; 0: no limit)")->capture_default_str()->check(CLI::Range(0, 1024));
+  app.add_option("--models-memory", models_memory, "with several models: the memory their weights and KV caches may hold at once, "
+                                                   "e.g. 12G, 1536M (binary units; the least recently used idle one is unloaded for another)");
   app.add_option("-m,--model", model_opt, "the model, as MODEL");
   app.add_option("--hf-repo", hf_repo, "(-hf) ORG/REPO[:QUANT]: the model from Hugging Face, as MODEL hf:ORG/REPO[:QUANT]");
   app.add_option("--hf-file", hf_file, "(-hff) with -hf: the file in the repository");
@@ -274,6 +277,11 @@ int cmd_serve(int argc, char** argv) {
     pp.load = load;
     pp.store = hub_model_store();  // Ollama's /api/pull, /api/delete, /api/copy
     pp.models_max = models_max;
+    if (!models_memory.empty()) {
+      auto bytes = parse_memory_size(models_memory);
+      if (!bytes) return usage_fail("serve", fmt::format("--models-memory: {}", bytes.error().message));
+      pp.models_memory = *bytes;
+    }
     if (sp.sleep_idle_s != 0) pp.keep_alive_s = sp.sleep_idle_s;  // the default keep_alive (-1: for good)
     for (const std::string& ref : models_pos) {
       const std::string path = resolve_model(ref);

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -247,6 +248,27 @@ CLI::Option* add_ctx_size(CLI::App& app, int& n_ctx, const std::string& help) {
                         help.empty() ? "context size (KV cache positions), capped at the model's; 0 = the model's" : help)
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
+}
+
+Expected<uint64_t> parse_memory_size(std::string_view text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || !(v > 0))
+    return make_error("'{}' is not a memory size (bytes, or a number with K, M, G or T: 12G, 1536M)", text);
+  std::string unit(p, end);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
+  else if (unit.size() == 2 && unit.back() == 'B') unit.resize(1);
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1.0}, {"B", 1.0}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}, {"T", 1099511627776.0}};
+  for (const auto& [name, scale] : kUnits)
+    if (unit == name) {
+      const double bytes = v * scale;
+      if (bytes < 1 || bytes > 1.8e19) return make_error("'{}' is out of range as a memory size", text);
+      return static_cast<uint64_t>(bytes);
+    }
+  return make_error("'{}': unknown unit '{}' (K, M, G or T; binary: 1G = 1024M)", text, std::string(p, end));
 }
 
 int context_for_model(int n_ctx, int64_t n_ctx_train) {

@@ -37,6 +37,9 @@ void set_usage(CLI::App& app, std::string usage);
 CLI::Option* add_ctx_size(CLI::App& app, int& n_ctx, const std::string& help = {});
 // The context a model gets for -c N: N capped at the training context, 0 = the training context.
 int context_for_model(int n_ctx, int64_t n_ctx_train);
+// A memory size as flags take it: bytes, or a number with K, M, G or T (binary: 1 G = 2^30 bytes;
+// "GB" and "GiB" read the same), e.g. "12G", "1.5GiB", "1536M". The error names the value.
+Expected<uint64_t> parse_memory_size(std::string_view text);
 // -t/--threads N: compute threads; 0 = all hardware threads.
 CLI::Option* add_threads(CLI::App& app, int& n_threads);
 // -b/--batch-size (also llama.cpp's -ub/--ubatch-size) N: most tokens in one graph.

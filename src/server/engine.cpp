@@ -91,6 +91,7 @@ void Engine::Impl::publish() {
   std::lock_guard<std::mutex> lk(mu);
   n_taken = static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& x) { return x.active; }));
   shown = m;
+  shown.kv_used = 0;
   published.resize(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {
     const Slot& s = slots[i];
@@ -100,6 +101,7 @@ void Engine::Impl::publish() {
     o.processing = s.active;
     o.n_cached = static_cast<int>(s.cached.size());
     if (s.active) {
+      shown.kv_used += static_cast<int64_t>(s.cached.size());
       const GenRun* g = s.gen();
       o.n_prompt = static_cast<int>(s.job.prompt.size());
       o.n_decoded = g && g->step ? g->step->n_gen() : 0;
@@ -269,6 +271,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mo
   impl->slots.resize(static_cast<size_t>(p.n_slots));
   for (int i = 0; i < p.n_slots; ++i) impl->slots[static_cast<size_t>(i)].id = i;
   impl->m.n_slots = p.n_slots;
+  impl->m.kv_size = static_cast<int64_t>(p.n_slots) * p.n_ctx_slot;
   impl->publish();
   if (const char* d = std::getenv("MINFER_TEST_STEP_DELAY_MS")) impl->step_delay = std::chrono::milliseconds(std::atoi(d));
   // Build the decode graph now: allocates the KV cache and fails early if it does not fit.

@@ -270,6 +270,8 @@ struct EngineMetrics {
   int queued = 0;
   int slots_busy = 0;
   int n_slots = 0;
+  int64_t kv_used = 0;          // KV positions held by the jobs in slots (a free slot's cached prefix: not counted)
+  int64_t kv_size = 0;          // KV positions of all slots: n_slots x n_ctx_slot
 };
 
 class Engine {

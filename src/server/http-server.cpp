@@ -159,10 +159,11 @@ bool cors_and_keys(ServerState& s, const httplib::Request& req, httplib::Respons
   return false;
 }
 
-// The end of every request (the logger): `front` counts it; -v logs it.
-void count_request(ServerState& front, const httplib::Request& req, const httplib::Response& res) {
+// The end of every request (the logger): `counted` (front's, or in a pool the model's it reached)
+// counts it; -v logs it.
+void count_request(ServerState& front, const httplib::Request& req, const httplib::Response& res, ServerMetrics& counted) {
   front.in_flight--;
-  front.metrics.count(req.method, req.path, res.status);
+  counted.count(req.method, req.path, res.status);
   // -v: one line per request (a streamed reply is logged when its headers go out).
   if (front.sp.verbose) std::fprintf(stderr, "[http] %s %s %d\n", req.method.c_str(), req.path.c_str(), res.status);
 }
@@ -189,13 +190,13 @@ void add_health_routes(httplib::Server& web, ServerState& front, double watchdog
   if (!front.sp.vertex_health_route.empty()) web.Get(front.sp.vertex_health_route, health);
 }
 
-void add_metrics_route(httplib::Server& web, ServerState& front, std::function<EngineMetrics()> engine_metrics) {
+void add_metrics_route(httplib::Server& web, ServerState& front, std::function<std::string()> scrape) {
   const std::string start_time = std::to_string(static_cast<int64_t>(std::time(nullptr)));
-  web.Get("/metrics", [&front, start_time, engine_metrics = std::move(engine_metrics)](const httplib::Request&, httplib::Response& r) {
+  web.Get("/metrics", [&front, start_time, scrape = std::move(scrape)](const httplib::Request&, httplib::Response& r) {
     if (!front.sp.endpoint_metrics)
       return front.reply_error(r, {501, "This server does not support metrics endpoint. Start it with `--metrics`", "not_supported_error", "", ""});
     r.set_header("Process-Start-Time-Unix", start_time);
-    r.set_content(front.metrics.scrape(engine_metrics()), "text/plain; version=0.0.4");
+    r.set_content(scrape(), "text/plain; version=0.0.4");
   });
 }
 
@@ -351,7 +352,7 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
       t_holds_model = false;
       s.sleep->release();
     }
-    count_request(s, req, res);
+    count_request(s, req, res, s.metrics);
   });
 
   add_model_routes(web, s);
@@ -359,7 +360,7 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
   if (s.sp.webui) add_webui_routes(web, s);
   add_health_routes(web, s, ep.watchdog_s, [&s] { return s.sleep->stalled(); });
   add_vertex_routes(web, s);  // last: it runs instances through the routes above
-  add_metrics_route(web, s, [&s] { return s.sleep->engine_metrics(); });
+  add_metrics_route(web, s, [&s] { return s.metrics.scrape(s.sleep->engine_metrics()); });
 
   // The idle watch (--sleep-idle-seconds) starts once the routes are set up: their setup reads
   // the model (routes-ollama.cpp describes it), which a sleep would free under it.
@@ -437,6 +438,22 @@ json pool_running(ModelPool& pool) {
   return {{"models", std::move(models)}};
 }
 
+// Each model of the pool as /metrics shows it.
+std::vector<PoolModelMetrics> pool_metrics(ModelPool& pool) {
+  std::vector<PoolModelMetrics> out;
+  for (const ModelPool::Entry* e : pool.entries()) {
+    PoolModelMetrics& pm = out.emplace_back();
+    pm.name = e->info().names.front();
+    pm.waiting = e->waiting();
+    if (ServerState* s = e->state()) {
+      pm.loaded = !s->sleep->sleeping();
+      pm.metrics = &s->metrics;
+      pm.engine = s->sleep->engine_metrics();
+    }
+  }
+  return out;
+}
+
 // POST /models/load and /models/unload {"model": NAME} (llama-server's router): {"success": true}.
 void load_or_unload(ModelPool& pool, ServerState& front, const httplib::Request& req, httplib::Response& res, bool load) {
   auto body = front.parse_body(req, res);
@@ -479,11 +496,10 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
   });
   http::install_error_handlers(web, sp.max_body, [&front](httplib::Response& res, const ApiError& e) { front.reply_error(res, e); });
   web.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
-    if (t_entry) {
-      pool.release(*t_entry);
-      t_entry = nullptr;
-    }
-    count_request(front, req, res);
+    if (!t_entry) return count_request(front, req, res, front.metrics);  // it reached no model
+    count_request(front, req, res, t_entry->state()->metrics);  // before the release: a scrape after it sees the count
+    pool.release(*t_entry);
+    t_entry = nullptr;
   });
 
   auto list = [&](const httplib::Request&, httplib::Response& r) { front.reply_json(r, pool_models(pool, front.created)); };
@@ -533,11 +549,7 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
     pool.for_each_state([&](ServerState& s) { stalled = stalled || s.sleep->stalled(); });
     return stalled;
   });
-  add_metrics_route(web, front, [&pool] {
-    EngineMetrics m;
-    pool.for_each_state([&](ServerState& s) { m = engine_metrics_sum(m, s.sleep->engine_metrics()); });
-    return m;
-  });
+  add_metrics_route(web, front, [&pool, &front] { return scrape_pool(front.metrics, pool_metrics(pool)); });
 
   std::string banner;
   for (const ModelPool::Entry* e : pool.entries())

@@ -79,7 +79,8 @@ int run_server(std::shared_ptr<const Model> model, const Tokenizer& tok, const E
                const EngineDraft& draft = {});
 
 // Many models in one server (model-pool.h): each loaded on its first request by `load`, kept per
-// keep_alive, at most models_max at once (the least recently used idle one evicted).
+// keep_alive, at most models_max at once and within models_memory bytes (the least recently used
+// idle one evicted).
 struct PoolModel {
   std::vector<std::string> names;  // what requests may call it; names[0] is its id in the lists
   std::string path;
@@ -107,6 +108,7 @@ struct PoolParams {
   std::function<Expected<LoadedModel>(const std::string& path)> load;
   ModelStore store;          // empty members: those endpoints answer 501
   int models_max = 4;        // --models-max (0: no limit)
+  uint64_t models_memory = 0;  // --models-memory: bytes for the loaded models' weights and KV caches (0: no limit)
   double keep_alive_s = 300;  // a request's keep_alive when it gives none (negative: for good)
 };
 // As run_server, with every model of pp; sp's server-wide fields (host, port, keys, CORS,

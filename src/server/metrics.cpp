@@ -4,6 +4,23 @@
 
 namespace minfer::server {
 
+RouterLoad& RouterLoad::operator+=(const RouterLoad& o) {
+  waiting += o.waiting;
+  running += o.running;
+  kv_used += o.kv_used;
+  kv_size += o.kv_size;
+  return *this;
+}
+
+void add_router_gauges(PromText& t, const RouterLoad& l) {
+  // vLLM's names and meanings (the Gateway API Inference Extension's model server protocol).
+  t.add("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", static_cast<double>(l.waiting));
+  t.add("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", static_cast<double>(l.running));
+  // A fraction, 1 meaning full; no KV cache (nothing loaded) is an empty one.
+  t.add("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+        l.kv_size > 0 ? static_cast<double>(l.kv_used) / static_cast<double>(l.kv_size) : 0.0);
+}
+
 void ServerMetrics::count(const std::string& method, const std::string& path, int status) {
   if (path == "/health" || path == "/v1/health" || path == "/metrics" || (method == "GET" && path == "/props")) return;
   std::lock_guard<std::mutex> lk(mu_);
@@ -19,8 +36,24 @@ void ServerMetrics::latency(double s) {
 }
 
 std::string ServerMetrics::scrape(const EngineMetrics& m) {
-  std::string o;
+  PromText t;
+  collect(t, m);
+  add_router_gauges(t, RouterLoad::of(m));
+  return t.str();
+}
+
+void ServerMetrics::collect_requests(PromText& t, const std::string& labels) {
+  const char* help = "HTTP requests by path and status.";
+  t.declare("minfer_requests_total", "counter", help);  // listed before the first request too
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [k, v] : requests_)
+    t.add("minfer_requests_total", "counter", help, static_cast<double>(v),
+          prom_join(labels, prom_label("path", k.first) + "," + prom_label("status", std::to_string(k.second))));
+}
+
+void ServerMetrics::collect(PromText& t, const EngineMetrics& m, const std::string& labels) {
   EngineMetrics since;  // the throughput window: counters since the previous scrape
+  collect_requests(t, labels);
   {
     std::lock_guard<std::mutex> lk(mu_);
     since.n_prompt_tokens = m.n_prompt_tokens - last_.n_prompt_tokens;
@@ -29,24 +62,17 @@ std::string ServerMetrics::scrape(const EngineMetrics& m) {
     since.n_first_tokens = m.n_first_tokens - last_.n_first_tokens;
     since.predicted_s = m.predicted_s - last_.predicted_s;
     last_ = m;
-  }
-  auto metric = [&](const char* type, const std::string& name, const char* help, double v) {
-    o += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n{0} {3}\n", name, help, type, v);
-  };
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    o += "# HELP minfer_requests_total HTTP requests by path and status.\n# TYPE minfer_requests_total counter\n";
-    for (const auto& [k, v] : requests_)
-      o += fmt::format("minfer_requests_total{{path=\"{}\",status=\"{}\"}} {}\n", k.first, k.second, v);
-    o += "# HELP minfer_request_duration_seconds Completion request latency.\n"
-         "# TYPE minfer_request_duration_seconds histogram\n";
+    const char* lat = "minfer_request_duration_seconds";
+    const char* lat_help = "Completion request latency.";
     for (size_t i = 0; i < kBuckets.size(); ++i)
-      o += fmt::format("minfer_request_duration_seconds_bucket{{le=\"{}\"}} {}\n", kBuckets[i], buckets_[i]);
-    o += fmt::format("minfer_request_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", lat_count_);
-    o += fmt::format("minfer_request_duration_seconds_sum {}\nminfer_request_duration_seconds_count {}\n", lat_sum_, lat_count_);
+      t.sample(lat, "histogram", lat_help, "_bucket", prom_join(labels, prom_label("le", fmt::format("{}", kBuckets[i]))),
+               static_cast<double>(buckets_[i]));
+    t.sample(lat, "histogram", lat_help, "_bucket", prom_join(labels, "le=\"+Inf\""), static_cast<double>(lat_count_));
+    t.sample(lat, "histogram", lat_help, "_sum", labels, lat_sum_);
+    t.sample(lat, "histogram", lat_help, "_count", labels, static_cast<double>(lat_count_));
   }
-  auto counter = [&](const char* name, const char* help, double v) { metric("counter", name, help, v); };
-  auto gauge = [&](const char* name, const char* help, double v) { metric("gauge", name, help, v); };
+  auto counter = [&](const char* name, const char* help, double v) { t.add(name, "counter", help, v, labels); };
+  auto gauge = [&](const char* name, const char* help, double v) { t.add(name, "gauge", help, v, labels); };
   counter("minfer_prompt_tokens_total", "Prompt tokens prefilled.", static_cast<double>(m.n_prompt_tokens));
   counter("minfer_prompt_tokens_cached_total", "Prompt tokens reused from a slot's KV cache.", static_cast<double>(m.n_cached_tokens));
   counter("minfer_generated_tokens_total", "Tokens generated.", static_cast<double>(m.n_gen_tokens));
@@ -59,13 +85,13 @@ std::string ServerMetrics::scrape(const EngineMetrics& m) {
   counter("minfer_draft_tokens_total", "Drafted tokens verified (speculative decoding).", static_cast<double>(m.n_draft_tokens));
   counter("minfer_draft_tokens_accepted_total", "Drafted tokens the target accepted.", static_cast<double>(m.n_draft_accepted));
   counter("minfer_draft_verify_steps_total", "Slot passes that verified a draft.", static_cast<double>(m.n_verify_steps));
-  o += fmt::format("# HELP minfer_time_to_first_token_seconds Submit to first token.\n"
-                   "# TYPE minfer_time_to_first_token_seconds summary\n"
-                   "minfer_time_to_first_token_seconds_sum {}\nminfer_time_to_first_token_seconds_count {}\n",
-                   m.ttft_s_sum, m.ttft_count);
+  t.sample("minfer_time_to_first_token_seconds", "summary", "Submit to first token.", "_sum", labels, m.ttft_s_sum);
+  t.sample("minfer_time_to_first_token_seconds", "summary", "Submit to first token.", "_count", labels, static_cast<double>(m.ttft_count));
   gauge("minfer_queue_length", "Jobs waiting for a slot.", m.queued);
   gauge("minfer_slots_busy", "Slots generating or prefilling.", m.slots_busy);
   gauge("minfer_slots_total", "Slots (--parallel).", m.n_slots);
+  gauge("minfer_kv_positions_used", "KV positions held by the jobs in slots.", static_cast<double>(m.kv_used));
+  gauge("minfer_kv_positions_total", "KV positions of all slots.", static_cast<double>(m.kv_size));
 
   // llama-server's names and meanings (tools/server: llamacpp:*).
   const double predicted_steps = static_cast<double>(since.n_gen_tokens - since.n_first_tokens);
@@ -88,7 +114,28 @@ std::string ServerMetrics::scrape(const EngineMetrics& m) {
   gauge("llamacpp:requests_deferred", "Number of requests deferred.", m.queued);
   gauge("llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call",
         m.n_steps > 0 ? static_cast<double>(m.n_busy_slot_steps) / static_cast<double>(m.n_steps) : 0.0);
-  return o;
+}
+
+std::string scrape_pool(ServerMetrics& front, const std::vector<PoolModelMetrics>& models) {
+  PromText t;
+  RouterLoad total;
+  for (const PoolModelMetrics& pm : models) {
+    RouterLoad l = pm.metrics ? RouterLoad::of(pm.engine) : RouterLoad{};
+    l.waiting += pm.waiting;
+    total += l;
+  }
+  // The whole server's, one series per name: routers read one series (which one of several
+  // differs between endpoint picker versions); each model's load is in its minfer_ series.
+  add_router_gauges(t, total);
+  front.collect_requests(t);
+  for (const PoolModelMetrics& pm : models) {
+    const std::string labels = prom_label("model", pm.name);
+    t.add("minfer_model_loaded", "gauge", "1 while the model is loaded, else 0.", pm.loaded ? 1 : 0, labels);
+    t.add("minfer_model_requests_waiting", "gauge", "Requests waiting for the model to load or for a place among --models-max.",
+          static_cast<double>(pm.waiting), labels);
+    if (pm.metrics) pm.metrics->collect(t, pm.engine, labels);
+  }
+  return t.str();
 }
 
 }  // namespace minfer::server

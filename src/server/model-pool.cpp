@@ -45,6 +45,7 @@ ModelPool::ModelPool(const PoolParams& pp, ServerState& front) : pp_(pp), front_
     }
     Entry& e = entries_.emplace_back();
     e.info_ = m;
+    e.bytes_ = (*tags)["size"].get<uint64_t>();  // the GGUF files' size
     e.tags_ = std::move(*tags);
   }
 }
@@ -67,6 +68,7 @@ Expected<ModelPool::Entry*> ModelPool::add(const PoolModel& m) {
     if (Entry* e = find_locked(n)) return e;
   Entry& e = entries_.emplace_back();
   e.info_ = m;
+  e.bytes_ = (*tags)["size"].get<uint64_t>();
   e.tags_ = std::move(*tags);
   return &e;
 }
@@ -98,6 +100,36 @@ bool ModelPool::loaded(const Entry& e) const {
   return s && !s->sleep->sleeping();
 }
 
+uint64_t ModelPool::loaded_bytes(const Entry* but) const {
+  uint64_t n = 0;
+  for (const Entry& o : entries_)
+    if (&o != but && loaded(o)) n += o.bytes_.load();
+  return n;
+}
+
+std::string ModelPool::limits() const {
+  std::string s;
+  if (pp_.models_max > 0) s = fmt::format("--models-max {}", pp_.models_max);
+  if (pp_.models_memory > 0) s += fmt::format("{}--models-memory {:.2f} GiB", s.empty() ? "" : ", ", pp_.models_memory / 1073741824.0);
+  return s;
+}
+
+bool ModelPool::fits(const Entry& e, std::string& why) const {
+  int n_loaded = 0;
+  for (const Entry& o : entries_) n_loaded += loaded(o) ? 1 : 0;
+  if (pp_.models_max > 0 && n_loaded >= pp_.models_max) {
+    why = fmt::format("the {} models of --models-max {} are loaded", n_loaded, pp_.models_max);
+    return false;
+  }
+  const uint64_t used = loaded_bytes(&e);
+  if (pp_.models_memory > 0 && n_loaded > 0 && used + e.bytes_.load() > pp_.models_memory) {
+    why = fmt::format("it needs {:.1f} MiB and the {} loaded models hold {:.1f} MiB of --models-memory {:.1f} MiB",
+                      e.bytes_.load() / 1048576.0, n_loaded, used / 1048576.0, pp_.models_memory / 1048576.0);
+    return false;
+  }
+  return true;
+}
+
 bool ModelPool::evict_one(const Entry& keep) {
   std::vector<Entry*> idle;
   for (Entry& e : entries_)
@@ -105,7 +137,7 @@ bool ModelPool::evict_one(const Entry& keep) {
   std::sort(idle.begin(), idle.end(), [](const Entry* a, const Entry* b) { return a->last_used_ < b->last_used_; });
   for (Entry* e : idle)
     if (e->state()->sleep->unload()) {
-      std::fprintf(stderr, "[server] %s evicted (least recently used of --models-max %d)\n", e->info_.names.front().c_str(), pp_.models_max);
+      std::fprintf(stderr, "[server] %s evicted (least recently used; %s)\n", e->info_.names.front().c_str(), limits().c_str());
       std::fflush(stderr);
       return true;
     }
@@ -113,18 +145,21 @@ bool ModelPool::evict_one(const Entry& keep) {
 }
 
 std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> keep_alive_s, std::optional<int> n_ctx_slot) {
+  ++e.acquiring_;
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { --n; }
+  } done{e.acquiring_};
   {
     std::unique_lock<std::mutex> lk(mu_);
     const auto deadline = Clock::now() + std::chrono::seconds(front_.sp.timeout_s);
     for (;;) {
       if (stopped_) return std::string("the server is shutting down");
-      if (loaded(e) || pp_.models_max <= 0) break;
-      int n_loaded = 0;
-      for (const Entry& o : entries_) n_loaded += loaded(o) ? 1 : 0;
-      if (n_loaded < pp_.models_max || evict_one(e)) break;
+      std::string why;
+      if (loaded(e) || fits(e, why)) break;
+      if (evict_one(e)) continue;  // memory may take more than one
       if (Clock::now() > deadline)
-        return fmt::format("model '{}' cannot be loaded: the {} models of --models-max {} are loaded and each has a request running",
-                           e.info_.names.front(), n_loaded, pp_.models_max);
+        return fmt::format("model '{}' cannot be loaded: {}, and each has a request running", e.info_.names.front(), why);
       cv_.wait_for(lk, std::chrono::milliseconds(100));
     }
     ++e.pending_;  // counts as loaded from here: no other request takes its place
@@ -139,6 +174,10 @@ std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> ke
   {
     std::lock_guard<std::mutex> lk(mu_);
     --e.pending_;
+    // Its first load told its KV cache: more may have to go.
+    if (!err && pp_.models_memory > 0)
+      while (loaded_bytes(nullptr) > pp_.models_memory && evict_one(e)) {
+      }
   }
   cv_.notify_all();
   return err;
@@ -155,10 +194,16 @@ void ModelPool::release(Entry& e) {
 }
 
 bool ModelPool::unload(Entry& e) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (e.pending_.load() > 0) return false;
-  ServerState* s = e.state();
-  return !s || s->sleep->unload();
+  std::unique_lock<std::mutex> lk(mu_);
+  // A reply's last byte reaches its client before its handler releases the model: a request
+  // just answered gets that moment to let go.
+  const auto until = Clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    ServerState* s = e.state();
+    if (e.pending_.load() == 0 && (!s || s->sleep->unload())) return true;
+    if (Clock::now() > until) return false;
+    cv_.wait_for(lk, std::chrono::milliseconds(20));
+  }
 }
 
 void ModelPool::stop() {
@@ -202,8 +247,12 @@ std::optional<std::string> ModelPool::make_state(Entry& e, std::optional<int> n_
   e.routes_ = std::make_unique<httplib::Server>();
   add_model_routes(*e.routes_, *s);
   s->sleep = std::make_unique<ModelSleep>(*s, pp_.keep_alive_s, lm->ep, EngineDraft{}, /*pooled=*/true);
-  std::fprintf(stderr, "[server] %s: loaded in %.2f s (%d slots x %d ctx)\n", id.c_str(),
-               std::chrono::duration<double>(Clock::now() - t0).count(), s->n_slots, s->n_ctx_slot);
+  e.bytes_ = e.bytes_.load() + s->engine->context().kv_bytes();
+  std::fprintf(stderr, "[server] %s: loaded in %.2f s (%d slots x %d ctx, %.1f MiB with its KV cache)\n", id.c_str(),
+               std::chrono::duration<double>(Clock::now() - t0).count(), s->n_slots, s->n_ctx_slot, e.bytes_.load() / 1048576.0);
+  if (pp_.models_memory > 0 && e.bytes_.load() > pp_.models_memory)
+    std::fprintf(stderr, "[server] warning: %s alone needs more than --models-memory (%.1f MiB): it is loaded only while no other model is\n",
+                 id.c_str(), pp_.models_memory / 1048576.0);
   std::fflush(stderr);
   e.state_ = std::move(s);
   e.ready_ = e.state_.get();

@@ -2,8 +2,10 @@
 // request's model name (OpenAI's and Ollama's `model`, llama-server's router) picks its entry.
 // Each entry has its own ServerState (model, tokenizer, engine, chat template, routes), made on
 // its first request; its ModelSleep then unloads and reloads the weights per keep_alive. At most
-// models_max are loaded: another one evicts the least recently used that no request holds, or
-// waits for one (never a model with a request running). Loading happens outside the pool's lock:
+// models_max are loaded, and their memory (each one's weights and KV cache: its GGUF file's size
+// until its first load tells its cache) stays within models_memory: another one evicts the least
+// recently used that no request holds, or waits for one (never a model with a request running).
+// A model larger than the budget alone is loaded once nothing else is. Loading happens outside the pool's lock:
 // the other models go on decoding and answering meanwhile.
 //
 //   ModelPool pool(pp);
@@ -36,6 +38,8 @@ class ModelPool {
     ServerState* state() const { return ready_.load(); }  // null until its first load
     // "loaded", "loading" or "unloaded" (llama-server's router status values).
     std::string status() const;
+    // Requests in acquire(): waiting for a place among models_max or for the load (/metrics).
+    int waiting() const { return acquiring_.load(); }
 
    private:
     friend class ModelPool;
@@ -48,7 +52,9 @@ class ModelPool {
     std::mutex init_mu_;  // its first load
     std::atomic<int> pending_{0};  // requests between their place in the pool and holding the model
     std::atomic<bool> removed_{false};  // deleted (/api/delete): no longer found or listed; unloaded once idle
+    std::atomic<int> acquiring_{0};  // requests in acquire(), waiting for a place included
     std::chrono::steady_clock::time_point last_used_;  // pool's mu_
+    std::atomic<uint64_t> bytes_{0};  // its memory when loaded: the file's size, + its KV cache once known
   };
 
   // Reads each model's GGUF header (for /api/tags); a file that cannot be read is left out with
@@ -67,7 +73,7 @@ class ModelPool {
   // n_ctx_slot: Ollama's num_ctx (ModelSleep::acquire), the first load's too.
   std::optional<std::string> acquire(Entry& e, std::optional<double> keep_alive_s = std::nullopt, std::optional<int> n_ctx_slot = std::nullopt);
   void release(Entry& e);
-  // Unloads e now; false when a request holds it (it stays).
+  // Unloads e now; false when a request still holds it after a second (it stays).
   bool unload(Entry& e);
   // Shutdown: no more loads or evictions; each state's sleep stopped.
   void stop();
@@ -79,6 +85,11 @@ class ModelPool {
   bool loaded(const Entry& e) const;                // mu_ held
   Entry* find_locked(const std::string& name);      // mu_ held
   bool evict_one(const Entry& keep);                // mu_ held: the LRU idle one but keep
+  // mu_ held: whether e, not loaded, may load beside the loaded ones (--models-max,
+  // --models-memory); `why` names the limit that says no.
+  bool fits(const Entry& e, std::string& why) const;
+  uint64_t loaded_bytes(const Entry* but) const;    // mu_ held
+  std::string limits() const;                       // "--models-max 2, --models-memory 1.5 GiB"
 
   const PoolParams pp_;
   ServerState& front_;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "server/server-state.h"
 
@@ -37,14 +40,6 @@ EngineMetrics plus(const EngineMetrics& a, const EngineMetrics& b) {
 }
 
 }  // namespace
-
-EngineMetrics engine_metrics_sum(const EngineMetrics& a, const EngineMetrics& b) {
-  EngineMetrics m = plus(a, b);
-  m.queued += a.queued;
-  m.slots_busy += a.slots_busy;
-  m.n_slots += a.n_slots;
-  return m;
-}
 
 ModelSleep::ModelSleep(ServerState& s, double idle_s, const EngineParams& ep, const EngineDraft& draft, bool pooled)
     : s_(s),
@@ -93,6 +88,7 @@ std::optional<std::string> ModelSleep::acquire(std::optional<double> keep_alive_
     if (pooled_ && n_ctx_slot) ep.n_ctx_slot = wanted(**model);
     auto engine = Engine::create(*model, *s_.tok, ep, draft_);
     if (!engine) return fmt::format("restarting the engine after sleep failed: {}", engine.error().message);
+    std::lock_guard<std::mutex> swap(engine_mu_);
     s_.model = std::move(*model);
     s_.engine = std::move(*engine);
     s_.n_ctx_slot = s_.engine->n_ctx_slot();
@@ -137,7 +133,7 @@ ModelSleep::Use ModelSleep::use() const {
 }
 
 EngineMetrics ModelSleep::engine_metrics() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  std::lock_guard<std::mutex> lk(engine_mu_);  // not mu_: /metrics never waits for a load
   return asleep_ ? base_ : plus(base_, s_.engine->metrics());
 }
 
@@ -155,12 +151,27 @@ void ModelSleep::watch() {
   }
 }
 
+namespace {
+// What the model's load and its requests left free in malloc's heaps goes back to the system:
+// glibc keeps freed memory in each thread's arena (and raises its mmap threshold after large
+// frees, so later large buffers land there too); a long-lived server that loads and unloads
+// models would grow by it (tests/server/test_chaos_pool.py measures resident memory).
+void give_back_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+}  // namespace
+
 void ModelSleep::fall_asleep() {
+  std::lock_guard<std::mutex> swap(engine_mu_);
   EngineMetrics m = plus(base_, s_.engine->metrics());
   m.queued = m.slots_busy = 0;
+  m.kv_used = m.kv_size = 0;  // its KV cache is freed
   base_ = m;
   s_.engine.reset();  // its thread stops; the KV cache is freed
   s_.model.reset();   // the last reference: the weights are unmapped
+  give_back_heap();
   asleep_ = true;
   if (pooled_)
     std::fprintf(stderr, "[server] %s: model unloaded (idle %.0f s of keep_alive %.0f s)\n", s_.model_id.c_str(),

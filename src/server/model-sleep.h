@@ -62,7 +62,7 @@ class ModelSleep {
   };
   Use use() const;
   // The engines' counters so far (the one running now, and those unloaded before it); asleep:
-  // as they were when it fell asleep, with no slot busy.
+  // as they were when it fell asleep, with no slot busy. Never waits for a load under way.
   EngineMetrics engine_metrics() const;
   bool pooled() const { return pooled_; }
   bool stalled() const;  // the running engine's watchdog (asleep, loading or unloading: false)
@@ -80,6 +80,9 @@ class ModelSleep {
   const EngineParams ep_;
   const EngineDraft draft_;
   mutable std::mutex mu_;
+  // Taken after mu_ where the engine is swapped (woken, put to sleep), and alone by
+  // engine_metrics(): held for the swap only, never during a load.
+  mutable std::mutex engine_mu_;
   std::condition_variable cv_;
   std::atomic<bool> asleep_{false};  // written under mu_; sleeping() reads it without waiting for a load
   bool stopped_ = false;
@@ -88,8 +91,5 @@ class ModelSleep {
   EngineMetrics base_;  // the counters of the engines unloaded so far
   std::thread thread_;
 };
-
-// The counters of two engines summed; the gauges (queued, busy slots) summed too, n_slots as well.
-EngineMetrics engine_metrics_sum(const EngineMetrics& a, const EngineMetrics& b);
 
 }  // namespace minfer::server

@@ -120,6 +120,25 @@ def metric(url, name):
     raise AssertionError(f"metric {name} missing")
 
 
+def join_clients(threads, seconds, failures):
+    """Waits for the client threads of a mixed phase of `seconds`; none may hang, none may fail."""
+    for t in threads:
+        t.join(timeout=seconds + 180)
+        assert not t.is_alive(), "a client thread is stuck (a request that never ends)"
+    assert not failures, "\n".join(failures[:20])
+
+
+def assert_idle(url, timeout=15):
+    """After the clients are gone: no slot busy, nothing queued (/metrics), within `timeout` s."""
+    t_end = time.time() + timeout
+    while time.time() < t_end:
+        if metric(url, "minfer_slots_busy") == 0 and metric(url, "minfer_queue_length") == 0:
+            break
+        time.sleep(0.2)
+    assert metric(url, "minfer_slots_busy") == 0, "slots still busy on an idle server"
+    assert metric(url, "minfer_queue_length") == 0, "jobs still queued on an idle server"
+
+
 def run_node_test(script, url, package, modules_var):
     """Runs the node:test file `script` (next to this file) against the server at `url`, with the
     npm `package` from the folder named by the environment variable `modules_var` (scripts/setup.sh

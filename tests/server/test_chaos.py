@@ -24,7 +24,7 @@ import threading
 import time
 from collections import Counter
 
-from conftest import BIN, MODEL, ServerProcess as _ServerProcess, metric
+from conftest import BIN, MODEL, ServerProcess as _ServerProcess, assert_idle, join_clients
 
 EXTRA = os.environ.get("MINFER_CHAOS_SERVER_ARGS", "").split()
 CHAOS_MODEL = os.environ.get("MINFER_CHAOS_MODEL", "") or MODEL
@@ -247,19 +247,10 @@ def test_chaos_long_lived_server():
         threads.append(threading.Thread(target=cli_loop))
         for t in threads:
             t.start()
-        for t in threads:
-            t.join(timeout=SECONDS + 180)
-            assert not t.is_alive(), "a client thread is stuck (a request that never ends)"
-        assert not failures, "\n".join(failures[:20])
+        join_clients(threads, SECONDS, failures)
 
         # Idle afterwards: nothing busy, nothing queued, healthy.
-        t_end = time.time() + 15
-        while time.time() < t_end:
-            if metric(srv.url, "minfer_slots_busy") == 0 and metric(srv.url, "minfer_queue_length") == 0:
-                break
-            time.sleep(0.2)
-        assert metric(srv.url, "minfer_slots_busy") == 0, "slots still busy on an idle server"
-        assert metric(srv.url, "minfer_queue_length") == 0, "jobs still queued on an idle server"
+        assert_idle(srv.url)
         c = Client(srv.port)
         h = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
         h.request("GET", "/health")

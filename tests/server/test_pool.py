@@ -137,3 +137,27 @@ def test_keep_alive_and_router_endpoints(pool):
     assert status(pool)["tiny-b"] == "unloaded"
     assert post_json(pool.url, "/models/load", {"model": "tiny-a"}) == (200, {"success": True})
     assert status(pool) == {SMOL: "loaded", "tiny-a": "loaded", "tiny-b": "unloaded"}
+
+
+def test_memory_budget_evicts_the_least_recently_used(tmp_path):
+    """--models-memory (no count limit): three 103 MiB models in 250 MiB hold two at once; a
+    model is counted by its file's size until its first load adds its KV cache."""
+    for name in ("tiny-a", "tiny-b", "tiny-c"):
+        subprocess.run([MAKE_MODEL, "--preset", "tiny", "--vocab-from", MODEL, "--seed", "1", "--out", str(tmp_path / f"{name}.gguf")],
+                       check=True, capture_output=True, timeout=60)
+    s = ServerProcess("--models-dir", str(tmp_path), "--models-max", "0", "--models-memory", "250M", "-np", "1", "-c", "512",
+                      "-t", "2", models=[])
+    try:
+        assert chat(s, "tiny-a")[0] == 200
+        assert chat(s, "tiny-b")[0] == 200
+        assert status(s) == {"tiny-a": "loaded", "tiny-b": "loaded", "tiny-c": "unloaded"}
+        assert chat(s, "tiny-c")[0] == 200
+        assert status(s) == {"tiny-a": "unloaded", "tiny-b": "loaded", "tiny-c": "loaded"}
+        log = s.read_log()
+        assert "tiny-a evicted (least recently used; --models-memory 0.24 GiB)" in log, log[-2000:]
+        assert "MiB with its KV cache" in log
+    finally:
+        assert s.stop() == 0
+    bad = subprocess.run([os.environ.get("MINFER_BIN", "build/bin/minfer"), "serve", "--models-dir", str(tmp_path),
+                          "--models-memory", "12X"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "'12X'" in bad.stderr, bad.stderr

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -310,12 +311,23 @@ bool huge_pages_enabled() {
 // and on 4 KiB pages each page is a TLB miss. Small weights (a MoE layer's experts are ~1 MiB
 // each) share chunks, bump-allocated; a chunk goes back when its last weight is freed (untouched
 // pages of its tail are never resident). Larger weights get a region of their own.
+//
+// Chunks and regions are anonymous mappings of their own, not malloc's: a model unloaded in a
+// long-lived server (keep_alive, --models-max) gives every byte back. Through posix_memalign, each
+// region freed raised glibc's dynamic mmap threshold to its size (up to 32 MiB), so later
+// buffers below it came from malloc's heaps and stayed there: a server whose three models were
+// loaded and evicted ~60 times grew from 140 to 349 MB resident with none loaded
+// (tests/server/test_chaos_pool.py).
 class WeightArena {
  public:
   uint8_t* alloc(size_t bytes) {
     const size_t n = (bytes + 63) / 64 * 64;
-    if (n > kChunk / 4) return huge_region(n);
     std::lock_guard<std::mutex> lock(mu_);
+    if (n > kChunk / 4) {
+      uint8_t* p = huge_region(n);
+      if (p) regions_[p] = round_huge(n);
+      return p;
+    }
     if (chunks_.empty() || chunks_.back().used + n > kChunk) {
       uint8_t* base = huge_region(kChunk);
       if (!base) return nullptr;
@@ -333,12 +345,15 @@ class WeightArena {
       Chunk& c = chunks_[i];
       if (p < c.base || p >= c.base + kChunk) continue;
       if (--c.live == 0) {
-        std::free(c.base);
+        munmap(c.base, kChunk);
         chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(i));
       }
       return;
     }
-    std::free(p);  // a region of its own
+    auto it = regions_.find(p);  // a region of its own
+    MINFER_ASSERT(it != regions_.end());
+    munmap(it->first, it->second);
+    regions_.erase(it);
   }
 
  private:
@@ -348,17 +363,26 @@ class WeightArena {
     size_t used;
     int live;
   };
+  static size_t round_huge(size_t bytes) { return (bytes + kHuge - 1) / kHuge * kHuge; }
+  // An anonymous mapping of round_huge(bytes), 2 MiB-aligned: kHuge more is mapped and the
+  // unaligned head and the tail past the end are unmapped again.
   static uint8_t* huge_region(size_t bytes) {
-    const size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
-    void* p = nullptr;
-    if (posix_memalign(&p, kHuge, n) != 0) return nullptr;
+    const size_t n = round_huge(bytes);
+    void* m = mmap(nullptr, n + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    auto* raw = static_cast<uint8_t*>(m);
+    const auto addr = reinterpret_cast<uintptr_t>(raw);
+    uint8_t* p = raw + ((kHuge - addr % kHuge) % kHuge);
+    if (p > raw) munmap(raw, static_cast<size_t>(p - raw));
+    if (p + n < raw + n + kHuge) munmap(p + n, static_cast<size_t>(raw + n + kHuge - (p + n)));
 #ifdef MADV_HUGEPAGE  // Linux; macOS has no transparent huge pages
     if (huge_pages_enabled()) madvise(p, n, MADV_HUGEPAGE);  // advice only: without THP it stays 4 KiB pages
 #endif
-    return static_cast<uint8_t*>(p);
+    return p;
   }
   std::mutex mu_;
   std::vector<Chunk> chunks_;
+  std::map<uint8_t*, size_t> regions_;  // a region's start -> its mapped bytes
 };
 
 WeightArena& weight_arena() {
