@@ -113,11 +113,18 @@ def post_json(url, path, body=None, timeout=300):
 
 
 def metric(url, name):
+    """The value of the series `name`; where it has only labelled series (a pool: one per model),
+    their sum."""
+    labelled = None
     with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
         for line in r.read().decode().splitlines():
             if line.startswith(name + " "):
                 return float(line.split()[1])
-    raise AssertionError(f"metric {name} missing")
+            if line.startswith(name + "{"):
+                labelled = (labelled or 0.0) + float(line.rsplit(" ", 1)[1])
+    if labelled is None:
+        raise AssertionError(f"metric {name} missing")
+    return labelled
 
 
 def join_clients(threads, seconds, failures):

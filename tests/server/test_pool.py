@@ -2,9 +2,11 @@
 --models-max 2): requests routed by their model name on the OpenAI and Ollama APIs, each model
 loaded on its first request, the least recently used idle one evicted for another, never one with
 a request running, Ollama's keep_alive 0, llama-server's router endpoints (GET /models with each
-status, POST /models/load and /models/unload), and the 404 of an unknown model on both APIs."""
+status, POST /models/load and /models/unload), the 404 of an unknown model on both APIs,
+--models-memory, and a stream that goes on while another model loads."""
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -161,3 +163,54 @@ def test_memory_budget_evicts_the_least_recently_used(tmp_path):
     bad = subprocess.run([os.environ.get("MINFER_BIN", "build/bin/minfer"), "serve", "--models-dir", str(tmp_path),
                           "--models-memory", "12X"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "'12X'" in bad.stderr, bad.stderr
+
+
+GEMMA3 = os.environ.get("MINFER_GEMMA3", os.path.expanduser("~/.cache/minfer/models/gemma3-270m-Q4_K_M.gguf"))
+
+
+def test_loading_one_model_does_not_stall_another(tmp_path):
+    """SmolLM2 streams while Gemma 3 270M (a second or two to load) loads on another request: the
+    stream's tokens keep coming during the load (the largest gap well under the load time)."""
+    import http.client
+    s = ServerProcess("--models-max", "2", "-np", "1", "-c", "2048", "-t", "2", models=[MODEL, GEMMA3])
+    gemma = os.path.basename(GEMMA3)[:-5]
+    try:
+        assert chat(s, SMOL)[0] == 200  # loaded, graphs built
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        conn.request("POST", "/completion", body=json.dumps({"model": SMOL, "prompt": "Once upon a time", "n_predict": 1500,
+                                                             "ignore_eos": True, "temperature": 0, "stream": True}),
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        assert r.status == 200
+        arrivals = []
+        load = {}
+
+        def load_gemma():
+            load["t0"] = time.monotonic()
+            load["reply"] = chat(s, gemma, max_tokens=1)
+            load["t1"] = time.monotonic()
+
+        t = None
+        for line in iter(r.readline, b""):
+            if not line.startswith(b"data: "):
+                continue
+            arrivals.append(time.monotonic())
+            if len(arrivals) == 50:
+                t = threading.Thread(target=load_gemma)
+                t.start()
+            if json.loads(line[6:]).get("stop"):
+                break
+            if "t1" in load and arrivals[-1] > load["t1"] + 0.3:
+                break  # enough after the load
+        conn.close()
+        t.join(timeout=120)
+        assert load["reply"][0] == 200, load["reply"]
+        during = [a for a in arrivals if load["t0"] <= a <= load["t1"]]
+        gaps = [b - a for a, b in zip(arrivals, arrivals[1:]) if b >= load["t0"] and a <= load["t1"]]
+        loaded = float(re.search(rf"{re.escape(gemma)}: loaded in ([0-9.]+) s", s.read_log()).group(1))
+        print(f"\n{gemma} loaded in {loaded:.2f} s (request {load['t1'] - load['t0']:.2f} s); {SMOL} streamed {len(during)} "
+              f"tokens meanwhile, largest gap {max(gaps):.3f} s")
+        assert loaded > 0.2, "the load is too short to tell"
+        assert len(during) >= 10 and max(gaps) < loaded / 2, (len(during), max(gaps), loaded)
+    finally:
+        assert s.stop() == 0
