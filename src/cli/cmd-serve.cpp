@@ -18,6 +18,7 @@
 #include "cli/load-model.h"
 #include "cli/notice.h"
 #include "cli/options.h"
+#include "cli/serve-store.h"
 #include "cli/sampling-options.h"
 #include "cli/spec-options.h"
 #include "core/thread-pool.h"
@@ -274,6 +275,7 @@ int cmd_serve(int argc, char** argv) {
     if (!sp.aliases.empty()) warning("--alias: ignored with several models (each is called by its names)");
     server::PoolParams pp;
     pp.load = load;
+    pp.store = hub_model_store();  // Ollama's /api/pull, /api/delete, /api/copy
     pp.models_max = models_max;
     if (!models_memory.empty()) {
       auto bytes = parse_memory_size(models_memory);
@@ -291,12 +293,7 @@ int cmd_serve(int argc, char** argv) {
       pp.models.push_back({std::move(names), path});
     }
     if (models_pos.empty() && models_dir.empty())
-      for (const hub::ListedModel& l : hub::list_models()) {
-        server::PoolModel m{{l.name}, l.path};
-        for (const char* prefix : {"ollama:", "hf:"})  // Ollama's clients, and llama-server's router, name them without
-          if (l.name.starts_with(prefix)) m.names.push_back(l.name.substr(std::string(prefix).size()));
-        pp.models.push_back(std::move(m));
-      }
+      for (const hub::ListedModel& l : hub::list_models()) pp.models.push_back(pool_model(l));
     if (!models_dir.empty()) {
       std::vector<std::string> files;
       for (const auto& f : std::filesystem::directory_iterator(models_dir))

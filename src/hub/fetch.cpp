@@ -145,6 +145,12 @@ Status fetch_file(const FetchSpec& spec) {
   }
 
   Progress progress(spec.label, want, have);
+  bool stopped = false;  // by spec.on_bytes
+  auto report = [&] {
+    if (spec.on_bytes && !spec.on_bytes(have, want)) stopped = true;
+    return !stopped;
+  };
+  if (!report()) return interrupted();
   int64_t best = have;  // the most the partial file ever held: a try helps only if it gets past it
   int tries_left = kMaxTries;
   int backoff_ms = retry_base_ms();
@@ -197,10 +203,10 @@ Status fetch_file(const FetchSpec& spec) {
       }
       digest.update(p, n);
       progress.add(static_cast<int64_t>(n));
-      return true;
+      return report();
     };
     Expected<HttpResponse> resp = http_request_following(req, spec.auth_header, sink);
-    if (http_cancelled()) {
+    if (http_cancelled() || stopped) {
       progress.abandon();
       return interrupted();
     }

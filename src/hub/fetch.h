@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct FetchSpec {
   int64_t expected_size = -1;        // -1: unknown (then no size check)
   ExpectedDigest digest;
   std::string label;                 // progress and messages
+  // Called as bytes arrive, first with what the partial file already holds: bytes held, total
+  // (-1: unknown). False stops the download (the partial file is kept), as a cancel does.
+  std::function<bool(int64_t have, int64_t total)> on_bytes;
 };
 
 Status fetch_file(const FetchSpec& spec);

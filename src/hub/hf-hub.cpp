@@ -197,7 +197,7 @@ Expected<FileMeta> file_metadata(const HfName& n, const std::string& commit, con
   return make_error("hf:{}: too many redirects resolving '{}'", n.repo_id, file);
 }
 
-Status download_one(const HfName& n, const std::string& commit, const std::string& file, int64_t listed_size) {
+Status download_one(const HfName& n, const std::string& commit, const std::string& file, int64_t listed_size, const PullEvents& ev) {
   auto meta = file_metadata(n, commit, file);
   if (!meta) return meta.error();
   if (meta->size < 0) meta->size = listed_size;
@@ -209,6 +209,8 @@ Status download_one(const HfName& n, const std::string& commit, const std::strin
   });
   if (!lock) return lock.error();
   std::error_code ec;
+  const std::string digest = (is_hex(meta->etag, 64) ? "sha256:" : "sha1:") + meta->etag;
+  if (fs::exists(blob, ec) && ev.bytes) ev.bytes(digest, meta->size, meta->size);
   if (!fs::exists(blob, ec)) {
     // Through resolve/ on every try: a signed CDN link may expire during retries; each try
     // gets a fresh one, and the token stays on the Hub.
@@ -222,6 +224,7 @@ Status download_one(const HfName& n, const std::string& commit, const std::strin
     else if (meta->size >= 0) f.digest = {ExpectedDigest::kGitBlobSha1, meta->etag};
     else return make_error("hf:{}: the Hub sent no size for '{}', so it cannot be verified", n.repo_id, file);
     f.label = fs::path(file).filename().string();
+    if (ev.bytes) f.on_bytes = [&](int64_t have, int64_t total) { return ev.bytes(digest, total, have); };
     if (Status s = fetch_file(f); !s.is_ok()) return s;
   }
   return hf_link_snapshot(n.repo_id, commit, file, meta->etag);
@@ -276,7 +279,9 @@ Expected<HfCachedPick> hf_find_cached(const HfName& n) {
   return HfCachedPick{commit, pick->files};
 }
 
-Expected<HfResolved> hf_resolve(const HfName& n, bool allow_network) {
+Expected<HfResolved> hf_resolve(const HfName& n, bool allow_network, const PullEvents* ev_in) {
+  const PullEvents none;
+  const PullEvents& ev = ev_in ? *ev_in : none;
   // A quant or a file names one file, so the cache answers first. No tag names the repository's
   // default file, which only its listing knows: the Hub is asked even when another file of the
   // repository is cached, and the same rule over the cached files answers only without the Hub.
@@ -293,6 +298,7 @@ Expected<HfResolved> hf_resolve(const HfName& n, bool allow_network) {
   if (cached && (!n.tag.empty() || no_network)) return from_cache(no_network ? no_network : "");
   if (no_network) return make_error("{} is not in the Hugging Face cache ({}) and {}", n.text(), hf_hub_cache_dir(), no_network);
   bool unreachable = false;
+  ev.say("pulling manifest");  // the repository's listing is its manifest
   auto listing = list_repo(n, /*quick=*/bool(cached), &unreachable);
   if (!listing && unreachable && cached) return from_cache("the Hub is unreachable", listing.error().message);
   if (!listing) return listing.error();
@@ -304,11 +310,13 @@ Expected<HfResolved> hf_resolve(const HfName& n, bool allow_network) {
     std::error_code ec;
     if (!fs::exists(link, ec)) {
       const auto it = listing->sizes.find(f);
-      if (Status s = download_one(n, listing->commit, f, it == listing->sizes.end() ? -1 : it->second); !s.is_ok()) return s.error();
+      if (Status s = download_one(n, listing->commit, f, it == listing->sizes.end() ? -1 : it->second, ev); !s.is_ok()) return s.error();
       out.downloaded = true;
     }
     out.paths.push_back(link);
   }
+  ev.say("verifying sha256 digest");  // each file was checked as it arrived (fetch_file)
+  ev.say("writing manifest");
   if (Status s = hf_write_ref(n.repo_id, n.revision, listing->commit); !s.is_ok()) return s.error();
   return out;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "hub/pull-events.h"
 
 namespace minfer::hub {
 
@@ -41,7 +42,8 @@ struct HfResolved {
 // With a quant or a file the cache answers first. Without a tag the default-file rule
 // (pick_gguf) runs over the Hub's listing even when another file of the repository is cached;
 // over the cached files only when the Hub is out of reach (or HF_HUB_OFFLINE), and stderr says so.
-Expected<HfResolved> hf_resolve(const HfName& name, bool allow_network);
+// `ev`: the steps and each file's bytes, as Ollama's pull reports them.
+Expected<HfResolved> hf_resolve(const HfName& name, bool allow_network, const PullEvents* ev = nullptr);
 
 // What `name` means in the cache alone: (commit, files in the snapshot). Error when not there.
 struct HfCachedPick {

@@ -27,18 +27,18 @@ int64_t total_size(const std::vector<std::string>& files) {
 
 }  // namespace
 
-Expected<ResolvedModel> resolve_model_ref(const std::string& ref, bool allow_network) {
+Expected<ResolvedModel> resolve_model_ref(const std::string& ref, bool allow_network, const PullEvents* ev) {
   if (ref.starts_with("hf:")) {
     auto n = parse_hf_name(ref);
     if (!n) return n.error();
-    auto r = hf_resolve(*n, allow_network);
+    auto r = hf_resolve(*n, allow_network, ev);
     if (!r) return r.error();
     return ResolvedModel{r->paths.front(), "hf", r->downloaded};
   }
   if (ref.starts_with("ollama:")) {
     auto n = parse_ollama_name(ref);
     if (!n) return n.error();
-    auto m = ollama_resolve(*n, allow_network);
+    auto m = ollama_resolve(*n, allow_network, ev);
     if (!m) return m.error();
     return ResolvedModel{m->path, m->read_only ? "ollama" : "ollama-minfer", m->downloaded};
   }

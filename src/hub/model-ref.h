@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "hub/pull-events.h"
 
 namespace minfer::hub {
 
@@ -24,7 +25,8 @@ struct ResolvedModel {
   bool downloaded = false;
 };
 
-Expected<ResolvedModel> resolve_model_ref(const std::string& ref, bool allow_network = true);
+// `ev`: a download's steps and bytes for a caller that shows them (the server's /api/pull).
+Expected<ResolvedModel> resolve_model_ref(const std::string& ref, bool allow_network = true, const PullEvents* ev = nullptr);
 
 struct ListedModel {
   std::string name;                // works as MODEL

@@ -18,6 +18,7 @@
 #include "hub/env.h"
 #include "hub/fetch.h"
 #include "hub/file-lock.h"
+#include "hub/gguf-pick.h"
 #include "hub/http-client.h"
 #include "hub/url.h"
 
@@ -180,12 +181,15 @@ std::string ollama_store_dir() {
   return (fs::path(home_dir()) / ".ollama" / "models").string();
 }
 
-Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network) {
+Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network, const PullEvents* ev) {
+  const PullEvents none;
+  if (!ev) ev = &none;
   if (auto m = model_in_store(minfer_ollama_dir(), n, false)) return m;
   if (auto m = model_in_store(ollama_store_dir(), n, true)) return m;
   if (!allow_network || !env_var("MINFER_OFFLINE").empty())
     return make_error("{} is in neither {} nor Ollama's store {}", n.text(), minfer_ollama_dir(), ollama_store_dir());
   const std::string base = ollama_registry() + "/v2/" + n.ns + "/" + n.model;
+  ev->say("pulling manifest");
   HttpRequest req = http_get(base + "/manifests/" + n.tag);
   req.headers = {kManifestAccept};
   Expected<HttpResponse> r = make_error("unreached");
@@ -208,7 +212,10 @@ Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network) {
     });
     if (!lock) return lock.error();
     std::error_code ec;
-    if (fs::is_regular_file(b, ec)) continue;
+    if (fs::is_regular_file(b, ec)) {
+      if (ev->bytes) ev->bytes(l.digest, l.size, l.size);
+      continue;
+    }
     FetchSpec f;
     f.url = base + "/blobs/" + l.digest;
     f.partial_path = b.string() + "-partial";
@@ -216,13 +223,52 @@ Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network) {
     f.expected_size = l.size > 0 ? l.size : -1;
     f.digest = {ExpectedDigest::kSha256, l.digest.substr(7)};
     f.label = n.text() + (l.media == kModelMedia ? "" : " (" + l.media.substr(l.media.rfind('.') + 1) + ")");
+    if (ev->bytes) f.on_bytes = [&](int64_t have, int64_t total) { return ev->bytes(l.digest, total, have); };
     if (Status s = fetch_file(f); !s.is_ok()) return s.error();
   }
+  ev->say("verifying sha256 digest");  // each layer was checked as it arrived (fetch_file)
+  ev->say("writing manifest");
   const fs::path mp = store / "manifests" / registry_host() / n.ns / n.model / n.tag;
   if (Status s = write_atomically(mp, r->body); !s.is_ok()) return s.error();
   auto m = model_in_store(store, n, false);
   if (m) m->downloaded = true;
   return m;
+}
+
+Expected<OllamaModel> ollama_copy(const std::string& gguf_path, const OllamaName& dst) {
+  const std::string base = fs::path(gguf_path).filename().string();
+  if (gguf_split_name(base).count > 1)
+    return make_error("{}: '{}' is part of a split model, which one Ollama model layer cannot hold", dst.text(), gguf_path);
+  std::error_code ec;
+  const fs::path real = fs::canonical(gguf_path, ec);
+  if (ec) return make_error("{}: cannot read '{}': {}", dst.text(), gguf_path, ec.message());
+  // The file's SHA-256: an Ollama blob's name, a Hugging Face LFS blob's name (its etag), else hashed.
+  std::string hex = real.filename().string();
+  if (hex.starts_with("sha256-")) hex.erase(0, 7);
+  if (!is_hex(hex, 64)) {
+    auto d = file_digest(real.string(), {ExpectedDigest::kSha256, ""});
+    if (!d) return d.error();
+    hex = *d;
+  }
+  const fs::path store = minfer_ollama_dir();
+  const std::string digest = "sha256:" + hex;
+  const fs::path b = blob_path(store, digest);
+  if (!fs::is_regular_file(b, ec)) {
+    fs::create_directories(b.parent_path(), ec);
+    fs::create_hard_link(real, b, ec);  // another file system: a copy, renamed into place once whole
+    if (ec) {
+      const fs::path partial = b.string() + "-partial";
+      if (!fs::copy_file(real, partial, fs::copy_options::overwrite_existing, ec) || ec)
+        return make_error("{}: cannot copy '{}' to {}: {}", dst.text(), real.string(), partial.string(), ec.message());
+      fs::rename(partial, b, ec);
+      if (ec) return make_error("{}: cannot rename {}: {}", dst.text(), partial.string(), ec.message());
+    }
+  }
+  const json manifest = {{"schemaVersion", 2}, {"mediaType", "application/vnd.docker.distribution.manifest.v2+json"},
+                         {"layers", json::array({{{"mediaType", kModelMedia}, {"digest", digest}, {"size", fs::file_size(b, ec)}}})}};
+  const fs::path mp = store / "manifests" / registry_host() / dst.ns / dst.model / dst.tag;
+  if (Status s = write_atomically(mp, manifest.dump()); !s.is_ok()) return s.error();
+  return model_in_store(store, dst, false);
 }
 
 std::vector<OllamaListed> ollama_scan() {

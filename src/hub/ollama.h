@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "hub/pull-events.h"
 
 namespace minfer::hub {
 
@@ -45,14 +46,21 @@ struct OllamaModel {
   bool downloaded = false;
 };
 
-// Looks in minfer's store, then Ollama's; downloads into minfer's store when allowed.
-Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network);
+// Looks in minfer's store, then Ollama's; downloads into minfer's store when allowed (`ev`: the
+// steps and each layer's bytes, as Ollama's pull reports them).
+Expected<OllamaModel> ollama_resolve(const OllamaName& n, bool allow_network, const PullEvents* ev = nullptr);
 
 struct OllamaListed {
   OllamaName name;
   OllamaModel model;
 };
 std::vector<OllamaListed> ollama_scan();  // every model manifest in both stores
+
+// Makes `dst` a name in minfer's store of the GGUF file `gguf_path` (any model minfer lists): a
+// manifest whose model layer is that file, hard-linked (else copied) into the store's blobs
+// under its SHA-256 (an Ollama blob's and a Hugging Face LFS blob's name is it; another file is
+// hashed). A split model is refused.
+Expected<OllamaModel> ollama_copy(const std::string& gguf_path, const OllamaName& dst);
 
 // Deletes the manifest from minfer's store and each blob no other manifest there uses.
 // A model only in Ollama's store is refused (Ollama owns it). Returns the paths removed.

@@ -136,6 +136,16 @@ ApiResult<std::optional<double>> ollama_keep_alive(const json& body) {
   return s;
 }
 
+ApiResult<std::optional<int>> ollama_num_ctx(const json& body) {
+  if (!body.is_object() || !body.contains("options") || !body["options"].is_object()) return std::optional<int>();
+  const json& o = body["options"];
+  const auto n = o.find("num_ctx");
+  if (n == o.end() || n->is_null()) return std::optional<int>();
+  if (!n->is_number_integer() || n->get<int64_t>() < 1 || n->get<int64_t>() > (int64_t{1} << 24))
+    return invalid_param("num_ctx", fmt::format("option \"num_ctx\" must be an integer from 1 to {}, not {}", int64_t{1} << 24, n->dump()));
+  return std::optional<int>(n->get<int>());
+}
+
 ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint) {
   OllamaRequest r;
   auto keep = ollama_keep_alive(body);

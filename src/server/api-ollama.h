@@ -51,6 +51,10 @@ ApiResult<OllamaRequest> ollama_to_request(const json& body, bool chat_endpoint)
 // --sleep-idle-seconds whatever it says.
 ApiResult<std::optional<double>> ollama_keep_alive(const json& body);
 
+// options.num_ctx: a positive integer (else 400 naming it); nullopt when not given. A pool loads
+// the model with that context per slot (model-sleep.h); one MODEL keeps serve's -c.
+ApiResult<std::optional<int>> ollama_num_ctx(const json& body);
+
 // The templated prompt of r after `context`'s ids (its own BOS dropped: the context began with
 // one); 400 naming `context` for an id outside the vocabulary or a total past the slot's context.
 std::optional<ApiError> ollama_prepend_context(CompletionRequest& r, const std::vector<int32_t>& context, const Tokenizer& tok,

@@ -356,6 +356,7 @@ int run_server(std::shared_ptr<const Model> model_in, const Tokenizer& tok, cons
   });
 
   add_model_routes(web, s);
+  add_ollama_server_routes(web, s, nullptr, nullptr);
   if (s.sp.webui) add_webui_routes(web, s);
   add_health_routes(web, s, ep.watchdog_s, [&s] { return s.sleep->stalled(); });
   add_vertex_routes(web, s);  // last: it runs instances through the routes above
@@ -393,9 +394,10 @@ ModelPool::Entry* named_entry(ModelPool& pool, ServerState& front, const json& b
   for (const char* key : {"model", "name"})
     if (body.is_object() && body.contains(key) && body[key].is_string() && name.empty()) name = body[key].get<std::string>();
   if (name.empty()) {
-    if (pool.entries().size() == 1) return pool.find(pool.entries().front().info().names.front());
+    const std::vector<ModelPool::Entry*> all = pool.entries();
+    if (all.size() == 1) return all.front();
     front.reply_error(res, invalid_param("model", fmt::format("'model' is required: this server serves {} models (GET /v1/models lists them)",
-                                                              pool.entries().size())), shape);
+                                                              all.size())), shape);
     return nullptr;
   }
   if (ModelPool::Entry* e = pool.find(name)) return e;
@@ -411,17 +413,17 @@ ModelPool::Entry* named_entry(ModelPool& pool, ServerState& front, const json& b
 // GET /v1/models and /models: OpenAI's list, with llama-server's router status of each model.
 json pool_models(ModelPool& pool, int64_t created) {
   json data = json::array();
-  for (const ModelPool::Entry& e : pool.entries())
-    data.push_back({{"id", e.info().names.front()}, {"object", "model"}, {"created", created}, {"owned_by", "minfer"},
-                    {"aliases", e.info().names}, {"path", e.info().path}, {"status", {{"value", e.status()}}}});
+  for (const ModelPool::Entry* e : pool.entries())
+    data.push_back({{"id", e->info().names.front()}, {"object", "model"}, {"created", created}, {"owned_by", "minfer"},
+                    {"aliases", e->info().names}, {"path", e->info().path}, {"status", {{"value", e->status()}}}});
   return {{"object", "list"}, {"data", std::move(data)}};
 }
 
 // GET /api/ps: the loaded models, each with when its keep_alive ends (none: kept for good).
 json pool_running(ModelPool& pool) {
   json models = json::array();
-  for (const ModelPool::Entry& e : pool.entries()) {
-    const ServerState* s = e.state();
+  for (const ModelPool::Entry* e : pool.entries()) {
+    const ServerState* s = e->state();
     if (!s || s->sleep->sleeping()) continue;  // (use() would wait for a load under way)
     const ModelSleep::Use u = s->sleep->use();
     if (u.asleep) continue;
@@ -431,7 +433,7 @@ json pool_running(ModelPool& pool) {
       expires = std::chrono::system_clock::now() +
                 std::chrono::duration_cast<std::chrono::system_clock::duration>(from + std::chrono::duration<double>(*u.idle_s) - Clock::now());
     }
-    models.push_back(ollama_running_entry(e.tags_entry(), expires, s->n_ctx_slot));
+    models.push_back(ollama_running_entry(e->tags_entry(), expires, u.n_ctx_slot));
   }
   return {{"models", std::move(models)}};
 }
@@ -439,11 +441,11 @@ json pool_running(ModelPool& pool) {
 // Each model of the pool as /metrics shows it.
 std::vector<PoolModelMetrics> pool_metrics(ModelPool& pool) {
   std::vector<PoolModelMetrics> out;
-  for (const ModelPool::Entry& e : pool.entries()) {
+  for (const ModelPool::Entry* e : pool.entries()) {
     PoolModelMetrics& pm = out.emplace_back();
-    pm.name = e.info().names.front();
-    pm.waiting = e.waiting();
-    if (ServerState* s = e.state()) {
+    pm.name = e->info().names.front();
+    pm.waiting = e->waiting();
+    if (ServerState* s = e->state()) {
       pm.loaded = !s->sleep->sleeping();
       pm.metrics = &s->metrics;
       pm.engine = s->sleep->engine_metrics();
@@ -505,6 +507,7 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
   web.Get("/models", list);
   web.Post("/models/load", [&](const httplib::Request& q, httplib::Response& r) { load_or_unload(pool, front, q, r, true); });
   web.Post("/models/unload", [&](const httplib::Request& q, httplib::Response& r) { load_or_unload(pool, front, q, r, false); });
+  add_ollama_server_routes(web, front, &pool, &pp.store);  // before POST .*: /api/pull and /api/copy name no served model
   // Every other POST goes to the model it names, loaded for it and held until the logger (the
   // body is read only once routed: the pre-routing handler cannot see it).
   web.Post(".*", [&](const httplib::Request& req, httplib::Response& res) {
@@ -514,12 +517,16 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
     ModelPool::Entry* e = named_entry(pool, front, *body, req.path, res);
     if (!e) return;
     std::optional<double> keep_alive;
+    std::optional<int> n_ctx;  // Ollama's: options.num_ctx, else serve's (0); the other APIs take what is loaded
     if (shape == ollama_error_json) {
       auto k = ollama_keep_alive(*body);
       if (!k) return front.reply_error(res, k.error(), shape);
       keep_alive = *k;
+      auto c = ollama_num_ctx(*body);
+      if (!c) return front.reply_error(res, c.error(), shape);
+      n_ctx = c->value_or(0);
     }
-    if (auto err = pool.acquire(*e, keep_alive)) {
+    if (auto err = pool.acquire(*e, keep_alive, n_ctx)) {
       res.set_header("Retry-After", "1");
       return front.reply_error(res, {503, *err, "unavailable_error", "", "unavailable"}, shape);
     }
@@ -533,11 +540,10 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
   });
   web.Get("/api/tags", [&](const httplib::Request&, httplib::Response& r) {
     json models = json::array();
-    for (const ModelPool::Entry& e : pool.entries()) models.push_back(e.tags_entry());
+    for (const ModelPool::Entry* e : pool.entries()) models.push_back(e->tags_entry());
     front.reply_json(r, {{"models", std::move(models)}});
   });
   web.Get("/api/ps", [&](const httplib::Request&, httplib::Response& r) { front.reply_json(r, pool_running(pool)); });
-  web.Get("/api/version", [&](const httplib::Request&, httplib::Response& r) { front.reply_json(r, {{"version", kOllamaApiVersion}}); });
   add_health_routes(web, front, ep.watchdog_s, [&pool] {
     bool stalled = false;
     pool.for_each_state([&](ServerState& s) { stalled = stalled || s.sleep->stalled(); });
@@ -546,8 +552,8 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
   add_metrics_route(web, front, [&pool, &front] { return scrape_pool(front.metrics, pool_metrics(pool)); });
 
   std::string banner;
-  for (const ModelPool::Entry& e : pool.entries())
-    banner += fmt::format("[server] model {} ({})\n", fmt::join(e.info().names, ", "), e.info().path);
+  for (const ModelPool::Entry* e : pool.entries())
+    banner += fmt::format("[server] model {} ({})\n", fmt::join(e->info().names, ", "), e->info().path);
   banner += fmt::format("[server] {} models, loaded on first use, at most {} at once, keep_alive {} s; listening on http://{}:{}\n", n_models,
                         pp.models_max > 0 ? std::to_string(pp.models_max) : std::string("all"), pp.keep_alive_s, sp.host, sp.port);
   return listen_and_drain(web, front, signals, [&pool] { pool.stop(); },

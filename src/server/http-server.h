@@ -91,9 +91,22 @@ struct LoadedModel {  // what serve sets up per model
   EngineParams ep;  // n_ctx_slot: the model's share of -c
   ServerParams sp;  // model_path, sampling (its vocabulary), grammar, pooling set for it
 };
+// The model store behind Ollama's /api/pull, /api/delete and /api/copy in a pool (serve fills it
+// from src/hub, the code of `minfer download`, `rm`; routes-ollama-store.cpp serves it). Errors
+// name the model and why.
+struct ModelStore {
+  // A pull's progress in Ollama's terms: a status ("pulling manifest" ...), and for a file its
+  // digest, total and completed bytes (digest "" for a status alone). False stops the pull.
+  using Progress = std::function<bool(const std::string& status, const std::string& digest, int64_t total, int64_t completed)>;
+  std::function<Expected<PoolModel>(const std::string& name, const Progress& progress)> pull;  // name as Ollama's clients send it
+  std::function<Status(const PoolModel& model)> remove;                                         // its files
+  std::function<Expected<PoolModel>(const PoolModel& source, const std::string& destination)> copy;
+  std::function<std::optional<std::string>(const std::string& name)> check_name;  // why it cannot name a model (nullopt: it can)
+};
 struct PoolParams {
   std::vector<PoolModel> models;
   std::function<Expected<LoadedModel>(const std::string& path)> load;
+  ModelStore store;          // empty members: those endpoints answer 501
   int models_max = 4;        // --models-max (0: no limit)
   uint64_t models_memory = 0;  // --models-memory: bytes for the loaded models' weights and KV caches (0: no limit)
   double keep_alive_s = 300;  // a request's keep_alive when it gives none (negative: for good)

@@ -15,30 +15,82 @@ std::string ModelPool::Entry::status() const {
   return pending_.load() > 0 ? "loading" : "unloaded";
 }
 
+namespace {
+
+// The /api/tags entry of a model file, named as Ollama names it: without "ollama:", and a
+// Hugging Face model as "hf.co/ORG/REPO:QUANT".
+Expected<json> tags_of(const PoolModel& m) {
+  auto file = GgufFile::open(m.path);
+  if (!file) return file.error();
+  std::string ollama_name = m.names.front();
+  if (ollama_name.starts_with("ollama:")) ollama_name.erase(0, 7);
+  if (ollama_name.starts_with("hf:")) ollama_name = "hf.co/" + ollama_name.substr(3);
+  return ollama_model_entry(*file, ollama_name, model_identity(*file));
+}
+
+bool same_name(std::string a, std::string b) {
+  for (std::string* n : {&a, &b})
+    if (n->ends_with(":latest")) n->resize(n->size() - 7);
+  return a == b;
+}
+
+}  // namespace
+
 ModelPool::ModelPool(const PoolParams& pp, ServerState& front) : pp_(pp), front_(front) {
   for (const PoolModel& m : pp_.models) {
-    auto file = GgufFile::open(m.path);
-    if (!file) {
-      std::fprintf(stderr, "[server] warning: %s left out: %s\n", m.names.front().c_str(), file.error().message.c_str());
+    auto tags = tags_of(m);
+    if (!tags) {
+      std::fprintf(stderr, "[server] warning: %s left out: %s\n", m.names.front().c_str(), tags.error().message.c_str());
       continue;
     }
     Entry& e = entries_.emplace_back();
     e.info_ = m;
-    e.bytes_ = file->total_file_size();
-    std::string ollama_name = m.names.front();  // Ollama's clients know its models without the prefix
-    if (ollama_name.starts_with("ollama:")) ollama_name.erase(0, 7);
-    e.tags_ = ollama_model_entry(*file, ollama_name, model_identity(*file));
+    e.bytes_ = (*tags)["size"].get<uint64_t>();  // the GGUF files' size
+    e.tags_ = std::move(*tags);
   }
 }
 
-ModelPool::Entry* ModelPool::find(const std::string& name) {
-  auto plain = [](std::string n) {
-    if (n.ends_with(":latest")) n.resize(n.size() - 7);
-    return n;
-  };
+std::vector<ModelPool::Entry*> ModelPool::entries() {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<Entry*> out;
   for (Entry& e : entries_)
-    for (const std::string& n : e.info_.names)
-      if (n == name || plain(n) == plain(name)) return &e;
+    if (!e.removed_) out.push_back(&e);
+  return out;
+}
+
+Expected<ModelPool::Entry*> ModelPool::add(const PoolModel& m) {
+  for (const std::string& n : m.names)
+    if (Entry* e = find(n)) return e;
+  auto tags = tags_of(m);  // outside the lock: it reads the file
+  if (!tags) return make_error("model '{}' ({}): {}", m.names.front(), m.path, tags.error().message);
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const std::string& n : m.names)  // added meanwhile by another request
+    if (Entry* e = find_locked(n)) return e;
+  Entry& e = entries_.emplace_back();
+  e.info_ = m;
+  e.bytes_ = (*tags)["size"].get<uint64_t>();
+  e.tags_ = std::move(*tags);
+  return &e;
+}
+
+void ModelPool::remove(Entry& e) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    e.removed_ = true;
+  }
+  unload(e);  // false: a request holds it; release() unloads it after the last one
+}
+
+ModelPool::Entry* ModelPool::find(const std::string& name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return find_locked(name);
+}
+
+ModelPool::Entry* ModelPool::find_locked(const std::string& name) {
+  for (Entry& e : entries_)
+    if (!e.removed_)
+      for (const std::string& n : e.info_.names)
+        if (same_name(n, name)) return &e;
   return nullptr;
 }
 
@@ -92,7 +144,7 @@ bool ModelPool::evict_one(const Entry& keep) {
   return false;
 }
 
-std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> keep_alive_s) {
+std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> keep_alive_s, std::optional<int> n_ctx_slot) {
   ++e.acquiring_;
   struct Done {
     std::atomic<int>& n;
@@ -116,9 +168,9 @@ std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> ke
   std::optional<std::string> err;
   {
     std::lock_guard<std::mutex> lk(e.init_mu_);
-    if (!e.state_) err = make_state(e);
+    if (!e.state_) err = make_state(e, n_ctx_slot);
   }
-  if (!err) err = e.state_->sleep->acquire(keep_alive_s);  // loads it when asleep: outside mu_
+  if (!err) err = e.state_->sleep->acquire(keep_alive_s, n_ctx_slot);  // loads it when asleep: outside mu_
   {
     std::lock_guard<std::mutex> lk(mu_);
     --e.pending_;
@@ -137,6 +189,7 @@ void ModelPool::release(Entry& e) {
     std::lock_guard<std::mutex> lk(mu_);
     e.last_used_ = Clock::now();
   }
+  if (e.removed_) unload(e);  // deleted while this request ran: the last one unloads it
   cv_.notify_all();  // an acquire waiting for a place may evict it now
 }
 
@@ -163,11 +216,16 @@ void ModelPool::stop() {
 }
 
 void ModelPool::for_each_state(const std::function<void(ServerState&)>& f) {
-  for (Entry& e : entries_)
-    if (ServerState* s = e.state()) f(*s);
+  std::vector<ServerState*> states;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (Entry& e : entries_)
+      if (ServerState* s = e.state()) states.push_back(s);
+  }
+  for (ServerState* s : states) f(*s);
 }
 
-std::optional<std::string> ModelPool::make_state(Entry& e) {
+std::optional<std::string> ModelPool::make_state(Entry& e, std::optional<int> n_ctx_slot) {
   const std::string& id = e.info_.names.front();
   const auto t0 = Clock::now();
   Expected<LoadedModel> lm = make_error("unreached");
@@ -180,7 +238,10 @@ std::optional<std::string> ModelPool::make_state(Entry& e) {
   auto s = std::make_unique<ServerState>();
   ServerParams sp = lm->sp;
   sp.aliases = e.info_.names;
-  if (auto err = init_state(*s, std::move(lm->model), *e.tok_, lm->ep, sp, {})) return fmt::format("model '{}': {}", id, *err);
+  EngineParams ep = lm->ep;  // Ollama's num_ctx for this load; lm->ep stays the default of later ones
+  if (const int64_t n_train = lm->model->hparams().n_ctx_train; n_ctx_slot && *n_ctx_slot > 0)
+    ep.n_ctx_slot = static_cast<int>(n_train > 0 ? std::min<int64_t>(*n_ctx_slot, n_train) : *n_ctx_slot);
+  if (auto err = init_state(*s, std::move(lm->model), *e.tok_, ep, sp, {})) return fmt::format("model '{}': {}", id, *err);
   s->model_id = id;
   s->draining = front_.draining.load();
   e.routes_ = std::make_unique<httplib::Server>();

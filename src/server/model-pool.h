@@ -51,6 +51,7 @@ class ModelPool {
     std::atomic<ServerState*> ready_{nullptr};
     std::mutex init_mu_;  // its first load
     std::atomic<int> pending_{0};  // requests between their place in the pool and holding the model
+    std::atomic<bool> removed_{false};  // deleted (/api/delete): no longer found or listed; unloaded once idle
     std::atomic<int> acquiring_{0};  // requests in acquire(), waiting for a place included
     std::chrono::steady_clock::time_point last_used_;  // pool's mu_
     std::atomic<uint64_t> bytes_{0};  // its memory when loaded: the file's size, + its KV cache once known
@@ -61,10 +62,16 @@ class ModelPool {
   ModelPool(const PoolParams& pp, ServerState& front);
 
   Entry* find(const std::string& name);  // a name of its, with or without Ollama's ":latest"
-  const std::deque<Entry>& entries() const { return entries_; }
+  std::vector<Entry*> entries();         // those not removed, in the order added
+  // A model pulled or copied in: a new entry (its GGUF header read), or the one already known by
+  // one of its names. Addresses stay valid for the pool's life.
+  Expected<Entry*> add(const PoolModel& m);
+  // Deleted: no longer found or listed; unloaded now when idle, else once its last request ends.
+  void remove(Entry& e);
   // The model loaded (first use: its whole state made) and held until release(); keep_alive_s
   // its idle time from this request on (nullopt: the pool's default). The error says why not.
-  std::optional<std::string> acquire(Entry& e, std::optional<double> keep_alive_s = std::nullopt);
+  // n_ctx_slot: Ollama's num_ctx (ModelSleep::acquire), the first load's too.
+  std::optional<std::string> acquire(Entry& e, std::optional<double> keep_alive_s = std::nullopt, std::optional<int> n_ctx_slot = std::nullopt);
   void release(Entry& e);
   // Unloads e now; false when a request still holds it after a second (it stays).
   bool unload(Entry& e);
@@ -74,8 +81,9 @@ class ModelPool {
   void for_each_state(const std::function<void(ServerState&)>& f);
 
  private:
-  std::optional<std::string> make_state(Entry& e);  // e.init_mu_ held
+  std::optional<std::string> make_state(Entry& e, std::optional<int> n_ctx_slot);  // e.init_mu_ held
   bool loaded(const Entry& e) const;                // mu_ held
+  Entry* find_locked(const std::string& name);      // mu_ held
   bool evict_one(const Entry& keep);                // mu_ held: the LRU idle one but keep
   // mu_ held: whether e, not loaded, may load beside the loaded ones (--models-max,
   // --models-memory); `why` names the limit that says no.
@@ -85,8 +93,9 @@ class ModelPool {
 
   const PoolParams pp_;
   ServerState& front_;
-  std::deque<Entry> entries_;  // stable addresses
-  std::mutex mu_, load_mu_;    // load_mu_: pp_.load calls one at a time
+  std::deque<Entry> entries_;  // stable addresses; grows under mu_ (add), never shrinks
+  mutable std::mutex mu_;
+  std::mutex load_mu_;         // pp_.load calls one at a time
   std::condition_variable cv_;
   bool stopped_ = false;
 };

@@ -61,21 +61,40 @@ void ModelSleep::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::optional<std::string> ModelSleep::acquire(std::optional<double> keep_alive_s) {
-  std::lock_guard<std::mutex> lk(mu_);
+std::optional<std::string> ModelSleep::acquire(std::optional<double> keep_alive_s, std::optional<int> n_ctx_slot) {
+  std::unique_lock<std::mutex> lk(mu_);
+  // The context asked for, as Engine::create would give it (the model's training context caps it).
+  auto wanted = [&](const Model& m) {
+    const int64_t n = *n_ctx_slot > 0 ? *n_ctx_slot : ep_.n_ctx_slot;
+    const int64_t n_train = m.hparams().n_ctx_train;
+    return static_cast<int>(n_train > 0 && pooled_ && *n_ctx_slot > 0 ? std::min(n, n_train) : n);
+  };
+  if (pooled_ && n_ctx_slot && !asleep_ && wanted(*s_.model) != s_.n_ctx_slot) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(s_.sp.timeout_s);
+    while (!stopped_ && !asleep_ && !idle_now()) {  // polled too: the engine ends a job a moment after its release
+      if (std::chrono::steady_clock::now() > deadline) return fmt::format("model '{}' is loaded with {} positions per slot and its requests did not end within {} s to reload it with "
+                         "num_ctx {}", s_.model_id, s_.n_ctx_slot, s_.sp.timeout_s, *n_ctx_slot);
+      cv_.wait_for(lk, std::chrono::milliseconds(20));
+    }
+    if (stopped_) return std::string("the server is shutting down");
+    if (!asleep_) fall_asleep();  // reloaded below with the context asked for
+  }
   if (asleep_) {
     if (stopped_) return std::string("the server is shutting down");
     const auto t0 = std::chrono::steady_clock::now();
     auto model = Model::load(s_.sp.model_path);
     if (!model) return fmt::format("reloading the model after sleep failed: {}", model.error().message);
-    auto engine = Engine::create(*model, *s_.tok, ep_, draft_);
+    EngineParams ep = ep_;
+    if (pooled_ && n_ctx_slot) ep.n_ctx_slot = wanted(**model);
+    auto engine = Engine::create(*model, *s_.tok, ep, draft_);
     if (!engine) return fmt::format("restarting the engine after sleep failed: {}", engine.error().message);
     std::lock_guard<std::mutex> swap(engine_mu_);
     s_.model = std::move(*model);
     s_.engine = std::move(*engine);
+    s_.n_ctx_slot = s_.engine->n_ctx_slot();
     asleep_ = false;
-    std::fprintf(stderr, "[server] %s%sawake: model loaded in %.2f s\n", pooled_ ? s_.model_id.c_str() : "", pooled_ ? ": " : "",
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fprintf(stderr, "[server] %s%sawake: model loaded in %.2f s (%d ctx per slot)\n", pooled_ ? s_.model_id.c_str() : "",
+                 pooled_ ? ": " : "", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), s_.n_ctx_slot);
     std::fflush(stderr);
   }
   if (pooled_) idle_ = !keep_alive_s ? idle_default_ : *keep_alive_s < 0 ? std::nullopt : keep_alive_s;
@@ -85,9 +104,12 @@ std::optional<std::string> ModelSleep::acquire(std::optional<double> keep_alive_
 }
 
 void ModelSleep::release() {
-  std::lock_guard<std::mutex> lk(mu_);
-  --users_;
-  last_used_ = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    --users_;
+    last_used_ = std::chrono::steady_clock::now();
+  }
+  cv_.notify_all();  // an acquire waiting to reload it with another num_ctx
 }
 
 bool ModelSleep::sleeping() const { return asleep_; }
@@ -107,7 +129,7 @@ bool ModelSleep::unload() {
 
 ModelSleep::Use ModelSleep::use() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return {asleep_, users_, last_used_, idle_};
+  return {asleep_, users_, last_used_, idle_, asleep_ ? 0 : s_.n_ctx_slot};
 }
 
 EngineMetrics ModelSleep::engine_metrics() const {

@@ -43,7 +43,11 @@ class ModelSleep {
 
   // A request that needs the model: loads it if asleep. The error says why it could not.
   // keep_alive_s (pooled only): the idle time from this request on (nullopt: the default).
-  std::optional<std::string> acquire(std::optional<double> keep_alive_s = std::nullopt);
+  // n_ctx_slot (pooled only, Ollama's num_ctx): the context each slot must have (0: the one
+  // serve's -c gives; capped at the model's training context; nullopt: whatever is loaded); a
+  // model loaded with another is reloaded with it once no request holds it, as Ollama does
+  // (waiting at most sp.timeout_s).
+  std::optional<std::string> acquire(std::optional<double> keep_alive_s = std::nullopt, std::optional<int> n_ctx_slot = std::nullopt);
   void release();
   bool sleeping() const;
   // Unloads the model now unless a request holds it or its engine still works; true when it is
@@ -54,6 +58,7 @@ class ModelSleep {
     int users = 0;
     std::chrono::steady_clock::time_point last_used;
     std::optional<double> idle_s;  // nullopt: kept for good
+    int n_ctx_slot = 0;            // the loaded engine's (asleep: 0)
   };
   Use use() const;
   // The engines' counters so far (the one running now, and those unloaded before it); asleep:

@@ -1,6 +1,7 @@
 // Ollama's API beside the others, on the same port: POST /api/chat and /api/generate (NDJSON
 // streams or one object; thinking, tool calls, format), /api/embed and /api/embeddings, /api/show;
-// GET /api/tags, /api/ps and /api/version (docs/server-api.md#ollama-api). Errors are Ollama's
+// GET /api/tags and /api/ps (docs/server-api.md#ollama-api; /api/version and the store's routes:
+// routes-ollama-store.cpp). Errors are Ollama's
 // {"error": "..."}.
 #include <sys/stat.h>
 
@@ -249,7 +250,6 @@ void add_ollama_routes(httplib::Server& http, ServerState& s) {
   s.post(http, "/api/show", [&s, m](const httplib::Request& q, httplib::Response& r) { show(s, *m, q, r); });
   http.Get("/api/tags", [&s, m](const httplib::Request&, httplib::Response& r) { s.reply_json(r, {{"models", json::array({*m})}}); });
   http.Get("/api/ps", [&s, m](const httplib::Request&, httplib::Response& r) { s.reply_json(r, running(s, *m)); });
-  http.Get("/api/version", [&s](const httplib::Request&, httplib::Response& r) { s.reply_json(r, {{"version", kOllamaApiVersion}}); });
 }
 
 }  // namespace minfer::server

@@ -181,6 +181,11 @@ void add_responses_routes(httplib::Server& http, ServerState& s);  // routes-res
 void add_embedding_routes(httplib::Server& http, ServerState& s);  // routes-embeddings.cpp
 void add_ollama_routes(httplib::Server& http, ServerState& s);     // routes-ollama.cpp
 void add_webui_routes(httplib::Server& http, ServerState& s);      // webui.cpp
+// routes-ollama-store.cpp: GET /api/version; /api/pull, /api/delete, /api/copy over a pool's
+// store (pool null, one model: 501).
+class ModelPool;
+struct ModelStore;
+void add_ollama_server_routes(httplib::Server& http, ServerState& front, ModelPool* pool, const ModelStore* store);
 void add_vertex_routes(httplib::Server& http, ServerState& s);     // routes-vertex.cpp (with sp.vertex_predict_route)
 
 }  // namespace minfer::server

@@ -373,6 +373,15 @@ def test_bad_bodies_are_400(srv):
         assert status == 400 and isinstance(reply["error"], str) and set(reply) == {"error"}, (body, reply)
 
 
+def test_the_store_needs_a_pool(srv):
+    """One MODEL: pull, copy and delete are 501s saying so (test_ollama_store.py: a pool's)."""
+    c = client(srv)
+    for call in (lambda: c.pull("smollm2"), lambda: c.copy("smollm2", "other"), lambda: c.delete("smollm2")):
+        with pytest.raises(ollama.ResponseError) as e:
+            call()
+        assert e.value.status_code == 501 and "no MODEL" in e.value.error
+
+
 def test_ollama_node_client(srv):
     """ollama-node.test.mjs: the official `ollama` npm package against the same server."""
     run_node_test("ollama-node.test.mjs", srv.url, "ollama", "OLLAMA_NODE_MODULES")
