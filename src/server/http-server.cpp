@@ -12,6 +12,7 @@
 #include <ctime>
 #include <deque>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -531,13 +532,35 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
       return front.reply_error(res, {503, *err, "unavailable_error", "", "unavailable"}, shape);
     }
     t_entry = e;
-    const auto route = e->state()->post_routes.find(req.path);
-    if (route == e->state()->post_routes.end()) {
+    const auto& routes = e->state()->post_routes;
+    auto route = routes.find(req.path);
+    if (route == routes.end() && std::regex_match(req.path, std::regex(R"(/slots/\d+)"))) route = routes.find("/slots/:id");
+    if (route == routes.end()) {
       res.status = 404;  // the error handler says which route
       return;
     }
     route->second(req, res);
   });
+  // llama-server's router: GET /props and /slots answer for the model ?model= names, loaded for
+  // it unless ?autoload=false.
+  for (const std::string path : {"/props", "/slots"})
+    web.Get(path, [&, path](const httplib::Request& req, httplib::Response& res) {
+      const std::string name = req.get_param_value("model");
+      if (name.empty() && pool.entries().size() > 1)
+        return front.reply_error(res, invalid_param("model", fmt::format("model name is missing from the request: {}?model=NAME "
+                                                                         "(GET /models lists them)", path)));
+      ModelPool::Entry* e = named_entry(pool, front, name.empty() ? json::object() : json{{"model", name}}, req.path, res);
+      if (!e) return;
+      if (req.get_param_value("autoload") == "false" && e->status() != "loaded")
+        return front.reply_error(res, {503, fmt::format("model '{}' is not loaded (autoload=false)", e->info().names.front()),
+                                       "unavailable_error", "", "unavailable"});
+      if (auto err = pool.acquire(*e)) {
+        res.set_header("Retry-After", "1");
+        return front.reply_error(res, {503, *err, "unavailable_error", "", "unavailable"});
+      }
+      t_entry = e;
+      e->state()->get_routes.at(path)(req, res);
+    });
   web.Get("/api/tags", [&](const httplib::Request&, httplib::Response& r) {
     json models = json::array();
     for (const ModelPool::Entry* e : pool.entries()) models.push_back(e->tags_entry());

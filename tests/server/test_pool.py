@@ -214,3 +214,35 @@ def test_loading_one_model_does_not_stall_another(tmp_path):
         assert len(during) >= 10 and max(gaps) < loaded / 2, (len(during), max(gaps), loaded)
     finally:
         assert s.stop() == 0
+
+
+def test_props_and_slots_per_model(pool):
+    """llama-server's router: GET /props and /slots take ?model= (required with several models),
+    ?autoload=false answers for a loaded model only; POST /slots/ID names its model in the body."""
+    import urllib.error
+    try:
+        get(pool.url, "/props")
+        raise AssertionError("GET /props without ?model= answered")
+    except urllib.error.HTTPError as e:
+        assert e.code == 400 and "model name is missing" in json.loads(e.read())["error"]["message"]
+    assert post_json(pool.url, "/models/unload", {"model": "tiny-b"})[0] == 200
+    try:
+        get(pool.url, "/props?model=tiny-b&autoload=false")
+        raise AssertionError("autoload=false loaded it")
+    except urllib.error.HTTPError as e:
+        assert e.code == 503 and "not loaded" in json.loads(e.read())["error"]["message"]
+    assert status(pool)["tiny-b"] == "unloaded"
+    props = get(pool.url, "/props?model=tiny-b")
+    assert props["model_alias"] == "tiny-b" and props["model_path"].endswith("tiny-b.gguf")
+    assert status(pool)["tiny-b"] == "loaded"
+    slots = get(pool.url, "/slots?model=tiny-b:latest")
+    assert len(slots) == 1 and slots[0]["id"] == 0 and not slots[0]["is_processing"]
+    st, body = post_json(pool.url, "/slots/0?action=erase", {"model": "tiny-b"})
+    assert st == 200 and body["id_slot"] == 0, body
+    st, body = post_json(pool.url, "/slots/0?action=erase", {})
+    assert st == 400 and "'model' is required" in body["error"]["message"]
+    try:
+        get(pool.url, "/props?model=nope")
+        raise AssertionError("an unknown model answered")
+    except urllib.error.HTTPError as e:
+        assert e.code == 404
