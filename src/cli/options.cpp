@@ -258,7 +258,7 @@ Expected<uint64_t> parse_memory_size(std::string_view text) {
     return make_error("'{}' is not a memory size (bytes, or a number with K, M, G or T: 12G, 1536M)", text);
   std::string unit(p, end);
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
+  if (unit.size() == 3 && unit.ends_with("IB")) unit.resize(1);
   else if (unit.size() == 2 && unit.back() == 'B') unit.resize(1);
   static constexpr std::pair<std::string_view, double> kUnits[] = {
       {"", 1.0}, {"B", 1.0}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}, {"T", 1099511627776.0}};

@@ -84,6 +84,12 @@ server::ModelStore hub_model_store() {
   s.copy = store_copy;
   s.check_name = store_check_name;
   s.remove = [](const server::PoolModel& m) -> Status {
+    // Only what minfer's stores list under that name with that file: a --models-dir file (or a
+    // path given to serve) is one minfer only reads, and its stem may name another cached model.
+    bool listed = false;
+    for (const hub::ListedModel& l : hub::list_models()) listed = listed || (l.name == m.names.front() && l.path == m.path);
+    if (!listed)
+      return make_error("model '{}' ({}) is a file this server only reads (--models-dir or a path given to serve): delete it there", m.names.front(), m.path);
     auto r = hub::remove_model(m.names.front());
     if (!r) return r.error();
     return Status::ok();

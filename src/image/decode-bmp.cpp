@@ -13,6 +13,7 @@
 //                                 u32 colours used, u32 important, [masks R G B (A) from 52/56]
 //   palette after the header (core: 3 bytes BGR per entry, info: 4 bytes BGRX)
 //   rows padded to 4 bytes
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -79,7 +80,10 @@ Expected<Image> decode_bmp(std::span<const uint8_t> bytes, const ImageLimits& li
         palette_at += size_t(n_masks) * 4;
         if (palette_at > n) return make_error("image: BMP: truncated colour masks");
       }
-      for (int i = 0; i < n_masks; ++i) masks[i] = u32_at(b + at + size_t(i) * 4);
+      // Within the header (or the 40-byte header's masks, checked above): a 52-byte header
+      // holds 3 masks, not the alpha one BI_ALPHABITFIELDS names.
+      const int n_read = hsz == 40 ? n_masks : std::min<int>(n_masks, int((hsz - 40) / 4));
+      for (int i = 0; i < n_read; ++i) masks[i] = u32_at(b + at + size_t(i) * 4);
     }
   }
   const bool top_down = height < 0;

@@ -141,8 +141,9 @@ ApiResult<std::optional<int>> ollama_num_ctx(const json& body) {
   const json& o = body["options"];
   const auto n = o.find("num_ctx");
   if (n == o.end() || n->is_null()) return std::optional<int>();
-  if (!n->is_number_integer() || n->get<int64_t>() < 1 || n->get<int64_t>() > (int64_t{1} << 24))
-    return invalid_param("num_ctx", fmt::format("option \"num_ctx\" must be an integer from 1 to {}, not {}", int64_t{1} << 24, n->dump()));
+  // 8: the engine's smallest context per slot (a smaller one would unload the model, then fail).
+  if (!n->is_number_integer() || n->get<int64_t>() < 8 || n->get<int64_t>() > (int64_t{1} << 24))
+    return invalid_param("num_ctx", fmt::format("option \"num_ctx\" must be an integer from 8 to {}, not {}", int64_t{1} << 24, n->dump()));
   return std::optional<int>(n->get<int>());
 }
 

@@ -523,9 +523,13 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
       auto k = ollama_keep_alive(*body);
       if (!k) return front.reply_error(res, k.error(), shape);
       keep_alive = *k;
-      auto c = ollama_num_ctx(*body);
-      if (!c) return front.reply_error(res, c.error(), shape);
-      n_ctx = c->value_or(0);
+      // The endpoints that run the model (Ollama schedules a runner for these only: /api/show
+      // and the like answer from what is loaded).
+      if (req.path == "/api/chat" || req.path == "/api/generate" || req.path == "/api/embed" || req.path == "/api/embeddings") {
+        auto c = ollama_num_ctx(*body);
+        if (!c) return front.reply_error(res, c.error(), shape);
+        n_ctx = c->value_or(0);
+      }
     }
     if (auto err = pool.acquire(*e, keep_alive, n_ctx)) {
       res.set_header("Retry-After", "1");

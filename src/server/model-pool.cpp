@@ -45,7 +45,7 @@ ModelPool::ModelPool(const PoolParams& pp, ServerState& front) : pp_(pp), front_
     }
     Entry& e = entries_.emplace_back();
     e.info_ = m;
-    e.bytes_ = (*tags)["size"].get<uint64_t>();  // the GGUF files' size
+    e.file_bytes_ = e.bytes_ = (*tags)["size"].get<uint64_t>();  // the GGUF files' size
     e.tags_ = std::move(*tags);
   }
 }
@@ -68,7 +68,7 @@ Expected<ModelPool::Entry*> ModelPool::add(const PoolModel& m) {
     if (Entry* e = find_locked(n)) return e;
   Entry& e = entries_.emplace_back();
   e.info_ = m;
-  e.bytes_ = (*tags)["size"].get<uint64_t>();
+  e.file_bytes_ = e.bytes_ = (*tags)["size"].get<uint64_t>();
   e.tags_ = std::move(*tags);
   return &e;
 }
@@ -171,10 +171,12 @@ std::optional<std::string> ModelPool::acquire(Entry& e, std::optional<double> ke
     if (!e.state_) err = make_state(e, n_ctx_slot);
   }
   if (!err) err = e.state_->sleep->acquire(keep_alive_s, n_ctx_slot);  // loads it when asleep: outside mu_
+  // Held now: its engine stays. A num_ctx reload may have changed its cache.
+  if (!err) e.bytes_ = e.file_bytes_ + e.state_->engine->context().kv_bytes();
   {
     std::lock_guard<std::mutex> lk(mu_);
     --e.pending_;
-    // Its first load told its KV cache: more may have to go.
+    // Its load told its KV cache: more may have to go.
     if (!err && pp_.models_memory > 0)
       while (loaded_bytes(nullptr) > pp_.models_memory && evict_one(e)) {
       }
@@ -247,7 +249,7 @@ std::optional<std::string> ModelPool::make_state(Entry& e, std::optional<int> n_
   e.routes_ = std::make_unique<httplib::Server>();
   add_model_routes(*e.routes_, *s);
   s->sleep = std::make_unique<ModelSleep>(*s, pp_.keep_alive_s, lm->ep, EngineDraft{}, /*pooled=*/true);
-  e.bytes_ = e.bytes_.load() + s->engine->context().kv_bytes();
+  e.bytes_ = e.file_bytes_ + s->engine->context().kv_bytes();
   std::fprintf(stderr, "[server] %s: loaded in %.2f s (%d slots x %d ctx, %.1f MiB with its KV cache)\n", id.c_str(),
                std::chrono::duration<double>(Clock::now() - t0).count(), s->n_slots, s->n_ctx_slot, e.bytes_.load() / 1048576.0);
   if (pp_.models_memory > 0 && e.bytes_.load() > pp_.models_memory)

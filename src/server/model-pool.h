@@ -54,7 +54,8 @@ class ModelPool {
     std::atomic<bool> removed_{false};  // deleted (/api/delete): no longer found or listed; unloaded once idle
     std::atomic<int> acquiring_{0};  // requests in acquire(), waiting for a place included
     std::chrono::steady_clock::time_point last_used_;  // pool's mu_
-    std::atomic<uint64_t> bytes_{0};  // its memory when loaded: the file's size, + its KV cache once known
+    uint64_t file_bytes_ = 0;         // its GGUF files' size
+    std::atomic<uint64_t> bytes_{0};  // its memory when loaded: file_bytes_, + its KV cache (as last loaded) once known
   };
 
   // Reads each model's GGUF header (for /api/tags); a file that cannot be read is left out with

@@ -71,13 +71,14 @@ std::optional<std::string> ModelSleep::acquire(std::optional<double> keep_alive_
   };
   if (pooled_ && n_ctx_slot && !asleep_ && wanted(*s_.model) != s_.n_ctx_slot) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(s_.sp.timeout_s);
-    while (!stopped_ && !asleep_ && !idle_now()) {  // polled too: the engine ends a job a moment after its release
+    // Until it is idle, or another request has reloaded it with this context meanwhile.
+    while (!stopped_ && !asleep_ && wanted(*s_.model) != s_.n_ctx_slot && !idle_now()) {  // polled too: the engine ends a job a moment after its release
       if (std::chrono::steady_clock::now() > deadline) return fmt::format("model '{}' is loaded with {} positions per slot and its requests did not end within {} s to reload it with "
                          "num_ctx {}", s_.model_id, s_.n_ctx_slot, s_.sp.timeout_s, *n_ctx_slot);
       cv_.wait_for(lk, std::chrono::milliseconds(20));
     }
     if (stopped_) return std::string("the server is shutting down");
-    if (!asleep_) fall_asleep();  // reloaded below with the context asked for
+    if (!asleep_ && wanted(*s_.model) != s_.n_ctx_slot) fall_asleep();  // reloaded below with the context asked for
   }
   if (asleep_) {
     if (stopped_) return std::string("the server is shutting down");

@@ -97,7 +97,8 @@ void delete_route(ModelPool& pool, ServerState& front, const ModelStore& store, 
   if (name.empty()) return front.reply_error(res, invalid_param("model", "model is required"), ollama_error_json);
   ModelPool::Entry* e = pool.find(name);
   if (!e) return front.reply_error(res, ollama_not_found(fmt::format("model '{}' not found", name)), ollama_error_json);
-  if (Status st = store.remove(e->info()); !st.is_ok()) return front.reply_error(res, server_error(st.error().message), ollama_error_json);
+  if (Status st = store.remove(e->info()); !st.is_ok())
+    return front.reply_error(res, invalid_param("model", st.error().message), ollama_error_json);  // 400: not one of minfer's to delete
   pool.remove(*e);
   res.status = 200;
 }

@@ -99,6 +99,8 @@ Expected<ClipVisionHparams> read_clip_vision_hparams(const GgufFile& f) {
   }
   if (hp.n_merge <= 0 || hp.n_merge > 64)
     return make_error("mmproj '{}': merge factor {} must be in 1..64", f.path(), hp.n_merge);
+  if (hp.preproc_image_size < 0 || hp.preproc_image_size > ImageLimits::kMaxSide)
+    return make_error("mmproj '{}': preproc_image_size {} must be in 0..{}", f.path(), hp.preproc_image_size, ImageLimits::kMaxSide);
   return hp;
 }
 

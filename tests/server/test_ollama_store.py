@@ -158,9 +158,15 @@ def test_num_ctx_loads_the_model_with_that_context(store):
         assert r.status == 200 and ctx() == 200
     c.generate(model="tiny-local", prompt="Hi", options={"num_predict": 1})
     assert ctx() == default
-    with pytest.raises(ollama.ResponseError) as e:
-        c.generate(model="tiny-local", prompt="Hi", options={"num_ctx": "big"})
-    assert e.value.status_code == 400 and "num_ctx" in e.value.error
+    # /api/show runs no model: it leaves the loaded context as it is.
+    assert c.generate(model="tiny-local", prompt="Hi", options={"num_predict": 1, "num_ctx": 128}).done
+    c.show("tiny-local")
+    assert ctx() == 128
+    for bad in ("big", 4):  # below the engine's 8: refused before anything is unloaded
+        with pytest.raises(ollama.ResponseError) as e:
+            c.generate(model="tiny-local", prompt="Hi", options={"num_ctx": bad})
+        assert e.value.status_code == 400 and "num_ctx" in e.value.error
+    assert ctx() == 128
 
 
 def test_version(store):

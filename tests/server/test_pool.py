@@ -10,6 +10,7 @@ import re
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -246,3 +247,17 @@ def test_props_and_slots_per_model(pool):
         raise AssertionError("an unknown model answered")
     except urllib.error.HTTPError as e:
         assert e.code == 404
+
+
+def test_delete_refuses_a_file_it_only_reads(pool):
+    """DELETE /api/delete of a --models-dir model: a 400 naming why, the file and the entry stay
+    (its stem could name another cached model, which must not go instead)."""
+    req = urllib.request.Request(pool.url + "/api/delete", data=json.dumps({"model": "tiny-a"}).encode(), method="DELETE",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        raise AssertionError("deleted a --models-dir file")
+    except urllib.error.HTTPError as e:
+        assert e.code == 400 and "only reads" in json.loads(e.read())["error"]
+    path = [m["path"] for m in get(pool.url, "/models")["data"] if m["id"] == "tiny-a"][0]
+    assert os.path.exists(path)

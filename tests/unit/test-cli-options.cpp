@@ -17,7 +17,7 @@ TEST(MemorySize, BytesAndBinaryUnits) {
 }
 
 TEST(MemorySize, RefusedWithTheValueNamed) {
-  for (const char* bad : {"", "G", "-1G", "0", "12X", "12 G", "1e30", "abc"}) {
+  for (const char* bad : {"", "G", "-1G", "0", "12X", "12 G", "1e30", "abc", "12iB"}) {
     auto r = parse_memory_size(bad);
     ASSERT_FALSE(r) << bad;
     EXPECT_NE(r.error().message.find(std::string("'") + bad + "'"), std::string::npos) << r.error().message;

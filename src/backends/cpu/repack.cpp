@@ -1,5 +1,6 @@
 #include "backends/cpu/repack.h"
 
+#include <algorithm>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -321,7 +322,7 @@ bool huge_pages_enabled() {
 class WeightArena {
  public:
   uint8_t* alloc(size_t bytes) {
-    const size_t n = (bytes + 63) / 64 * 64;
+    const size_t n = std::max<size_t>(64, (bytes + 63) / 64 * 64);  // (0 bytes would point past a full chunk)
     std::lock_guard<std::mutex> lock(mu_);
     if (n > kChunk / 4) {
       uint8_t* p = huge_region(n);
