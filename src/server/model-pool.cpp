@@ -59,13 +59,26 @@ std::vector<ModelPool::Entry*> ModelPool::entries() {
 }
 
 Expected<ModelPool::Entry*> ModelPool::add(const PoolModel& m) {
-  for (const std::string& n : m.names)
-    if (Entry* e = find(n)) return e;
+  // An entry of that file under one of the names: the others become its aliases (a pull of
+  // "hf.co/ORG/REPO" that the hub listed as hf:ORG/REPO:QUANT answers to what the client said).
+  auto known = [&]() -> Entry* {
+    for (const std::string& n : m.names)
+      if (Entry* e = find_locked(n)) {
+        if (e->info_.path == m.path)
+          for (const std::string& a : m.names)
+            if (!find_locked(a)) e->aliases_.push_back(a);
+        return e;
+      }
+    return nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (Entry* e = known()) return e;
+  }
   auto tags = tags_of(m);  // outside the lock: it reads the file
   if (!tags) return make_error("model '{}' ({}): {}", m.names.front(), m.path, tags.error().message);
   std::lock_guard<std::mutex> lk(mu_);
-  for (const std::string& n : m.names)  // added meanwhile by another request
-    if (Entry* e = find_locked(n)) return e;
+  if (Entry* e = known()) return e;  // added meanwhile by another request
   Entry& e = entries_.emplace_back();
   e.info_ = m;
   e.file_bytes_ = e.bytes_ = (*tags)["size"].get<uint64_t>();
@@ -88,9 +101,12 @@ ModelPool::Entry* ModelPool::find(const std::string& name) {
 
 ModelPool::Entry* ModelPool::find_locked(const std::string& name) {
   for (Entry& e : entries_)
-    if (!e.removed_)
+    if (!e.removed_) {
       for (const std::string& n : e.info_.names)
         if (same_name(n, name)) return &e;
+      for (const std::string& n : e.aliases_)
+        if (same_name(n, name)) return &e;
+    }
   return nullptr;
 }
 
@@ -245,6 +261,7 @@ std::optional<std::string> ModelPool::make_state(Entry& e, std::optional<int> n_
     ep.n_ctx_slot = static_cast<int>(n_train > 0 ? std::min<int64_t>(*n_ctx_slot, n_train) : *n_ctx_slot);
   if (auto err = init_state(*s, std::move(lm->model), *e.tok_, ep, sp, {})) return fmt::format("model '{}': {}", id, *err);
   s->model_id = id;
+  s->pooled = true;
   s->draining = front_.draining.load();
   e.routes_ = std::make_unique<httplib::Server>();
   add_model_routes(*e.routes_, *s);

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "server/server-state.h"
 
@@ -51,6 +52,7 @@ class ModelPool {
     std::atomic<ServerState*> ready_{nullptr};
     std::mutex init_mu_;  // its first load
     std::atomic<int> pending_{0};  // requests between their place in the pool and holding the model
+    std::vector<std::string> aliases_;  // more names it answers to (a pull's own spelling), pool's mu_
     std::atomic<bool> removed_{false};  // deleted (/api/delete): no longer found or listed; unloaded once idle
     std::atomic<int> acquiring_{0};  // requests in acquire(), waiting for a place included
     std::chrono::steady_clock::time_point last_used_;  // pool's mu_

@@ -50,6 +50,7 @@ class PullLines {
 std::optional<std::string> pull_into(ModelPool& pool, const ModelStore& store, const std::string& name, const ModelStore::Progress& progress) {
   auto m = store.pull(name, progress);
   if (!m) return m.error().message;
+  m->names.push_back(name);  // as the client will call it (hf.co/ORG/REPO without its quant, a lower-case tag ...)
   if (auto e = pool.add(*m); !e) return e.error().message;
   return std::nullopt;
 }

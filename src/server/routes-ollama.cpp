@@ -38,13 +38,17 @@ json ollama_running_entry(json entry, std::optional<std::chrono::system_clock::t
 
 namespace {
 
+std::string model_name_or_empty(const json& body) {
+  return body.is_object() && body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>() : "";
+}
+
 // A request's body naming the served model; on failure the reply (400, 404) is set and nullopt
 // returned. Older clients name the model "name".
 std::optional<json> read_body(ServerState& s, const httplib::Request& req, httplib::Response& res) {
   auto body = s.parse_body(req, res, ollama_error_json);
   if (!body) return std::nullopt;
   if (body->is_object() && !body->contains("model") && body->contains("name")) (*body)["model"] = (*body)["name"];
-  if (auto e = ollama_check_model(*body, s.sp.aliases)) {
+  if (auto e = ollama_check_model(*body, s.pooled ? std::vector<std::string>{model_name_or_empty(*body)} : s.sp.aliases)) {
     s.reply_error(res, *e, ollama_error_json);
     return std::nullopt;
   }

@@ -91,6 +91,7 @@ struct ServerState {
   toolcall::TemplateTools template_tools;  // what that template does with tools (probed at start)
   int64_t created = 0;
   std::string model_id;                    // the first alias, sorted (llama-server's rule)
+  bool pooled = false;                     // one model of a pool: its requests' names matched there (aliases a pull added too)
   ModelIdentity identity;                  // of the weights, for slot files
 
   // The POST routes of plain paths, as registered with post(): Vertex AI's /predict runs its

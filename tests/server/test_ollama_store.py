@@ -93,6 +93,9 @@ def test_pull_from_hugging_face_and_errors(store):
     c = ollama.Client(host=s.url)
     assert c.pull("hf.co/test/tiny-GGUF:Q8_0").status == "success"
     assert "hf.co/test/tiny-GGUF:Q8_0" in names(c)  # as Ollama lists a model pulled from the Hub
+    # Pulled again by the repository alone (the hub picks its one file): served by that name too.
+    assert c.pull("hf.co/test/tiny-GGUF").status == "success"
+    assert c.generate(model="hf.co/test/tiny-GGUF", prompt="Hi", options={"num_predict": 1}).done
     with pytest.raises(ollama.ResponseError) as e:  # a streamed error is the last line's
         list(c.pull("no-such-model", stream=True))
     assert "no-such-model" in e.value.error
