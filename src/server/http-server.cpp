@@ -450,6 +450,7 @@ std::vector<PoolModelMetrics> pool_metrics(ModelPool& pool) {
       pm.loaded = !s->sleep->sleeping();
       pm.metrics = &s->metrics;
       pm.engine = s->sleep->engine_metrics();
+      if (!pm.loaded) pm.engine.kv_size = 0;  // unloaded: no cache (one sleeping model keeps its snapshot, llama-server's rule)
     }
   }
   return out;

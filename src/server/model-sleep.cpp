@@ -168,7 +168,8 @@ void ModelSleep::fall_asleep() {
   std::lock_guard<std::mutex> swap(engine_mu_);
   EngineMetrics m = plus(base_, s_.engine->metrics());
   m.queued = m.slots_busy = 0;
-  m.kv_used = m.kv_size = 0;  // its KV cache is freed
+  m.kv_used = 0;  // no job holds positions; kv_size stays the slots' capacity (llama-server's rule: a
+                  // sleeping server's /metrics is the snapshot taken as it fell asleep)
   base_ = m;
   s_.engine.reset();  // its thread stops; the KV cache is freed
   s_.model.reset();   // the last reference: the weights are unmapped
