@@ -119,7 +119,9 @@ void copy_route(ModelPool& pool, ServerState& front, const ModelStore& store, co
   if (pool.find(destination) == src) return void(res.status = 200);  // already its name
   auto m = store.copy(src->info(), destination);
   if (!m) return front.reply_error(res, server_error(m.error().message), ollama_error_json);
-  if (ModelPool::Entry* old = pool.find(destination)) pool.remove(*old);  // the name now means the copy, as in Ollama
+  // The name now means the copy, as in Ollama: by each spelling of it ("library/b" is "b").
+  for (const std::string& n : m->names)
+    if (ModelPool::Entry* old = pool.find(n); old && old != src && old->info().path != m->path) pool.remove(*old);
   if (auto e = pool.add(*m); !e) return front.reply_error(res, server_error(e.error().message), ollama_error_json);
   res.status = 200;
 }

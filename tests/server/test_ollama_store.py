@@ -124,6 +124,13 @@ def test_copy_and_delete(store):
     with pytest.raises(ollama.ResponseError) as e:
         c.copy("tiny-local", "bad name!")
     assert e.value.status_code == 400
+    # A copy over an existing name, spelled with its namespace: the name now means the new source.
+    digest = lambda name: {m.model: m.digest for m in c.list().models}[name]
+    assert c.copy("tiny-local", "dup:v1").status == "success"
+    first = digest("dup:v1")
+    assert c.copy("tiny-pulled:1b", "library/dup:v1").status == "success"
+    assert digest("dup:v1") == digest("tiny-pulled:1b") != first
+    assert c.delete("dup:v1").status == "success"
 
 
 def test_delete_while_a_request_holds_the_model(store):
