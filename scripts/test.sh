@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: builds Release and the fuzz targets, then ctest (unit tests, kernel
 # and format tests, oracle comparisons against gguf-py / llama.cpp, the ISA checks of tests/isa
-# with the qemu runs, and a 60 s libFuzzer run per parser), the ISA scan of the fuzz tree, then
+# with the qemu runs, and a 45 s libFuzzer run per parser, 30 s for images), the ISA scan of the fuzz tree, then
 # the server and thread tests again under ASan+UBSan and TSan builds (scripts/test-sanitizers.sh,
 # which scans those trees too; MINFER_SKIP_SANITIZERS=1 skips them), and the ARM build under
 # qemu-user (scripts/test-arm64.sh; MINFER_SKIP_ARM64=1 skips it). Needs scripts/setup.sh to
@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-export MINFER_FUZZ_SECONDS=${MINFER_FUZZ_SECONDS:-60}
+export MINFER_FUZZ_SECONDS=${MINFER_FUZZ_SECONDS:-45}
 STAGES=()
 stage_start() { STAGE_NAME=$1; STAGE_T0=$SECONDS; echo "[test] stage: $1" >&2; }
 stage_end() { STAGES+=("$(printf '%-28s %5d s' "$STAGE_NAME" $((SECONDS - STAGE_T0)))"); }
