@@ -59,10 +59,12 @@ for preset in ${MINFER_SANITIZERS:-asan tsan}; do
   run "$preset.speculative" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" \
     python3 -m pytest -q -p no:cacheprovider tests/server/test_speculative.py -k "concurrent or streaming"
   # Many models in one server (TSan: the pool's lock, loads outside it, evictions and keep_alive
-  # unloads beside running requests, per-model metrics); the stream-during-a-load check is timing-bound.
+  # unloads beside running requests, per-model metrics, Ollama's pull/copy/delete and num_ctx
+  # reloads); the stream-during-a-load check is timing-bound.
   if [ "$preset" = tsan ]; then
     run "$preset.pool" env MINFER_BIN="$dir/bin/minfer" MINFER_SMOLLM2="$MODEL" MINFER_MAKE_MODEL="$dir/bin/minfer-make-test-model" \
-      python3 -m pytest -q -p no:cacheprovider tests/server/test_pool.py tests/server/test_metrics.py -k "not stall"
+      OLLAMA_NODE_MODULES="$ROOT/.deps/npm-ollama/node_modules" \
+      python3 -m pytest -q -p no:cacheprovider tests/server/test_pool.py tests/server/test_metrics.py tests/server/test_ollama_store.py -k "not stall"
   fi
   # Work the engine does between generation steps for other threads: embedding chunks beside
   # streams, slot files saved and restored while other slots generate, replies that outlast the
