@@ -539,7 +539,8 @@ int run_pool_server(const PoolParams& pp, const ServerParams& sp, const EnginePa
     t_entry = e;
     const auto& routes = e->state()->post_routes;
     auto route = routes.find(req.path);
-    if (route == routes.end() && std::regex_match(req.path, std::regex(R"(/slots/\d+)"))) route = routes.find("/slots/:id");
+    static const std::regex slot_path(R"(/slots/\d+)");
+    if (route == routes.end() && std::regex_match(req.path, slot_path)) route = routes.find("/slots/:id");
     if (route == routes.end()) {
       res.status = 404;  // the error handler says which route
       return;

@@ -102,12 +102,12 @@ class Client:
         self.port = port
         self.conn = None
 
-    def request(self, data, timeout=120):
+    def request(self, data, timeout=120, path="/v1/chat/completions"):
         for attempt in range(2):
             if self.conn is None:
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
             try:
-                self.conn.request("POST", "/v1/chat/completions", body=data, headers={"Content-Type": "application/json"})
+                self.conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
                 return self.conn.getresponse()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest):
                 self.close()  # a keep-alive connection the server had closed: one retry
@@ -119,6 +119,21 @@ class Client:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+def tally():
+    """What the client threads of a mixed phase record: (counts, failures, note(key), fail(msg))."""
+    counts, failures, lock = Counter(), [], threading.Lock()
+
+    def note(key):
+        with lock:
+            counts[key] += 1
+
+    def fail(msg):
+        with lock:
+            failures.append(msg)
+
+    return counts, failures, note, fail
 
 
 def solo_answers():
@@ -140,18 +155,8 @@ def solo_answers():
 def test_chaos_long_lived_server():
     solo = solo_answers()
     srv = ServerProcess("--parallel", PARALLEL, "--queue", "4", "-c", "3072", "-t", "2", "-b", "5")
-    counts = Counter()
-    failures = []
-    lock = threading.Lock()
+    counts, failures, note, fail = tally()
     deadline = time.time() + SECONDS
-
-    def note(key):
-        with lock:
-            counts[key] += 1
-
-    def fail(msg):
-        with lock:
-            failures.append(msg)
 
     def busy(r):
         """503 with Retry-After is the documented answer of a full server."""

@@ -20,12 +20,11 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections import Counter
 
 import ollama
 
 from conftest import MODEL, ServerProcess, assert_idle, join_clients, post_json
-from test_chaos import BAD_BODIES, CONVERSATIONS, MAX_TOKENS, Client, read_stream
+from test_chaos import BAD_BODIES, CONVERSATIONS, MAX_TOKENS, Client, read_stream, tally
 
 MAKE_MODEL = os.environ.get("MINFER_MAKE_MODEL", "build/bin/minfer-make-test-model")
 SECONDS = float(os.environ.get("MINFER_POOL_CHAOS_SECONDS", "30"))
@@ -125,17 +124,7 @@ def test_chaos_many_models(tmp_path):
     solo = {SMOL: solo_answers(MODEL), "tiny-a": solo_answers(paths["tiny-a"]), "tiny-b": solo_answers(paths["tiny-b"])}
     srv = ServerProcess("--models-dir", str(tmp_path), "--models-max", "2", "--parallel", "2", "--queue", "4",
                         "-c", "2048", "-t", "2", "-b", "16", "--timeout", "60", models=[MODEL])
-    counts = Counter()
-    failures = []
-    lock = threading.Lock()
-
-    def note(key):
-        with lock:
-            counts[key] += 1
-
-    def fail(msg):
-        with lock:
-            failures.append(msg)
+    counts, failures, note, fail = tally()
 
     def warm_round():
         """Every model loaded and used once on both APIs (so the first loads' one-time costs,
@@ -167,17 +156,6 @@ def test_chaos_many_models(tmp_path):
                 fail(f"{op}: status {r.status}: {payload[:300]!r}")
             return False
 
-        def post(c, path, data):
-            c.conn = c.conn or http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
-            try:
-                c.conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
-                return c.conn.getresponse()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest):
-                c.close()
-                c.conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
-                c.conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
-                return c.conn.getresponse()
-
         def worker(seed):
             rng = random.Random(seed)
             c = Client(srv.port)
@@ -205,7 +183,7 @@ def test_chaos_many_models(tmp_path):
                     elif op in ("ollama", "ollama_stream", "keep_alive_0"):
                         stream = op == "ollama_stream"
                         keep = 0 if op == "keep_alive_0" else rng.choice([None, "5m", -1])
-                        r = post(c, "/api/chat", ollama_body(m, conv, n, stream, keep_alive=keep, **OLLAMA_GREEDY))
+                        r = c.request(ollama_body(m, conv, n, stream, keep_alive=keep, **OLLAMA_GREEDY), path="/api/chat")
                         if not ok_or_busy(r, op):
                             continue
                         if stream:
@@ -241,7 +219,7 @@ def test_chaos_many_models(tmp_path):
                             read_stream(r, limit=rng.randint(1, 4))
                         c.close()  # the client goes away mid-stream
                     elif op == "drop_ollama":
-                        r = post(c, "/api/chat", ollama_body(m, conv, 64, True, temperature=0.8))
+                        r = c.request(ollama_body(m, conv, 64, True, temperature=0.8), path="/api/chat")
                         if ok_or_busy(r, op):
                             read_ndjson(r, limit=rng.randint(1, 4))
                         c.close()
@@ -255,7 +233,7 @@ def test_chaos_many_models(tmp_path):
                         if rng.random() < 0.5:
                             r = c.request(openai_body(bad_name, conv, 4))
                         else:
-                            r = post(c, "/api/chat", ollama_body(bad_name, conv, 4, False))
+                            r = c.request(ollama_body(bad_name, conv, 4, False), path="/api/chat")
                         payload = r.read()
                         if r.status != 404 or "error" not in json.loads(payload):
                             fail(f"unknown model {bad_name!r}: status {r.status} {payload[:200]!r}")
